@@ -1,0 +1,1 @@
+"""The policy language, the engines and the command line."""

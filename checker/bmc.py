@@ -1,0 +1,93 @@
+"""Bounded model checking: one incremental z3 solver per policy, an assumption literal per condition and depth."""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable, Optional
+
+import z3
+
+from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.model import Model
+from prunecheck.spec.policy import Policy
+
+from .invariants import inductive_lemmas, lemma_terms
+from .replay import confirm, decode_action, decode_state
+from .result import Result, Trace, Verdict
+from .solver import new_solver, query
+
+DEFAULT_DEPTH = 12
+DEFAULT_SPANS = 6
+DEFAULT_TIMEOUT = 30.0
+
+
+def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
+                  conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT,
+                  memory_mb: int = 0) -> tuple:
+    """Per condition: `violated` with a replayed shortest trace, or `unknown` with why (never `holds`)."""
+    pending = [c for c in CONDITIONS if c in set(conditions)]
+    model = Model(policy, spans)
+    invariant = inductive_lemmas(model, timeout)
+    solver = new_solver(timeout * 1000, memory_mb)
+    states, actions, steps = [model.state(0)], [], []
+    solver.add(model.encode_init(states[0]))
+    spent = {c: 0.0 for c in pending}
+    results = {}
+    for k in range(depth + 1):
+        if k > 0:
+            actions.append(model.action(k - 1))
+            states.append(model.state(k))
+            step = model.encode_step(states[k - 1], actions[k - 1], states[k])
+            steps.append(step)
+            solver.add(step.constraints)
+            solver.add(lemma_terms(model, states[k], invariant))
+        for condition in list(pending):
+            bad = _bad(model, condition, states, actions, steps, k)
+            if bad is None:
+                continue
+            literal = z3.Bool(f"check_{condition}@{k}")
+            solver.add(z3.Implies(literal, bad))
+            left = timeout - spent[condition]
+            answer = query(solver, [literal], int(left * 1000)) if left > 0 else None
+            if answer is not None:
+                spent[condition] += answer.seconds
+            if answer is None or answer.status == "unknown":
+                why = answer.reason if answer is not None else "timeout"
+                results[condition] = Result(condition, Verdict.UNKNOWN, k - 1 if k else 0,
+                                            f"solver gave up at depth {k} ({why}); no violation up to depth {k - 1}",
+                                            seconds=spent[condition])
+                pending.remove(condition)
+            elif answer.status == "sat":
+                results[condition] = _counterexample(policy, solver.model(), condition, states, actions, spans,
+                                                     k, spent[condition])
+                pending.remove(condition)
+        if not pending:
+            break
+    for condition in pending:
+        results[condition] = Result(condition, Verdict.UNKNOWN, depth,
+                                    f"no violation up to depth {depth} over {spans} spans (bounded search only)",
+                                    seconds=spent[condition])
+    return tuple(results[c] for c in CONDITIONS if c in results)
+
+
+def _bad(model: Model, condition: str, states, actions, steps, k: int) -> Optional[z3.BoolRef]:
+    t = states[k]
+    if condition == "C1":
+        return model.bad_c1(t)
+    if condition == "C4":
+        return model.bad_c4(t)
+    if condition == "P1":
+        return model.bad_p1(t)
+    if k == 0:
+        return None
+    if condition == "C2":
+        return model.bad_c2(states[k - 1], actions[k - 1], t)
+    return model.bad_c3(steps[k - 1])
+
+
+def _counterexample(policy, zmodel, condition, states, actions, spans, k, seconds) -> Result:
+    trace_actions = tuple(decode_action(zmodel, a) for a in actions[:k])
+    symbolic = [decode_state(zmodel, s) for s in states[: k + 1]]
+    confirm(policy, trace_actions, condition, spans, symbolic)
+    return Result(condition, Verdict.VIOLATED, k, f"violated after {k} steps (shortest within {spans} spans); "
+                  "replayed on the runtime", trace=Trace(condition, trace_actions, spans), seconds=seconds)

@@ -1,0 +1,64 @@
+"""Verdicts, per-condition results and whole-policy reports: the one shape every engine returns."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+class Verdict(enum.IntEnum):
+    """Ordered so that the worst verdict of a report is its max."""
+
+    HOLDS = 0
+    UNKNOWN = 1
+    VIOLATED = 2
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A counterexample: actions from the empty window, replayed on the runtime, ending in the violation."""
+
+    condition: str
+    actions: tuple
+    spans: int
+
+
+@dataclass(frozen=True)
+class Result:
+    """One condition's verdict, with its evidence (trace or certificate) and a one-line reason."""
+
+    condition: str
+    verdict: Verdict
+    depth: int
+    reason: str
+    engine: str = "bmc"
+    trace: Optional[Trace] = None
+    certificate: Optional[str] = None
+    seconds: float = field(default=0.0, compare=False)
+
+
+@dataclass(frozen=True)
+class Report:
+    """All results for one policy, with everything needed to reproduce them."""
+
+    policy_name: str
+    policy_hash: str
+    source: str
+    depth: int
+    spans: int
+    results: tuple
+    versions: tuple = ()
+
+    @property
+    def verdict(self) -> Verdict:
+        return max((r.verdict for r in self.results), default=Verdict.UNKNOWN)
+
+    def result(self, condition: str) -> Result:
+        for r in self.results:
+            if r.condition == condition:
+                return r
+        raise KeyError(condition)

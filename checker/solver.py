@@ -1,0 +1,46 @@
+"""The one way prunecheck asks z3 anything: seeded, bounded, and never reading unknown as unsat."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import z3
+
+RANDOM_SEED = 0
+
+
+@dataclass(frozen=True)
+class Answer:
+    """sat, unsat or unknown, why if unknown, and how long it took."""
+
+    status: str
+    reason: str
+    seconds: float
+
+
+def new_solver(timeout_ms: int, memory_mb: int = 0) -> z3.Solver:
+    """A solver with the seed pinned and time bounded; memory too when memory_mb > 0."""
+    solver = z3.Solver()
+    solver.set("random_seed", RANDOM_SEED)
+    solver.set("timeout", max(1, int(timeout_ms)))
+    if memory_mb > 0:
+        z3.set_param("memory_max_size", int(memory_mb))
+    return solver
+
+
+def query(solver: z3.Solver, assumptions=(), timeout_ms: int = 0) -> Answer:
+    """Check under assumptions; on `unknown` record reason_unknown(), never treat it as unsat."""
+    if timeout_ms > 0:
+        solver.set("timeout", max(1, int(timeout_ms)))
+    started = time.perf_counter()
+    try:
+        result = solver.check(*assumptions)
+    except z3.Z3Exception as exc:
+        return Answer("unknown", f"solver error: {exc}", time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    if result == z3.sat:
+        return Answer("sat", "", seconds)
+    if result == z3.unsat:
+        return Answer("unsat", "", seconds)
+    return Answer("unknown", solver.reason_unknown() or "unknown", seconds)

@@ -1,0 +1,1 @@
+"""Theorems about the model, one per module."""

@@ -1,0 +1,1 @@
+"""The reference runtime and the formal model of a self-editing context window."""

@@ -1,0 +1,59 @@
+"""Candidate structural invariants of the model: templates over slots that an induction check may confirm."""
+
+from __future__ import annotations
+
+import z3
+
+from .model import CONTENT, K, NS, Model, SymState
+
+
+def candidate_lemmas(model: Model, s: SymState) -> list:
+    """(name, term) pairs; each is a guess, trustworthy only after the inductiveness check keeps it."""
+    n, dep, slots = model.n, model.dep, model.slots
+    record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
+    rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
+    out = [("clock_nonnegative", s.clock >= 0)]
+
+    def content(kind):
+        return z3.Or([kind == c for c in CONTENT])
+
+    for i in range(n):
+        used, kind = s.used[i], s.kind[i]
+        is_record = z3.And(used, kind == K["record"])
+        is_rationale = z3.And(used, kind == K["rationale"])
+
+        def add(name, term):
+            out.append((f"{name}[{i}]", term))
+
+        if i + 1 < n:
+            add("prefix", z3.Implies(s.used[i + 1], used))
+            add("rationale_follows_record", z3.Implies(is_record, z3.And(s.used[i + 1], s.kind[i + 1] == K["rationale"])))
+        else:
+            add("last_slot_not_record", z3.Not(is_record))
+        if i > 0:
+            add("record_precedes_rationale", z3.Implies(is_rationale, s.kind[i - 1] == K["record"]))
+            older = z3.Or([s.target[i] == slots[j] for j in range(i)])
+            add("target_older", z3.Implies(is_record, older))
+        else:
+            add("first_slot_not_rationale", z3.Not(is_rationale))
+            add("first_slot_not_record", z3.Not(is_record))
+        add("unused_absent", z3.Implies(z3.Not(used), z3.And(z3.Not(s.alive[i]), z3.Not(s.undone[i]),
+                                                             kind != K["record"], kind != K["rationale"])))
+        add("record_namespace", z3.Implies(is_record, s.ns[i] == record_ns))
+        add("rationale_namespace", z3.Implies(is_rationale, s.ns[i] == rationale_ns))
+        add("content_in_window", z3.Implies(z3.And(used, content(kind)), s.ns[i] == NS["window"]))
+        add("record_alive", z3.Implies(is_record, s.alive[i]))
+        add("rationale_alive", z3.Implies(is_rationale, s.alive[i]))
+        add("times_ordered", z3.Implies(used, z3.And(0 <= s.created[i], s.created[i] <= s.last_read[i],
+                                                     s.last_read[i] <= s.clock)))
+        add("reads_bounded", z3.Implies(used, z3.And(0 <= s.reads[i], s.reads[i] <= s.last_read[i] - s.created[i])))
+        add("tokens_positive", z3.Implies(used, s.tokens[i] >= 1))
+        add("version_nonnegative", z3.Implies(used, s.version[i] >= 0))
+        add("host_pins_records", z3.Implies(z3.Or(is_record, is_rationale), s.pinned[i]))
+        add("undone_only_records", z3.Implies(s.undone[i], is_record))
+        add("record_prior_content", z3.Implies(is_record, content(s.prior_kind[i])))
+        for j in range(i):
+            add(f"target_content_{j}", z3.Implies(z3.And(is_record, s.target[i] == slots[j]),
+                                                  z3.And(s.used[j], content(s.kind[j]),
+                                                         1 <= s.rversion[i], s.rversion[i] <= s.version[j])))
+    return out

@@ -1,0 +1,207 @@
+"""The policy AST, the span vocabulary it ranges over, and the deployment it runs under."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Optional, Union
+
+KINDS = ("message", "tool_output", "file_body", "stack_trace", "summary", "diff", "record", "rationale")
+CONTENT_KINDS = KINDS[:6]
+NAMESPACES = ("window", "undo", "log")
+
+BOOL, NUM, KIND, NAMESPACE = "bool", "num", "kind", "namespace"
+ENUM_VALUES = {KIND: KINDS, NAMESPACE: NAMESPACES}
+
+INF = None  # an open upper bound in an Interval
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Rational bounds [lo, hi] (hi None means unbounded); lo_open/hi_open make them strict."""
+
+    lo: Optional[Fraction]
+    hi: Optional[Fraction]
+    lo_open: bool = False
+    hi_open: bool = False
+
+
+def _iv(lo, hi=None, lo_open=False, hi_open=False) -> Interval:
+    return Interval(None if lo is None else Fraction(lo), None if hi is None else Fraction(hi), lo_open, hi_open)
+
+
+# name -> (type, interval of values in every reachable state; None for non-numeric)
+SPAN_ATTRS = {
+    "tokens": (NUM, _iv(1)),
+    "age": (NUM, _iv(0)),
+    "idle": (NUM, _iv(0)),
+    "reads": (NUM, _iv(0)),
+    "recency": (NUM, _iv(0, 1, lo_open=True)),
+    "frequency": (NUM, _iv(0)),
+    "pinned": (BOOL, None),
+    "edited": (BOOL, None),
+    "kind": (KIND, None),
+    "namespace": (NAMESPACE, None),
+}
+WINDOW_ATTRS = {
+    "window_tokens": (NUM, _iv(0)),
+    "budget": (NUM, _iv(1)),
+    "step": (NUM, _iv(0)),
+}
+ATTRS = {**SPAN_ATTRS, **WINDOW_ATTRS}
+
+ARITH_OPS = ("+", "-", "*", "/")
+COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
+BOOL_OPS = ("and", "or")
+FUNCTIONS = ("min", "max", "abs")
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A position in the policy's own text, 1-based."""
+
+    line: int
+    col: int
+
+
+NOWHERE = Loc(0, 0)
+
+
+@dataclass(frozen=True)
+class Num:
+    """A rational literal."""
+
+    value: Fraction
+    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class BoolLit:
+    """`true` or `false`."""
+
+    value: bool
+    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class EnumLit:
+    """A quoted enum name, typed by the expression it is compared with."""
+
+    value: str
+    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Attr:
+    """A span attribute (`tokens`) or a window attribute (`window_tokens`)."""
+
+    name: str
+    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Unary:
+    """`not x` or `-x`."""
+
+    op: str
+    arg: "Expr"
+    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Binary:
+    """Arithmetic, comparison and boolean connectives."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class InSet:
+    """`x in [a, b, ...]`."""
+
+    arg: "Expr"
+    values: tuple
+    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Call:
+    """`min(a, b, ...)`, `max(a, b, ...)` or `abs(a)`."""
+
+    fn: str
+    args: tuple
+    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Cond:
+    """`then if test else orelse`: what a Python `if`/`return` chain becomes."""
+
+    test: "Expr"
+    then: "Expr"
+    orelse: "Expr"
+    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
+
+
+Expr = Union[Num, BoolLit, EnumLit, Attr, Unary, Binary, InSet, Call, Cond]
+
+DEPLOYMENT_CHOICES = {
+    "records": ("undo_region", "window"),
+    "rationale": ("decision_log", "window"),
+    "pins": ("host", "self"),
+    "audit": ("independent", "policy"),
+    "undo": ("versioned", "blind"),
+}
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Where records and rationale live, who pins, who audits, how undo checks; defaults are the seed's safe design."""
+
+    records: str = "undo_region"
+    rationale: str = "decision_log"
+    pins: str = "host"
+    audit: str = "independent"
+    undo: str = "versioned"
+
+    def __post_init__(self):
+        for key, allowed in DEPLOYMENT_CHOICES.items():
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"deployment {key} must be one of {', '.join(allowed)}")
+
+    def as_dict(self) -> dict:
+        return {key: getattr(self, key) for key in DEPLOYMENT_CHOICES}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first)."""
+
+    name: str
+    evict: Expr
+    rank: Optional[Expr] = None
+    budget: Optional[int] = None
+    deployment: Deployment = Deployment()
+    description: str = ""
+    source: str = field(default="<policy>", compare=False, repr=False)
+
+
+def subexpressions(expr: Expr):
+    """Yield expr and every expression below it, parents first."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, Unary):
+            stack.append(node.arg)
+        elif isinstance(node, Binary):
+            stack.extend((node.right, node.left))
+        elif isinstance(node, InSet):
+            stack.extend(reversed((node.arg,) + tuple(node.values)))
+        elif isinstance(node, Call):
+            stack.extend(reversed(node.args))
+        elif isinstance(node, Cond):
+            stack.extend((node.orelse, node.then, node.test))

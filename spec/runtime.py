@@ -1,0 +1,350 @@
+"""The reference runtime: states, actions and the step function of a self-editing context window."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Optional, Union
+
+from .errors import IrreversibleEditError, MergeRequired
+from .evaluate import evaluate
+from .policy import CONTENT_KINDS, Policy
+
+REVERSIBLE = "reversible"
+UNKNOWN = "reversibility unknown"
+
+
+@dataclass(frozen=True)
+class Span:
+    """One span; records and rationale entries are spans too, in their own namespace or in the window."""
+
+    id: int
+    kind: str
+    namespace: str
+    tokens: int
+    created: int
+    last_read: int
+    reads: int = 0
+    pinned: bool = False
+    edited: bool = False
+    version: int = 0
+    alive: bool = True
+
+
+@dataclass(frozen=True)
+class EditInfo:
+    """What a recovery record holds about its edit; the edit's id is its record span's id."""
+
+    record: int
+    rationale: int
+    target: int
+    mode: str
+    version: int
+    prior_kind: str
+    prior_edited: bool
+    undone: bool = False
+
+
+@dataclass(frozen=True)
+class State:
+    """The whole window: every span ever written (evicted ones with alive=False) and every edit."""
+
+    step: int = 0
+    spans: tuple = ()
+    edits: tuple = ()
+
+    def span(self, span_id: int) -> Span:
+        return self.spans[span_id]
+
+    def edit(self, edit_id: int) -> Optional[EditInfo]:
+        for info in self.edits:
+            if info.record == edit_id:
+                return info
+        return None
+
+    def live_edits(self) -> tuple:
+        return tuple(e for e in self.edits if not e.undone)
+
+    def window_tokens(self) -> int:
+        return sum(s.tokens for s in self.spans if s.alive and s.namespace == "window")
+
+
+@dataclass(frozen=True)
+class Append:
+    """New content arrives at the end of the window."""
+
+    kind: str
+    tokens: int
+    name = "append"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Summarise (`transform`) or replace-and-discard (`destroy`) a content span, writing a record and a rationale."""
+
+    target: int
+    mode: str
+    name = "edit"
+
+
+@dataclass(frozen=True)
+class Read:
+    """The agent reads a span."""
+
+    span: int
+    name = "read"
+
+
+@dataclass(frozen=True)
+class Pin:
+    """The agent sets a span's pinned flag."""
+
+    span: int
+    name = "pin"
+
+
+@dataclass(frozen=True)
+class Unpin:
+    """The agent clears a span's pinned flag."""
+
+    span: int
+    name = "unpin"
+
+
+@dataclass(frozen=True)
+class Compact:
+    """Evict the policy's candidates, then truncate oldest-first to the budget."""
+
+    name = "compact"
+
+
+@dataclass(frozen=True)
+class Undo:
+    """Undo the edit whose record is span `edit`."""
+
+    edit: int
+    name = "undo"
+
+
+@dataclass(frozen=True)
+class Audit:
+    """Ask for the closure status; changes nothing but the clock."""
+
+    name = "audit"
+
+
+Action = Union[Append, Edit, Read, Pin, Unpin, Compact, Undo, Audit]
+ACTION_TYPES = {cls.name: cls for cls in (Append, Edit, Read, Pin, Unpin, Compact, Undo, Audit)}
+
+
+def action_args(action: Action) -> dict:
+    return {key: getattr(action, key) for key in action.__dataclass_fields__}
+
+
+def action_text(action: Action) -> str:
+    return f"{action.name}({', '.join(repr(v) for v in action_args(action).values())})"
+
+
+class ActionRefused(Exception):
+    """The action's guard is false in this state (not a PrunecheckError: callers decide)."""
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One step's result: the new state, what happened, and which spans compaction removed."""
+
+    before: State
+    action: Action
+    after: State
+    outcome: str
+    evicted: frozenset = frozenset()
+    truncated: frozenset = frozenset()
+
+
+def span_env(policy: Policy, state: State, span: Span) -> dict:
+    """Every vocabulary attribute of `span` in `state`, as the policy sees it."""
+    age = state.step - span.created
+    idle = state.step - span.last_read
+    env = {
+        "tokens": Fraction(span.tokens),
+        "age": Fraction(age),
+        "idle": Fraction(idle),
+        "reads": Fraction(span.reads),
+        "recency": Fraction(1, 1 + idle),
+        "frequency": Fraction(span.reads, 1 + age),
+        "pinned": span.pinned,
+        "edited": span.edited,
+        "kind": span.kind,
+        "namespace": span.namespace,
+        "window_tokens": Fraction(state.window_tokens()),
+        "step": Fraction(state.step),
+    }
+    if policy.budget is not None:
+        env["budget"] = Fraction(policy.budget)
+    return env
+
+
+def addressable(span: Span) -> bool:
+    """The policy's address space: live spans in the window namespace."""
+    return span.alive and span.namespace == "window"
+
+
+def is_candidate(policy: Policy, state: State, span: Span) -> bool:
+    return addressable(span) and bool(evaluate(policy.evict, span_env(policy, state, span)))
+
+
+def candidates(policy: Policy, state: State) -> tuple:
+    return tuple(s.id for s in state.spans if is_candidate(policy, state, s))
+
+
+def status(policy: Policy, state: State) -> str:
+    """The closure status the deployment's audit reports."""
+    if policy.deployment.audit == "independent":
+        known = state.live_edits()
+    else:
+        def visible(span_id: int) -> bool:
+            return addressable(state.span(span_id))
+        known = tuple(e for e in state.live_edits() if visible(e.record) or visible(e.rationale))
+    return REVERSIBLE if all(state.span(e.record).alive for e in known) else UNKNOWN
+
+
+def _set(state: State, span: Span) -> State:
+    spans = list(state.spans)
+    spans[span.id] = span
+    return replace(state, spans=tuple(spans))
+
+
+def _require(condition: bool, why: str) -> None:
+    if not condition:
+        raise ActionRefused(why)
+
+
+def enabled(policy: Policy, state: State, action: Action, max_spans: Optional[int] = None) -> bool:
+    try:
+        _guard(policy, state, action, max_spans)
+    except ActionRefused:
+        return False
+    return True
+
+
+def _exists(state: State, span_id) -> bool:
+    return isinstance(span_id, int) and 0 <= span_id < len(state.spans)
+
+
+def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int]) -> None:
+    room = None if max_spans is None else max_spans - len(state.spans)
+    if isinstance(action, Append):
+        _require(action.kind in CONTENT_KINDS, f"append of non-content kind {action.kind!r}")
+        _require(isinstance(action.tokens, int) and action.tokens >= 1, "append needs tokens >= 1")
+        _require(room is None or room >= 1, "no span slot left")
+    elif isinstance(action, Edit):
+        _require(_exists(state, action.target), f"no span {action.target}")
+        target = state.span(action.target)
+        _require(addressable(target) and target.kind in CONTENT_KINDS, "edit targets a live content span in the window")
+        _require(action.mode in ("transform", "destroy"), f"unknown edit mode {action.mode!r}")
+        _require(room is None or room >= 2, "no span slots left for record and rationale")
+    elif isinstance(action, Read):
+        _require(_exists(state, action.span) and state.span(action.span).alive, "read of an absent span")
+    elif isinstance(action, (Pin, Unpin)):
+        _require(_exists(state, action.span) and state.span(action.span).alive, "pin of an absent span")
+        span = state.span(action.span)
+        _require(span.pinned == isinstance(action, Unpin), "pin state already as asked")
+        if policy.deployment.pins == "host":
+            _require(span.kind in CONTENT_KINDS, "only the host pins and unpins records and rationale")
+    elif isinstance(action, Undo):
+        info = state.edit(action.edit) if isinstance(action.edit, int) else None
+        _require(info is not None, f"no edit {action.edit}")
+        _require(not info.undone, f"edit {action.edit} already undone")
+    elif not isinstance(action, (Compact, Audit)):
+        raise ActionRefused(f"not an action: {action!r}")
+
+
+def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] = None) -> Transition:
+    """Apply one enabled action; raises ActionRefused if its guard is false."""
+    _guard(policy, state, action, max_spans)
+    now = state.step + 1
+    host = policy.deployment.pins == "host"
+    if isinstance(action, Append):
+        span = Span(len(state.spans), action.kind, "window", action.tokens, now, now)
+        after = replace(state, step=now, spans=state.spans + (span,))
+        return Transition(state, action, after, "ok")
+    if isinstance(action, Edit):
+        target = state.span(action.target)
+        record_id, rationale_id = len(state.spans), len(state.spans) + 1
+        new_target = replace(target, kind="summary" if action.mode == "transform" else "diff",
+                             edited=True, version=target.version + 1)
+        record_ns = "undo" if policy.deployment.records == "undo_region" else "window"
+        rationale_ns = "log" if policy.deployment.rationale == "decision_log" else "window"
+        record_tokens = 1 if action.mode == "transform" else target.tokens
+        record = Span(record_id, "record", record_ns, record_tokens, now, now, pinned=host)
+        rationale = Span(rationale_id, "rationale", rationale_ns, 1, now, now, pinned=host)
+        info = EditInfo(record_id, rationale_id, target.id, action.mode, new_target.version,
+                        target.kind, target.edited)
+        after = _set(state, new_target)
+        after = replace(after, step=now, spans=after.spans + (record, rationale), edits=state.edits + (info,))
+        return Transition(state, action, after, "ok")
+    if isinstance(action, Read):
+        span = state.span(action.span)
+        after = _set(state, replace(span, reads=span.reads + 1, last_read=now))
+        return Transition(state, action, replace(after, step=now), "ok")
+    if isinstance(action, (Pin, Unpin)):
+        after = _set(state, replace(state.span(action.span), pinned=isinstance(action, Pin)))
+        return Transition(state, action, replace(after, step=now), "ok")
+    if isinstance(action, Compact):
+        return _compact(policy, state, now)
+    if isinstance(action, Undo):
+        return _undo(policy, state, action, now)
+    return Transition(state, action, replace(state, step=now), status(policy, state))
+
+
+def _compact(policy: Policy, state: State, now: int) -> Transition:
+    chosen = [state.span(i) for i in candidates(policy, state)]
+    budget = policy.budget
+    tokens = state.window_tokens()
+    if policy.rank is not None and budget is not None:
+        def order(span: Span):
+            return (evaluate(policy.rank, span_env(policy, state, span)), span.id)
+        evicted = []
+        for span in sorted(chosen, key=order):
+            if tokens <= budget:
+                break
+            evicted.append(span.id)
+            tokens -= span.tokens
+    else:
+        evicted = [s.id for s in chosen]
+        tokens -= sum(s.tokens for s in chosen)
+    truncated = []
+    if budget is not None:
+        for span in state.spans:
+            if tokens <= budget:
+                break
+            if addressable(span) and span.id not in evicted:
+                truncated.append(span.id)
+                tokens -= span.tokens
+    after = state
+    for span_id in evicted + truncated:
+        after = _set(after, replace(after.span(span_id), alive=False))
+    return Transition(state, Compact(), replace(after, step=now), "ok", frozenset(evicted), frozenset(truncated))
+
+
+def _undo(policy: Policy, state: State, action: Undo, now: int) -> Transition:
+    info = state.edit(action.edit)
+    if not state.span(info.record).alive:
+        return Transition(state, action, replace(state, step=now), "irreversible")
+    target = state.span(info.target)
+    if policy.deployment.undo == "versioned" and target.version != info.version:
+        return Transition(state, action, replace(state, step=now), "merge required")
+    restored = replace(target, kind=info.prior_kind, edited=info.prior_edited, version=target.version + 1, alive=True)
+    after = _set(state, restored)
+    edits = tuple(replace(e, undone=True) if e.record == info.record else e for e in after.edits)
+    return Transition(state, action, replace(after, step=now, edits=edits), "reverted")
+
+
+def undo(policy: Policy, state: State, edit_id: int) -> State:
+    """The seed's undo as a function: raises IrreversibleEditError on an absent record, never reconstructs."""
+    transition = step(policy, state, Undo(edit_id))
+    if transition.outcome == "irreversible":
+        raise IrreversibleEditError(f"cannot undo edit {edit_id}: recovery record absent or pruned")
+    if transition.outcome == "merge required":
+        raise MergeRequired(f"cannot revert edit {edit_id}: its target was re-edited; merge required")
+    return transition.after
