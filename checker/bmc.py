@@ -53,8 +53,9 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
                 spent[condition] += answer.seconds
             if answer is None or answer.status == "unknown":
                 why = answer.reason if answer is not None else "timeout"
-                results[condition] = Result(condition, Verdict.UNKNOWN, k - 1 if k else 0,
-                                            f"solver gave up at depth {k} ({why}); no violation up to depth {k - 1}",
+                searched = f"no violation up to depth {k - 1}" if k else "nothing searched"
+                results[condition] = Result(condition, Verdict.UNKNOWN, max(k - 1, 0),
+                                            f"solver gave up at depth {k} ({why}); {searched}",
                                             seconds=spent[condition])
                 pending.remove(condition)
             elif answer.status == "sat":

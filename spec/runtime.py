@@ -348,3 +348,12 @@ def undo(policy: Policy, state: State, edit_id: int) -> State:
     if transition.outcome == "merge required":
         raise MergeRequired(f"cannot revert edit {edit_id}: its target was re-edited; merge required")
     return transition.after
+
+
+def enabled_actions(policy: Policy, state: State, max_spans: Optional[int] = None, token_choices=(1,)) -> tuple:
+    """Every enabled action in `state`, appends drawn from CONTENT_KINDS x token_choices."""
+    options = [Append(kind, tokens) for kind in CONTENT_KINDS for tokens in token_choices]
+    for span in state.spans:
+        options += [Edit(span.id, "transform"), Edit(span.id, "destroy"), Read(span.id), Pin(span.id), Unpin(span.id)]
+    options += [Undo(e.record) for e in state.edits] + [Compact(), Audit()]
+    return tuple(a for a in options if enabled(policy, state, a, max_spans))

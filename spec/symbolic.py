@@ -59,7 +59,8 @@ def frac_div(x: Frac, y: Frac) -> Frac:
         if y.num.as_long() == 0:
             raise EncodingError("division by zero")
         return Frac(num, den) if y.num.as_long() > 0 else Frac(-num, -den)
-    # Type checking guarantees the divisor never changes sign, so one If suffices.
+    # Type checking keeps every reachable divisor away from 0 with a fixed sign; in unreachable
+    # states (an induction pre-state) a 0 denominator is possible and only weakens what is proved.
     positive = y.num > 0
     return Frac(z3.If(positive, num, -num), z3.If(positive, den, -den))
 

@@ -1,0 +1,209 @@
+"""The command line: `prunecheck check | replay | reproduce`, as main(argv, stdout, stderr) -> exit code.
+
+Exit codes: 0 every condition holds (replay: the trace reproduces as recorded); 1 some condition is violated
+(replay: the trace does not reproduce); 2 usage or input error; 3 nothing violated but something unknown;
+4 internal error (a checker bug, such as a counterexample that does not replay).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional, TextIO
+
+from prunecheck import __version__
+from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
+
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3, 4
+
+
+class UsageError(Exception):
+    """Bad command-line usage (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+    def exit(self, status=0, message=None):
+        raise UsageError(message or "")
+
+
+def _bounded_int(low: int, high: int):
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
+        return value
+    return convert
+
+
+def _conditions(text: str) -> tuple:
+    wanted = tuple(c.strip().upper() for c in text.split(",") if c.strip())
+    unknown = [c for c in wanted if c not in CONDITIONS]
+    if unknown or not wanted:
+        raise argparse.ArgumentTypeError(f"unknown condition {', '.join(unknown) or text!r}; "
+                                         f"choose from {','.join(CONDITIONS)}")
+    return wanted
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="prunecheck", description="Vet a model-authored context-pruning policy before deployment.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    check = sub.add_parser("check", help="check policies against C1-C4 and P1")
+    check.add_argument("policies", nargs="+", metavar="POLICY", help=".yaml, .yml, .json or .py policy files")
+    check.add_argument("--depth", type=_bounded_int(0, 200), default=12, help="bounded search depth (default 12)")
+    check.add_argument("--spans", type=_bounded_int(2, 32), default=6, help="span slots (default 6)")
+    check.add_argument("--only", type=_conditions, default=CONDITIONS, help="conditions to check, e.g. C1,P1")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--out", metavar="DIR", help="write each counterexample as an ITF trace file into DIR")
+    check.add_argument("--deployment", metavar="FILE", help="override the policies' deployment section")
+    check.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per condition (default 30)")
+    check.add_argument("--memory", type=_bounded_int(0, 1 << 20), default=0, metavar="MB",
+                       help="solver memory limit in MB (0: none)")
+    check.add_argument("--python", action="store_true", help="also print each counterexample as a runnable script")
+    replay = sub.add_parser("replay", help="re-execute an ITF trace on the reference runtime")
+    replay.add_argument("trace", metavar="TRACE.json")
+    sub.add_parser("reproduce", help="reproduce the seeds' observations")
+    return parser
+
+
+def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO = None) -> int:
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    try:
+        args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+        if args.version:
+            print(f"prunecheck {__version__}", file=stdout)
+            return EXIT_HOLDS
+        if args.command == "check":
+            return _check(args, stdout, stderr)
+        if args.command == "replay":
+            return _replay(args, stdout)
+        if args.command == "reproduce":
+            from .reproduce import run_all
+            return run_all(stdout)
+        raise UsageError("choose a command: check, replay or reproduce")
+    except UsageError as exc:
+        print(f"prunecheck: usage error: {' '.join(str(exc).split())}", file=stderr)
+        return EXIT_INPUT
+    except (PolicySyntaxError, TraceFormatError) as exc:
+        print(f"prunecheck: error: {exc.one_line()}", file=stderr)
+        return EXIT_INPUT
+    except ReplayMismatch as exc:
+        print(f"prunecheck: internal error (checker bug, please report): {exc.one_line()}", file=stderr)
+        return EXIT_INTERNAL
+    except PrunecheckError as exc:
+        print(f"prunecheck: error: {exc.one_line()}", file=stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("prunecheck: interrupted", file=stderr)
+        return EXIT_INTERNAL
+    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
+        if os.environ.get("PRUNECHECK_DEBUG"):
+            raise
+        print(f"prunecheck: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+              "(set PRUNECHECK_DEBUG=1 for a traceback)", file=stderr)
+        return EXIT_INTERNAL
+
+
+def _check(args, stdout, stderr) -> int:
+    from .check import check, policy_document
+    from .loader import load_deployment, load_policy
+    from .render import report_json, report_text, trace_as_python
+    from .result import Verdict
+
+    override = load_deployment(args.deployment) if args.deployment else None
+    policies = [load_policy(path, override) for path in args.policies]
+    reports = []
+    for policy in policies:
+        report = check(policy, args.depth, args.spans, args.only, float(args.timeout), args.memory)
+        reports.append(report)
+        if args.out:
+            _write_traces(policy, policy_document(policy), report, Path(args.out), stderr)
+        if args.format == "text":
+            print(report_text(report), file=stdout)
+            if args.python:
+                for r in report.results:
+                    if r.trace is not None:
+                        print(f"# {r.condition} counterexample as a script:", file=stdout)
+                        print(trace_as_python(policy.source, r.trace.actions), file=stdout)
+    if args.format == "json":
+        docs = [report_json(r) for r in reports]
+        if len(docs) == 1:
+            print(json.dumps(docs[0], indent=2), file=stdout)
+        else:
+            worst = max(r.verdict for r in reports)
+            print(json.dumps({"verdict": str(worst), "policies": docs}, indent=2), file=stdout)
+    worst = max(r.verdict for r in reports)
+    if worst == Verdict.VIOLATED:
+        return EXIT_VIOLATED
+    return EXIT_UNKNOWN if worst == Verdict.UNKNOWN else EXIT_HOLDS
+
+
+def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
+    from .itf import trace_document
+    from .replay import replay
+
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in policy.name) or "policy"
+    for r in report.results:
+        if r.trace is None:
+            continue
+        transitions = replay(policy, r.trace.actions, r.trace.spans)
+        meta = {"condition": r.condition, "depth": report.depth, "spans": report.spans,
+                "policy_hash": report.policy_hash, "versions": dict(report.versions)}
+        doc = trace_document(policy, policy_doc, transitions, meta)
+        path = out / f"{stem}.{r.condition}.itf.json"
+        path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {path}", file=stderr)
+
+
+def _replay(args, stdout) -> int:
+    from prunecheck.spec.conditions import violations
+
+    from .itf import actions_of, first_difference, meta_of
+    from .loader import parse_policy_text
+    from .render import step_lines
+    from .replay import replay
+
+    path = Path(args.trace)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicySyntaxError(f"cannot read trace: {exc}", str(path), 1, 1) from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PolicySyntaxError(f"trace is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
+    info = meta_of(document)
+    policy = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
+    actions = actions_of(document)
+    try:
+        transitions = replay(policy, actions, info.get("spans"))
+    except ReplayMismatch as exc:
+        print(f"does not replay: {exc.one_line()}", file=stdout)
+        return EXIT_VIOLATED
+    print(f"policy {policy.name}: {len(actions)} steps, condition {info.get('condition', '?')}", file=stdout)
+    for line in step_lines(policy, transitions):
+        print(line, file=stdout)
+    difference = first_difference(document, policy, transitions)
+    if difference is not None:
+        index = difference[0]
+        print(f"does not reproduce: state {index} differs from the one recorded in the trace", file=stdout)
+        return EXIT_VIOLATED
+    found = sorted(violations(policy, transitions[-1])) if transitions else []
+    print(f"reproduces as recorded; violated at the last step: {', '.join(found) or 'nothing'}", file=stdout)
+    return EXIT_HOLDS
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""Counterexample traces in the Informal Trace Format (ITF) of Apalache and Quint, written and read back."""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+from prunecheck.spec.errors import TraceFormatError
+from prunecheck.spec.runtime import ACTION_TYPES, Span, State, Transition, action_args, status
+from prunecheck.spec.conditions import violations
+
+FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+VARS = ("step", "spans", "edits", "status", "outcome", "violations", "mbt::actionTaken", "mbt::nondetPicks")
+PICKS = ("kind", "tokens", "target", "mode", "span", "edit")
+
+
+def _int(value: int) -> dict:
+    return {"#bigint": str(int(value))}
+
+
+def _value(value):
+    if isinstance(value, bool) or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return _int(value)
+    raise TypeError(f"no ITF form for {value!r}")
+
+
+def _span(span: Span) -> dict:
+    return {key: _value(getattr(span, key)) for key in span.__dataclass_fields__}
+
+
+def _state(policy, state: State, action_name: str, args: dict, outcome: str, bad) -> dict:
+    picks = {key: ({"tag": "Some", "value": _value(args[key])} if key in args else {"tag": "None", "value": {"#tup": []}})
+             for key in PICKS}
+    return {
+        "step": _int(state.step),
+        "spans": [_span(s) for s in state.spans],
+        "edits": [{key: _value(getattr(e, key)) for key in e.__dataclass_fields__} for e in state.edits],
+        "status": status(policy, state),
+        "outcome": outcome,
+        "violations": {"#set": sorted(bad)},
+        "mbt::actionTaken": action_name,
+        "mbt::nondetPicks": picks,
+    }
+
+
+def itf_states(policy, transitions: Sequence[Transition]) -> list:
+    """The ITF states of a run from the empty window, without #meta."""
+    states = [_state(policy, State(), "init", {}, "ok", ())]
+    for t in transitions:
+        states.append(_state(policy, t.after, t.action.name, action_args(t.action), t.outcome,
+                             violations(policy, t)))
+    return states
+
+
+def first_difference(document: dict, policy, transitions: Sequence[Transition]):
+    """(index, what the file says, what the runtime does) for the first state that differs, or None."""
+    recorded = document.get("states", [])
+    actual = itf_states(policy, transitions)
+    for index, (want, got) in enumerate(zip(recorded, actual)):
+        want = {k: v for k, v in want.items() if k != "#meta"} if isinstance(want, dict) else want
+        if want != got:
+            return index, want, got
+    if len(recorded) != len(actual):
+        return min(len(recorded), len(actual)), None, None
+    return None
+
+
+def trace_document(policy, policy_doc: dict, transitions: Sequence[Transition], meta: dict) -> dict:
+    """The ITF document for a replayed trace; meta goes under #meta.prunecheck (policy, condition, bounds, versions)."""
+    states = itf_states(policy, transitions)
+    for index, state in enumerate(states):
+        state["#meta"] = {"index": index}
+    return {
+        "#meta": {
+            "format": "ITF",
+            "format-description": FORMAT_DESCRIPTION,
+            "source": policy.source,
+            "status": "violation",
+            "description": f"prunecheck counterexample to {meta.get('condition', '?')} for policy {policy.name}",
+            "timestamp": int(time.time() * 1000),
+            "prunecheck": {**meta, "policy": policy_doc},
+        },
+        "vars": list(VARS),
+        "states": [{"#meta": s.pop("#meta"), **s} for s in states],
+    }
+
+
+def _read_int(value, where: str) -> int:
+    if isinstance(value, dict) and set(value) == {"#bigint"} and isinstance(value["#bigint"], str):
+        try:
+            return int(value["#bigint"])
+        except ValueError:
+            pass
+    elif isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise TraceFormatError(f"{where}: expected an integer")
+
+
+def actions_of(document) -> tuple:
+    """The actions a trace document takes, in order, rebuilt from mbt::actionTaken and mbt::nondetPicks."""
+    if not isinstance(document, dict) or not isinstance(document.get("states"), list):
+        raise TraceFormatError("not an ITF trace: no states list")
+    out = []
+    for index, state in enumerate(document["states"][1:], start=1):
+        where = f"state {index}"
+        if not isinstance(state, dict):
+            raise TraceFormatError(f"{where}: not an object")
+        name = state.get("mbt::actionTaken")
+        if name not in ACTION_TYPES:
+            raise TraceFormatError(f"{where}: unknown action {name!r}")
+        cls = ACTION_TYPES[name]
+        picks = state.get("mbt::nondetPicks") or {}
+        kwargs = {}
+        for field_name, field_def in cls.__dataclass_fields__.items():
+            pick = picks.get(field_name) if isinstance(picks, dict) else None
+            if not isinstance(pick, dict) or pick.get("tag") != "Some":
+                raise TraceFormatError(f"{where}: action {name} needs argument {field_name}")
+            value = pick.get("value")
+            kwargs[field_name] = value if isinstance(value, str) else _read_int(value, f"{where} {field_name}")
+        out.append(cls(**kwargs))
+    return tuple(out)
+
+
+def meta_of(document) -> dict:
+    meta = document.get("#meta", {}) if isinstance(document, dict) else {}
+    info = meta.get("prunecheck") if isinstance(meta, dict) else None
+    if not isinstance(info, dict) or not isinstance(info.get("policy"), dict):
+        raise TraceFormatError("trace has no #meta.prunecheck.policy: not written by prunecheck check --out")
+    return info

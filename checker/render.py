@@ -1,0 +1,100 @@
+"""Human and machine renderings of reports, traces and runtime states."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from prunecheck.spec.conditions import DESCRIPTIONS
+from prunecheck.spec.runtime import State, Transition, action_args, status
+
+from .result import Report
+
+
+def action_call(action) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in action_args(action).items())
+    return f"{action.name}({args})"
+
+
+def span_line(span) -> str:
+    flags = [span.namespace, "alive" if span.alive else "EVICTED"]
+    if span.pinned:
+        flags.append("pinned")
+    if span.edited:
+        flags.append("edited")
+    return (f"#{span.id} {span.kind:<11} tokens={span.tokens} created={span.created} last_read={span.last_read} "
+            f"reads={span.reads} v{span.version} [{' '.join(flags)}]")
+
+
+def state_lines(policy, state: State) -> list:
+    lines = [span_line(s) for s in state.spans] or ["(empty window)"]
+    for e in state.edits:
+        lines.append(f"edit {e.record}: {e.mode} of #{e.target} at v{e.version}, record #{e.record}, "
+                     f"rationale #{e.rationale}{' (undone)' if e.undone else ''}")
+    lines.append(f"status: {status(policy, state)}")
+    return lines
+
+
+def step_lines(policy, transitions: Sequence[Transition]) -> list:
+    out = []
+    for index, t in enumerate(transitions, start=1):
+        extra = ""
+        if t.evicted or t.truncated:
+            extra = f" (evicted {sorted(t.evicted)}, truncated {sorted(t.truncated)})"
+        out.append(f"step {index}: {action_call(t.action)} -> {t.outcome}{extra}")
+        out.extend("    " + line for line in state_lines(policy, t.after))
+    return out
+
+
+def trace_as_python(policy_path: str, actions: Sequence) -> str:
+    """A runnable script that drives the reference runtime through the trace."""
+    names = sorted({type(a).__name__ for a in actions})
+    lines = [
+        "from prunecheck.checker.loader import load_policy",
+        "from prunecheck.spec.conditions import violations",
+        f"from prunecheck.spec.runtime import State, step{''.join(', ' + n for n in names)}",
+        "",
+        f"policy = load_policy({policy_path!r})",
+        "state = State()",
+    ]
+    for action in actions:
+        args = ", ".join(f"{k}={v!r}" for k, v in action_args(action).items())
+        lines.append(f"t = step(policy, state, {type(action).__name__}({args})); state = t.after")
+    lines.append("print(sorted(violations(policy, t)))")
+    return "\n".join(lines) + "\n"
+
+
+def report_text(report: Report) -> str:
+    lines = [f"policy {report.policy_name} ({report.source})  sha256:{report.policy_hash[:12]}  "
+             f"depth {report.depth}, {report.spans} spans"]
+    width = max((len(str(r.verdict)) for r in report.results), default=7)
+    for r in report.results:
+        depth = "-" if r.depth is None else str(r.depth)
+        lines.append(f"  {r.condition}  {str(r.verdict):<{width}}  {depth:>3}  {r.reason}")
+        if r.trace is not None:
+            lines.append(f"        {DESCRIPTIONS[r.condition]}; counterexample:")
+            for index, action in enumerate(r.trace.actions, start=1):
+                lines.append(f"        {index}. {action_call(action)}")
+    lines.append(f"  verdict: {report.verdict}")
+    return "\n".join(lines)
+
+
+def report_json(report: Report) -> dict:
+    conditions = {}
+    for r in report.results:
+        entry = {"verdict": str(r.verdict), "depth": r.depth, "reason": r.reason, "engine": r.engine,
+                 "seconds": round(r.seconds, 4)}
+        if r.trace is not None:
+            entry["trace"] = [{"action": a.name, "args": action_args(a)} for a in r.trace.actions]
+        if r.certificate is not None:
+            entry["certificate"] = r.certificate
+        conditions[r.condition] = entry
+    return {
+        "policy": report.policy_name,
+        "verdict": str(report.verdict),
+        "conditions": conditions,
+        "source": report.source,
+        "policy_hash": report.policy_hash,
+        "depth": report.depth,
+        "spans": report.spans,
+        "versions": dict(report.versions),
+    }

@@ -1,0 +1,11 @@
+"""The first seed's observed policy, in the restricted Python form."""
+
+NAME = "seed-recency-frequency-py"
+DEPLOYMENT = {"records": "window", "pins": "self", "audit": "policy"}
+EXPECT = {"C1": "violated", "C2": "violated", "C3": "holds", "C4": "violated", "P1": "holds"}
+
+
+def evict(span, window):
+    if span.pinned:
+        return False
+    return span.recency * span.frequency < 0.25
