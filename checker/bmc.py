@@ -41,27 +41,38 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
             steps.append(step)
             solver.add(step.constraints)
             solver.add(lemma_terms(model, states[k], invariant))
-        for condition in list(pending):
-            bad = _bad(model, condition, states, actions, steps, k)
-            if bad is None:
+        bads = {c: _bad(model, c, states, actions, steps, k) for c in pending}
+        groups = [{c: term for c, term in bads.items() if term is not None}]
+        while groups:
+            group = groups.pop()
+            if not group:
                 continue
-            literal = z3.Bool(f"check_{condition}@{k}")
-            solver.add(z3.Implies(literal, bad))
-            left = timeout - spent[condition]
+            literal = z3.Bool(f"check_{'_'.join(group)}@{k}")
+            solver.add(z3.Implies(literal, z3.Or(list(group.values()))))
+            left = timeout - max(spent[c] for c in group)
             answer = query(solver, [literal], int(left * 1000)) if left > 0 else None
-            if answer is not None:
-                spent[condition] += answer.seconds
+            for c in group:
+                spent[c] += answer.seconds if answer is not None else 0.0
+            if answer is not None and answer.status == "unsat":
+                continue
             if answer is None or answer.status == "unknown":
+                if len(group) > 1:
+                    # A joint query may give up where single ones do not: ask each condition alone.
+                    groups.extend({c: term} for c, term in group.items())
+                    continue
                 why = answer.reason if answer is not None else "timeout"
                 searched = f"no violation up to depth {k - 1}" if k else "nothing searched"
-                results[condition] = Result(condition, Verdict.UNKNOWN, max(k - 1, 0),
-                                            f"solver gave up at depth {k} ({why}); {searched}",
-                                            seconds=spent[condition])
-                pending.remove(condition)
-            elif answer.status == "sat":
-                results[condition] = _counterexample(policy, solver.model(), condition, states, actions, spans,
-                                                     k, spent[condition])
-                pending.remove(condition)
+                (c,) = group
+                results[c] = Result(c, Verdict.UNKNOWN, max(k - 1, 0),
+                                    f"solver gave up at depth {k} ({why}); {searched}", seconds=spent[c])
+                pending.remove(c)
+                continue
+            zmodel = solver.model()
+            hit = {c for c, term in group.items() if z3.is_true(zmodel.eval(term, model_completion=True))}
+            for c in hit:
+                results[c] = _counterexample(policy, zmodel, c, states, actions, spans, k, spent[c])
+                pending.remove(c)
+            groups.append({c: term for c, term in group.items() if c not in hit})
         if not pending:
             break
     for condition in pending:

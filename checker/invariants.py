@@ -54,4 +54,4 @@ def inductive_lemmas(model: Model, timeout: float = 10.0) -> Invariant:
 
 
 def lemma_terms(model: Model, state, invariant: Invariant) -> list:
-    return [term for name, term in candidate_lemmas(model, state) if name in invariant.names]
+    return [term for _, term in candidate_lemmas(model, state, invariant.names)]

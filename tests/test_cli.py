@@ -1,0 +1,148 @@
+"""The command line: exit codes, JSON and ITF output, replay, reproduce, and one-line errors for bad input."""
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from prunecheck.checker import cli
+from prunecheck.spec.errors import ReplayMismatch
+
+from policy_table import EXAMPLES
+
+SEED = str(EXAMPLES / "seed_flawed.yaml")
+SAFE = str(EXAMPLES / "seed_safe_design.yaml")
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_violated_policy_exits_1_with_a_table_and_trace():
+    code, out, err = run("check", SEED, "--depth", "6")
+    assert code == 1
+    assert "C1  violated" in out and "1. append(" in out and "verdict: violated" in out
+    assert err == ""
+
+
+def test_safe_policy_exits_3_because_bounded_search_cannot_prove_holds():
+    code, out, _ = run("check", SAFE, "--depth", "4")
+    assert code == 3
+    assert "violated" not in out and out.count("bounded search only") == 5
+
+
+def test_json_document_records_what_reproduces_the_verdict():
+    code, out, _ = run("check", SEED, "--depth", "5", "--spans", "5", "--only", "C1,P1", "--format", "json")
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["policy"] == "seed-recency-frequency" and doc["verdict"] == "violated"
+    assert set(doc["conditions"]) == {"C1", "P1"}
+    c1 = doc["conditions"]["C1"]
+    assert c1["verdict"] == "violated" and c1["depth"] == len(c1["trace"]) == 2
+    assert c1["trace"][1]["action"] == "edit"
+    assert doc["conditions"]["P1"]["verdict"] == "unknown"
+    assert doc["depth"] == 5 and doc["spans"] == 5 and len(doc["policy_hash"]) == 64
+    assert set(doc["versions"]) == {"prunecheck", "z3"}
+
+
+def test_several_policies_give_one_document_with_the_worst_verdict():
+    code, out, _ = run("check", SEED, SAFE, "--depth", "3", "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["verdict"] == "violated" and len(doc["policies"]) == 2
+
+
+def test_itf_traces_replay_and_tampering_is_detected(tmp_path):
+    code, _, err = run("check", SEED, "--depth", "4", "--out", str(tmp_path))
+    assert code == 1 and "wrote" in err
+    files = sorted(tmp_path.glob("*.itf.json"))
+    assert [f.name.split(".")[1] for f in files] == ["C1", "C2", "C4"]
+    doc = json.loads(files[0].read_text())
+    assert doc["#meta"]["format"] == "ITF" and doc["vars"] and doc["states"][0]["mbt::actionTaken"] == "init"
+    assert doc["states"][1]["step"] == {"#bigint": "1"}
+    assert doc["states"][-1]["violations"] == {"#set": ["C1"]}
+    code, out, _ = run("replay", str(files[0]))
+    assert code == 0 and "reproduces as recorded" in out and "step 2: edit(" in out
+    doc["states"][1]["spans"][0]["tokens"] = {"#bigint": "999"}
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(doc))
+    code, out, _ = run("replay", str(tampered))
+    assert code == 1 and "state 1 differs" in out
+
+
+def test_deployment_override_replaces_the_files_section(tmp_path):
+    deployment = tmp_path / "safe.yaml"
+    deployment.write_text("deployment:\n  records: undo_region\n  pins: host\n  audit: independent\n")
+    code, out, _ = run("check", SEED, "--depth", "4", "--deployment", str(deployment))
+    assert code == 3 and "violated" not in out
+
+
+def test_counterexample_prints_as_a_runnable_script(tmp_path):
+    code, out, _ = run("check", SEED, "--depth", "3", "--only", "C1", "--python")
+    assert code == 1
+    script = out[out.index("from prunecheck"):]
+    path = tmp_path / "cex.py"
+    path.write_text(script)
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "C1" in done.stdout
+
+
+def test_reproduce_shows_all_three_seed_observations():
+    code, out, _ = run("reproduce")
+    assert code == 0
+    assert "3 of 3 seed observations reproduced" in out and "NOT REPRODUCED" not in out
+
+
+BAD_INPUTS = {
+    "unknown_name.yaml": ("name: x\nevict: tokenz > 3\n", 2, 8),
+    "enum_typo.yaml": ("name: x\nevict: kind == 'recrod'\n", 2, 16),
+    "type_error.yaml": ("name: x\nevict: kind + 1 > 2\n", 2, 13),
+    "zero_division.yaml": ("name: x\nevict: reads / age > 1\n", 2, 14),
+    "empty.yaml": ("", 1, 1),
+    "huge.yaml": ("name: x\nevict: tokens " + "+ 1 " * 20000 + "> 3\n", 2, None),
+    "deep.yaml": ("name: x\nevict: " + "(" * 10000 + "true" + ")" * 10000 + "\n", 2, None),
+    "imports.py": ("import os\n\ndef evict(span, window):\n    return True\n", 1, 1),
+    "dunder.py": ("def evict(span, window):\n    return span.__class__ == 1\n", 2, 17),
+    "calls.py": ("def evict(span, window):\n    return open('x') == 1\n", 2, 12),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_bad_input_is_one_line_with_file_line_column_and_exit_2(tmp_path, name):
+    text, line, col = BAD_INPUTS[name]
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run("check", str(path))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{path}:{line}:" in err
+    if col is not None:
+        assert f"{path}:{line}:{col}:" in err
+
+
+def test_wrong_encoding_names_the_byte(tmp_path):
+    path = tmp_path / "latin.yaml"
+    path.write_bytes("name: caf\xe9\nevict: true\n".encode("latin-1"))
+    code, _, err = run("check", str(path))
+    assert code == 2 and err.count("\n") == 1 and f"{path}:1:" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["check"], ["check", SEED, "--depth", "deep"], ["check", SEED, "--only", "C9"], ["frobnicate"], [],
+    ["check", "/nonexistent/policy.yaml"], ["replay", "/nonexistent/trace.json"],
+])
+def test_usage_errors_exit_2_in_one_line(argv):
+    code, out, err = run(*argv)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_counterexample_that_does_not_replay_is_an_internal_error(monkeypatch):
+    def broken(*args, **kwargs):
+        raise ReplayMismatch("C1 counterexample of 2 steps fails at step None on the runtime")
+    monkeypatch.setattr("prunecheck.checker.check.check_bounded", broken)
+    code, _, err = run("check", SEED)
+    assert code == 4 and "checker bug" in err and err.count("\n") == 1
