@@ -68,7 +68,7 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
                 pending.remove(c)
                 continue
             zmodel = solver.model()
-            hit = {c for c, term in group.items() if z3.is_true(zmodel.eval(term, model_completion=True))}
+            hit = [c for c, term in group.items() if z3.is_true(zmodel.eval(term, model_completion=True))]
             for c in hit:
                 results[c] = _counterexample(policy, zmodel, c, states, actions, spans, k, spent[c])
                 pending.remove(c)

@@ -104,6 +104,10 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
     except PrunecheckError as exc:
         print(f"prunecheck: error: {exc.one_line()}", file=stderr)
         return EXIT_INPUT
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_VIOLATED
     except KeyboardInterrupt:
         print("prunecheck: interrupted", file=stderr)
         return EXIT_INTERNAL

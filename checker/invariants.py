@@ -30,7 +30,8 @@ def inductive_lemmas(model: Model, timeout: float = 10.0) -> Invariant:
     step = model.encode_step(pre, act, post)
     now = dict(candidate_lemmas(model, pre))
     after = dict(candidate_lemmas(model, post))
-    alive = {name for name, term in candidate_lemmas(model, init) if z3.is_true(z3.simplify(term))}
+    # Kept as an ordered list: assertion order steers z3's search, and a set's order varies between runs.
+    alive = [name for name, term in candidate_lemmas(model, init) if z3.is_true(z3.simplify(term))]
     solver = new_solver(timeout * 1000)
     solver.add(step.constraints)
     rounds = 0
@@ -49,7 +50,7 @@ def inductive_lemmas(model: Model, timeout: float = 10.0) -> Invariant:
         m = solver.model()
         broken = {name for name in alive if not z3.is_true(m.eval(after[name], model_completion=True))}
         solver.pop()
-        alive -= broken
+        alive = [name for name in alive if name not in broken]
     return Invariant(frozenset(), rounds, True)
 
 

@@ -79,8 +79,8 @@ def observed_failure(out: TextIO) -> bool:
     lost = sorted(compaction.evicted & {e1, e2})
     ok = True
     ok &= _row(out, "records of edits 1 and 2 were evicted by the compaction between edit 2 and edit 3",
-               f"compaction after edit 2 evicted records {lost} of edits {e1}, {e2}; edit 3's record #{e3} is live",
-               lost == [e1, e2])
+               f"the compaction after edit 2 evicted records #{e1} and #{e2} (edits 1 and 2: span ids {lost}); "
+               f"edit 3's record #{e3} is live", lost == [e1, e2])
     independent = status(replace(policy, deployment=replace(policy.deployment, audit="independent")), run.state)
     ok &= _row(out, "the instance still reported the window as 'fully reversible'",
                f"self-certified audit reports '{report_status}'; an independent audit of the same state reports "
@@ -90,7 +90,7 @@ def observed_failure(out: TextIO) -> bool:
         ok &= _row(out, "undo of edit 1 had no record to use", "undo of edit 1 returned a state", False)
     except IrreversibleEditError as exc:
         ok &= _row(out, "asked to undo edit 1, the instance confabulated a plausible stack trace",
-                   f"the runtime raises IrreversibleEditError ({exc}); nothing is reconstructed", True)
+                   f"undo of edit 1 raises IrreversibleEditError ({exc}); nothing is reconstructed", True)
     report = check(policy)
     c1 = report.result("C1")
     ok &= _row(out, "no individual step violated the policy; the policy consumed its own safety net",
@@ -117,7 +117,7 @@ def safe_demonstration(out: TextIO) -> bool:
               f"{sorted(compaction.evicted)}", bool(named) and not reachable and not compaction.evicted)
     restored = undo(policy, run.state, e1)
     ok &= _row(out, "safe_undo(w, 'e1') returns 'full_trace'",
-               f"undo of edit {e1} restores span #{trace} to kind '{restored.span(trace).kind}' at v"
+               f"undo of edit 1 (record #{e1}) restores span #{trace} to kind '{restored.span(trace).kind}' at v"
                f"{restored.span(trace).version}", restored.span(trace).kind == "stack_trace")
     report = check(policy)
     worst = report.verdict
@@ -139,8 +139,8 @@ def provenance_loss(out: TextIO) -> bool:
     compaction = run.do(Compact())
     gone = edit.rationale in compaction.evicted
     ok = _row(out, "'ingest/v3 was superseded at turn 112' existed only in a pruned transcript",
-              f"compaction evicted {sorted(compaction.evicted)}, including rationale #{edit.rationale} of live "
-              f"edit {edit.record}; P1 violated on the runtime: {'P1' in violations(policy, compaction)}",
+              f"compaction evicted {sorted(compaction.evicted)}, including rationale #{edit.rationale} of the live "
+              f"edit (record #{edit.record}); P1 violated on the runtime: {'P1' in violations(policy, compaction)}",
               gone and "P1" in violations(policy, compaction))
     report = check(policy)
     ok &= _row(out, "the justification did not survive the edit", _checker_line(report, "P1"),

@@ -344,9 +344,9 @@ def undo(policy: Policy, state: State, edit_id: int) -> State:
     """The seed's undo as a function: raises IrreversibleEditError on an absent record, never reconstructs."""
     transition = step(policy, state, Undo(edit_id))
     if transition.outcome == "irreversible":
-        raise IrreversibleEditError(f"cannot undo edit {edit_id}: recovery record absent or pruned")
+        raise IrreversibleEditError(f"cannot undo the edit with record #{edit_id}: recovery record absent or pruned")
     if transition.outcome == "merge required":
-        raise MergeRequired(f"cannot revert edit {edit_id}: its target was re-edited; merge required")
+        raise MergeRequired(f"cannot revert the edit with record #{edit_id}: its target was re-edited; merge required")
     return transition.after
 
 

@@ -2,6 +2,7 @@
 
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -146,3 +147,14 @@ def test_a_counterexample_that_does_not_replay_is_an_internal_error(monkeypatch)
     monkeypatch.setattr("prunecheck.checker.check.check_bounded", broken)
     code, _, err = run("check", SEED)
     assert code == 4 and "checker bug" in err and err.count("\n") == 1
+
+
+def test_same_policy_and_flags_give_the_same_traces_whatever_the_hash_seed():
+    def traces(seed):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-m", "prunecheck", "check", SEED, "--depth", "4", "--format", "json"],
+                              capture_output=True, text=True, env=env, timeout=300)
+        doc = json.loads(done.stdout)
+        return {c: v.get("trace") for c, v in doc["conditions"].items()}
+    first = traces("1")
+    assert first["C1"] is not None and first == traces("2")

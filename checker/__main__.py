@@ -1,0 +1,5 @@
+"""`python -m prunecheck.checker`: the command line."""
+
+from .cli import entry
+
+entry()
