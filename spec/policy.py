@@ -13,12 +13,9 @@ NAMESPACES = ("window", "undo", "log")
 BOOL, NUM, KIND, NAMESPACE = "bool", "num", "kind", "namespace"
 ENUM_VALUES = {KIND: KINDS, NAMESPACE: NAMESPACES}
 
-INF = None  # an open upper bound in an Interval
-
-
 @dataclass(frozen=True)
 class Interval:
-    """Rational bounds [lo, hi] (hi None means unbounded); lo_open/hi_open make them strict."""
+    """Rational bounds [lo, hi]; None means unbounded on that side; lo_open/hi_open make a bound strict."""
 
     lo: Optional[Fraction]
     hi: Optional[Fraction]
@@ -69,7 +66,7 @@ NOWHERE = Loc(0, 0)
 
 @dataclass(frozen=True)
 class Num:
-    """A rational literal."""
+    """A rational literal; the parsers only produce non-negative finite decimals (minus is a Unary)."""
 
     value: Fraction
     loc: Loc = field(default=NOWHERE, compare=False, repr=False)
