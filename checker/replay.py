@@ -46,7 +46,7 @@ def _bool(model: z3.ModelRef, term) -> bool:
 
 
 def decode_action(model: z3.ModelRef, a: SymAction):
-    name = str(model.eval(a.act, model_completion=True))
+    name = str(model.eval(a.act, model_completion=True)).removeprefix("do_")
     arg = _slot(model, a.arg)
     if name == "append":
         return Append(_name(model, a.kind), _int(model, a.tokens))

@@ -10,7 +10,8 @@ from .policy import CONTENT_KINDS, KIND, NAMESPACE, Policy
 from .symbolic import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort
 
 ACTIONS = ("append", "edit", "read", "pin", "unpin", "compact", "undo", "audit")
-ActionSort, ACTION_CONSTS = z3.EnumSort("Action", ACTIONS)
+# Constructors are prefixed so that SMT-LIB text stays unambiguous (`undo` is also a namespace).
+ActionSort, ACTION_CONSTS = z3.EnumSort("Action", [f"do_{name}" for name in ACTIONS])
 ACT = dict(zip(ACTIONS, ACTION_CONSTS))
 
 K = ENUM_CODES[KIND]
@@ -37,6 +38,20 @@ def span_fields(n: int) -> dict:
         "target": slot, "rversion": z3.IntSort(), "prior_kind": KindSort, "prior_edited": z3.BoolSort(),
         "destroy": z3.BoolSort(), "undone": z3.BoolSort(),
     }
+
+
+def attribute_env(clock, span: dict, window_tokens: Frac, budget) -> dict:
+    """The policy vocabulary as z3 terms for one span (a dict of its field terms) at `clock`."""
+    age, idle = clock - span["created"], clock - span["last_read"]
+    env = {
+        "tokens": Frac(span["tokens"]), "age": Frac(age), "idle": Frac(idle), "reads": Frac(span["reads"]),
+        "recency": Frac(z3.IntVal(1), 1 + idle), "frequency": Frac(span["reads"], 1 + age),
+        "pinned": span["pinned"], "edited": span["edited"], "kind": span["kind"], "namespace": span["ns"],
+        "window_tokens": window_tokens, "step": Frac(clock),
+    }
+    if budget is not None:
+        env["budget"] = Frac(z3.IntVal(budget))
+    return env
 
 
 class SymState:
@@ -130,15 +145,8 @@ class Model:
             w = Frac(s.window_tokens())
             terms = []
             for i in range(self.n):
-                age, idle = s.clock - s.created[i], s.clock - s.last_read[i]
-                env = {
-                    "tokens": Frac(s.tokens[i]), "age": Frac(age), "idle": Frac(idle), "reads": Frac(s.reads[i]),
-                    "recency": Frac(z3.IntVal(1), 1 + idle), "frequency": Frac(s.reads[i], 1 + age),
-                    "pinned": s.pinned[i], "edited": s.edited[i], "kind": s.kind[i], "namespace": s.ns[i],
-                    "window_tokens": w, "step": Frac(s.clock),
-                }
-                if self.policy.budget is not None:
-                    env["budget"] = Frac(z3.IntVal(self.policy.budget))
+                env = attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w,
+                                    self.policy.budget)
                 encoder = ExprEncoder(env)
                 rank = encoder.encode(self.policy.rank) if self.policy.rank is not None else None
                 terms.append((encoder.encode(self.policy.evict), rank))

@@ -1,0 +1,94 @@
+"""The parametric model over-approximates the runtime: every run, projected on every pair (r, r+1), is a run of it."""
+
+import z3
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prunecheck.spec.conditions import state_violations, transition_violations
+from prunecheck.spec.model import ACT
+from prunecheck.spec.parametric import DEFAULTS, FIELDS, GHOSTS, PairAction, PairModel, PairState
+from prunecheck.spec.runtime import State, step
+from prunecheck.spec.symbolic import ENUM_CODES
+
+from test_model import POLICIES, TARGETED, _policy, deployments, runs
+
+
+def _span_values(state: State, i: int) -> dict:
+    if i >= len(state.spans):
+        return {name: None for name in FIELDS}
+    span = state.span(i)
+    edit = state.edit(i)
+    return {"used": True, "alive": span.alive, "kind": ENUM_CODES["kind"][span.kind],
+            "ns": ENUM_CODES["namespace"][span.namespace], "tokens": span.tokens, "created": span.created,
+            "last_read": span.last_read, "reads": span.reads, "pinned": span.pinned, "edited": span.edited,
+            "version": span.version, "undone": bool(edit and edit.undone)}
+
+
+def _project(ps: PairState, state: State, r: int) -> list:
+    out = [ps.clock == state.step, ps.window_tokens == state.window_tokens()]
+    for g, i in zip(GHOSTS, (r, r + 1)):
+        for name, value in _span_values(state, i).items():
+            var = ps.span[g][name]
+            out.append(var == (DEFAULTS[var.sort()] if value is None else value))
+    return out
+
+
+def _check_projection(policy, actions):
+    model = PairModel(policy)
+    state = State()
+    transitions = []
+    for action in actions:
+        transitions.append(step(policy, state, action))
+        state = transitions[-1].after
+    width = len(state.spans) + 1
+    for r in range(width):
+        pre = PairState("pre")
+        solver = z3.Solver()
+        solver.add(model.encode_init(pre))
+        solver.add(_project(pre, State(), r))
+        assert solver.check() == z3.sat, f"initial state does not project on pair {r}"
+        for k, t in enumerate(transitions):
+            pre, post, act = PairState(f"s{k}"), PairState(f"s{k + 1}"), PairAction(f"a{k}")
+            pair_step = model.encode_step(pre, act, post)
+            solver = z3.Solver()
+            solver.add(pair_step.constraints + _project(pre, t.before, r) + _project(post, t.after, r))
+            solver.add(act.act == ACT[t.action.name])
+            concrete = transition_violations(t)
+            record_r = t.before.edit(r)
+            if "C2" in concrete and record_r is not None and t.before.span(r).alive and not t.after.span(r).alive:
+                solver.add(model.bad_c2(pair_step))
+            if "C3" in concrete and getattr(t.action, "edit", None) == r:
+                solver.add(model.bad_c3(pair_step))
+            assert solver.check() == z3.sat, f"step {k + 1} {t.action} does not project on pair ({r}, {r + 1})"
+            after = state_violations(policy, t.after)
+            holds = z3.Solver()
+            holds.add(_project(post, t.after, r))
+            live_r = t.after.edit(r) is not None and not t.after.edit(r).undone
+            for condition, bad in (("C1", model.bad_c1(post)), ("P1", model.bad_p1(post)), ("C4", model.bad_c4(post))):
+                concrete_here = condition in after and live_r and _at_r(condition, policy, t.after, r)
+                if concrete_here:
+                    holds.push()
+                    holds.add(bad)
+                    assert holds.check() == z3.sat, f"{condition} at record {r} is not a violation of the pair model"
+                    holds.pop()
+
+
+def _at_r(condition, policy, state, r):
+    from prunecheck.spec.runtime import REVERSIBLE, is_candidate, status
+    span = state.span(r)
+    if condition == "C1":
+        return span.alive and is_candidate(policy, state, span)
+    if condition == "P1":
+        return not state.span(r + 1).alive
+    return not span.alive and status(policy, state) == REVERSIBLE
+
+
+@settings(max_examples=30)
+@given(runs())
+def test_every_run_projects_onto_every_pair(run):
+    _check_projection(*run)
+
+
+def test_targeted_runs_project_onto_every_pair():
+    for text, deployment, actions in TARGETED:
+        _check_projection(_policy(text, deployment), actions)
