@@ -13,7 +13,8 @@ from prunecheck.spec.policy import Policy
 
 from .bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT, check_bounded
 from .printer import to_text
-from .result import Report
+from .prove import prove as prove_condition
+from .result import Report, Result, Verdict
 
 
 def policy_document(policy: Policy) -> dict:
@@ -40,7 +41,26 @@ def versions() -> tuple:
 
 
 def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
-          only: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0) -> Report:
-    """Check every selected condition; every `violated` carries a trace already replayed on the runtime."""
-    results = check_bounded(policy, depth, spans, only, timeout, memory_mb)
-    return Report(policy.name, policy_hash(policy), policy.source, depth, spans, results, versions())
+          only: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0,
+          prove: bool = True) -> Report:
+    """Prove what can be proved, then search for counterexamples to the rest.
+
+    Every `holds` carries a certificate re-checked by a second solver; every `violated` carries a trace already
+    replayed on the runtime; everything else is `unknown`, with the reasons of both engines.
+    """
+    wanted = [c for c in CONDITIONS if c in set(only)]
+    doc, digest = policy_document(policy), policy_hash(policy)
+    proofs = {c: prove_condition(policy, c, doc, digest, timeout) for c in wanted} if prove else {}
+    open_conditions = [c for c in wanted if c not in proofs or proofs[c].verdict != Verdict.HOLDS]
+    bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout, memory_mb)}
+    results = []
+    for c in wanted:
+        if c in proofs and proofs[c].verdict == Verdict.HOLDS:
+            results.append(proofs[c])
+        elif c in proofs and bounded[c].verdict == Verdict.UNKNOWN:
+            r = bounded[c]
+            results.append(Result(c, Verdict.UNKNOWN, r.depth, f"{r.reason}; {proofs[c].reason}", engine="bmc+induction",
+                                  seconds=r.seconds + proofs[c].seconds))
+        else:
+            results.append(bounded[c])
+    return Report(policy.name, digest, policy.source, depth, spans, tuple(results), versions())

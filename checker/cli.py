@@ -1,8 +1,9 @@
-"""The command line: `prunecheck check | replay | reproduce`, as main(argv, stdout, stderr) -> exit code.
+"""The command line: `prunecheck check | replay | certify | reproduce`, as main(argv, stdout, stderr) -> exit code.
 
-Exit codes: 0 every condition holds (replay: the trace reproduces as recorded); 1 some condition is violated
-(replay: the trace does not reproduce); 2 usage or input error; 3 nothing violated but something unknown;
-4 internal error (a checker bug, such as a counterexample that does not replay).
+Exit codes: 0 every condition holds (replay: the trace reproduces as recorded; certify: every certificate is
+confirmed); 1 some condition is violated (replay: the trace does not reproduce; certify: a certificate is
+refuted or unchecked); 2 usage or input error; 3 nothing violated but something unknown; 4 internal error (a
+checker bug, such as a counterexample that does not replay).
 """
 
 from __future__ import annotations
@@ -70,8 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--memory", type=_bounded_int(0, 1 << 20), default=0, metavar="MB",
                        help="solver memory limit in MB (0: none)")
     check.add_argument("--python", action="store_true", help="also print each counterexample as a runnable script")
+    check.add_argument("--prove", dest="prove", action="store_true", default=True,
+                       help="try to prove each condition for every depth and window size (default)")
+    check.add_argument("--no-prove", dest="prove", action="store_false", help="bounded search only")
     replay = sub.add_parser("replay", help="re-execute an ITF trace on the reference runtime")
     replay.add_argument("trace", metavar="TRACE.json")
+    certify = sub.add_parser("certify", help="re-check a proof certificate with cvc5")
+    certify.add_argument("certificates", nargs="+", metavar="CERT.json")
+    certify.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per obligation")
     sub.add_parser("reproduce", help="reproduce the seeds' observations")
     return parser
 
@@ -88,10 +95,12 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
             return _check(args, stdout, stderr)
         if args.command == "replay":
             return _replay(args, stdout)
+        if args.command == "certify":
+            return _certify(args, stdout)
         if args.command == "reproduce":
             from .reproduce import run_all
             return run_all(stdout)
-        raise UsageError("choose a command: check, replay or reproduce")
+        raise UsageError("choose a command: check, replay, certify or reproduce")
     except UsageError as exc:
         print(f"prunecheck: usage error: {' '.join(str(exc).split())}", file=stderr)
         return EXIT_INPUT
@@ -129,7 +138,7 @@ def _check(args, stdout, stderr) -> int:
     policies = [load_policy(path, override) for path in args.policies]
     reports = []
     for policy in policies:
-        report = check(policy, args.depth, args.spans, args.only, float(args.timeout), args.memory)
+        report = check(policy, args.depth, args.spans, args.only, float(args.timeout), args.memory, args.prove)
         reports.append(report)
         if args.out:
             _write_traces(policy, policy_document(policy), report, Path(args.out), stderr)
@@ -160,6 +169,10 @@ def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
     out.mkdir(parents=True, exist_ok=True)
     stem = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in policy.name) or "policy"
     for r in report.results:
+        if r.certificate is not None:
+            path = out / f"{stem}.{r.condition}.cert.json"
+            path.write_text(r.certificate, encoding="utf-8")
+            print(f"wrote {path}", file=stderr)
         if r.trace is None:
             continue
         transitions = replay(policy, r.trace.actions, r.trace.spans)
@@ -207,6 +220,34 @@ def _replay(args, stdout) -> int:
     found = sorted(violations(policy, transitions[-1])) if transitions else []
     print(f"reproduces as recorded; violated at the last step: {', '.join(found) or 'nothing'}", file=stdout)
     return EXIT_HOLDS
+
+
+def _certify(args, stdout) -> int:
+    from .certificate import Encoding, recheck
+    from .loader import parse_policy_text
+
+    worst = EXIT_HOLDS
+    for name in args.certificates:
+        path = Path(name)
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PolicySyntaxError(f"cannot read certificate: {exc}", str(path), 1, 1) from None
+        except json.JSONDecodeError as exc:
+            raise PolicySyntaxError(f"certificate is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
+        if not isinstance(document, dict) or not isinstance(document.get("policy"), dict) \
+                or document.get("condition") not in CONDITIONS:
+            raise PolicySyntaxError("not a prunecheck certificate", str(path), 1, 1)
+        policy = parse_policy_text(json.dumps(document["policy"]), f"{path}#policy.json")
+        encoding = Encoding(policy, document["condition"], bool(document.get("free_policy")))
+        result = recheck(document, encoding, args.timeout * 1000)
+        print(f"{path}: {document['condition']} for policy {policy.name}: {result.status} ({result.reason})",
+              file=stdout)
+        for o in result.obligations:
+            print(f"  {o.name:<12} cvc5: {o.cvc5:<8} z3: {o.z3}", file=stdout)
+        if result.status not in ("confirmed", "z3-only"):
+            worst = EXIT_VIOLATED
+    return worst
 
 
 def entry() -> None:

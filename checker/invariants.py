@@ -1,8 +1,9 @@
-"""Houdini: the largest subset of candidate lemmas that is inductive, so BMC may assume it at every depth."""
+"""Houdini: the largest subset of candidate lemmas that is inductive; what survives is proved."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import z3
 
@@ -14,45 +15,55 @@ from .solver import new_solver, query
 
 @dataclass(frozen=True)
 class Invariant:
-    """Names of lemmas proved inductive for one policy and slot bound, and how the proof went."""
+    """Names of lemmas proved inductive, in candidate order, and how the proof went."""
 
-    names: frozenset
+    names: tuple
     rounds: int
     complete: bool
     reason: str = ""
 
 
+def houdini(init, at_init, step: Sequence, before: dict, after: dict, timeout: float) -> Invariant:
+    """Drop every candidate false in some initial state (init constraints, candidates at_init; init None: already
+    filtered) or broken by a step from the survivors (candidates before -> after); what is left is inductive."""
+    alive = list(before)
+    rounds = 0
+    phases = ([] if init is None else [(list(init), at_init)]) + [(list(step), after)]
+    for constraints, goal in phases:
+        solver = new_solver(timeout * 1000)
+        solver.add(list(constraints))
+        while alive:
+            rounds += 1
+            solver.push()
+            if goal is after:
+                solver.add([before[name] for name in alive])
+            solver.add(z3.Not(z3.And([goal[name] for name in alive])))
+            answer = query(solver)
+            if answer.status == "unknown":
+                solver.pop()
+                return Invariant((), rounds, False, f"induction check gave up: {answer.reason}")
+            if answer.status == "unsat":
+                solver.pop()
+                break
+            m = solver.model()
+            broken = {name for name in alive if not z3.is_true(m.eval(goal[name], model_completion=True))}
+            solver.pop()
+            alive = [name for name in alive if name not in broken]
+    return Invariant(tuple(alive), rounds, True)
+
+
 def inductive_lemmas(model: Model, timeout: float = 10.0) -> Invariant:
-    """Drop every candidate false at init or not preserved by a step from the survivors; what is left is proved."""
+    """The structural lemmas of the N-slot model that are inductive: sound to assume at every BMC depth."""
     init = model.state(0)
     model.encode_init(init)
     pre, act, post = model.generic_state("pre"), model.action("pre"), model.state("post")
     step = model.encode_step(pre, act, post)
-    now = dict(candidate_lemmas(model, pre))
-    after = dict(candidate_lemmas(model, post))
-    # Kept as an ordered list: assertion order steers z3's search, and a set's order varies between runs.
-    alive = [name for name, term in candidate_lemmas(model, init) if z3.is_true(z3.simplify(term))]
-    solver = new_solver(timeout * 1000)
-    solver.add(step.constraints)
-    rounds = 0
-    while alive:
-        rounds += 1
-        solver.push()
-        solver.add([now[name] for name in alive])
-        solver.add(z3.Not(z3.And([after[name] for name in alive])))
-        answer = query(solver)
-        if answer.status == "unsat":
-            solver.pop()
-            return Invariant(frozenset(alive), rounds, True)
-        if answer.status == "unknown":
-            solver.pop()
-            return Invariant(frozenset(), rounds, False, f"induction check gave up: {answer.reason}")
-        m = solver.model()
-        broken = {name for name in alive if not z3.is_true(m.eval(after[name], model_completion=True))}
-        solver.pop()
-        alive = [name for name in alive if name not in broken]
-    return Invariant(frozenset(), rounds, True)
+    # The initial state is all constants: a candidate either simplifies to true there or is dropped.
+    at_init = [name for name, term in candidate_lemmas(model, init) if z3.is_true(z3.simplify(term))]
+    before = {name: term for name, term in candidate_lemmas(model, pre) if name in at_init}
+    after = {name: term for name, term in candidate_lemmas(model, post) if name in at_init}
+    return houdini(None, None, step.constraints, before, after, timeout)
 
 
 def lemma_terms(model: Model, state, invariant: Invariant) -> list:
-    return [term for _, term in candidate_lemmas(model, state, invariant.names)]
+    return [term for _, term in candidate_lemmas(model, state, frozenset(invariant.names))]

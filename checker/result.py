@@ -33,7 +33,7 @@ class Result:
 
     condition: str
     verdict: Verdict
-    depth: int
+    depth: Optional[int]
     reason: str
     engine: str = "bmc"
     trace: Optional[Trace] = None

@@ -17,8 +17,10 @@ from .policy import Policy
 from .symbolic import ExprEncoder, Frac, KindSort, NamespaceSort
 
 GHOSTS = ("r", "q")
-GhostSort, (G_R, G_Q, G_OTHER) = z3.EnumSort("Ghost", ("R", "Q", "OTHER"))
-AllocSort, (A_REC_R, A_RAT_R, A_REC_Q, A_OTHER) = z3.EnumSort("EditAlloc", ("REC_R", "RAT_R", "REC_Q", "OTHER"))
+# Constructor names are unique across every enumeration sort, so that SMT-LIB text is unambiguous.
+GhostSort, (G_R, G_Q, G_OTHER) = z3.EnumSort("Ghost", ("ghost_r", "ghost_q", "elsewhere"))
+AllocSort, (A_REC_R, A_RAT_R, A_REC_Q, A_OTHER) = z3.EnumSort(
+    "EditAlloc", ("record_at_r", "rationale_at_r", "record_at_q", "allocated_elsewhere"))
 FIELDS = {
     "used": z3.BoolSort(), "alive": z3.BoolSort(), "kind": KindSort, "ns": NamespaceSort, "tokens": z3.IntSort(),
     "created": z3.IntSort(), "last_read": z3.IntSort(), "reads": z3.IntSort(), "pinned": z3.BoolSort(),

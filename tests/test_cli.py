@@ -30,10 +30,16 @@ def test_violated_policy_exits_1_with_a_table_and_trace():
     assert err == ""
 
 
-def test_safe_policy_exits_3_because_bounded_search_cannot_prove_holds():
+def test_safe_policy_is_proved_and_exits_0():
     code, out, _ = run("check", SAFE, "--depth", "4")
+    assert code == 0
+    assert out.count("  holds ") == 5 and "certificate re-checked by cvc5" in out and "verdict: holds" in out
+
+
+def test_without_proofs_a_safe_policy_is_unknown_and_exits_3():
+    code, out, _ = run("check", SAFE, "--depth", "4", "--no-prove")
     assert code == 3
-    assert "violated" not in out and out.count("bounded search only") == 5
+    assert "violated" not in out and "holds" not in out and out.count("bounded search only") == 5
 
 
 def test_json_document_records_what_reproduces_the_verdict():
@@ -45,7 +51,8 @@ def test_json_document_records_what_reproduces_the_verdict():
     c1 = doc["conditions"]["C1"]
     assert c1["verdict"] == "violated" and c1["depth"] == len(c1["trace"]) == 2
     assert c1["trace"][1]["action"] == "edit"
-    assert doc["conditions"]["P1"]["verdict"] == "unknown"
+    assert doc["conditions"]["P1"]["verdict"] == "holds" and doc["conditions"]["P1"]["depth"] is None
+    assert doc["conditions"]["P1"]["certificate"].startswith("{")
     assert doc["depth"] == 5 and doc["spans"] == 5 and len(doc["policy_hash"]) == 64
     assert set(doc["versions"]) == {"prunecheck", "z3"}
 
@@ -60,6 +67,7 @@ def test_itf_traces_replay_and_tampering_is_detected(tmp_path):
     code, _, err = run("check", SEED, "--depth", "4", "--out", str(tmp_path))
     assert code == 1 and "wrote" in err
     files = sorted(tmp_path.glob("*.itf.json"))
+    assert sorted(f.name.split(".")[1] for f in tmp_path.glob("*.cert.json")) == ["C3", "P1"]
     assert [f.name.split(".")[1] for f in files] == ["C1", "C2", "C4"]
     doc = json.loads(files[0].read_text())
     assert doc["#meta"]["format"] == "ITF" and doc["vars"] and doc["states"][0]["mbt::actionTaken"] == "init"
@@ -78,7 +86,7 @@ def test_deployment_override_replaces_the_files_section(tmp_path):
     deployment = tmp_path / "safe.yaml"
     deployment.write_text("deployment:\n  records: undo_region\n  pins: host\n  audit: independent\n")
     code, out, _ = run("check", SEED, "--depth", "4", "--deployment", str(deployment))
-    assert code == 3 and "violated" not in out
+    assert code == 0 and "violated" not in out
 
 
 def test_counterexample_prints_as_a_runnable_script(tmp_path):

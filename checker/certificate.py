@@ -1,0 +1,176 @@
+"""Proof certificates: the parametric model and an inductive invariant in SMT-LIB 2, re-checked by cvc5.
+
+A certificate holds the policy, the condition, the model text (Init, Trans, Bad) and the invariant (Inv).
+`recheck` regenerates the model text from the policy and requires it to be identical, then builds the three
+obligations itself (initiation, consecution, safety) and asks cvc5; only `unsat` is a pass.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import z3
+
+from prunecheck.spec.model import ActionSort
+from prunecheck.spec.parametric import AllocSort, GhostSort, PairAction, PairModel, PairState
+from prunecheck.spec.symbolic import KindSort, NamespaceSort
+
+FORMAT = "prunecheck-certificate/1"
+STEP_CONDITIONS = ("C2", "C3")
+OBLIGATIONS = ("initiation", "consecution", "safety")
+DATATYPES = (KindSort, NamespaceSort, ActionSort, GhostSort, AllocSort)
+
+
+@dataclass(frozen=True)
+class Obligation:
+    """One obligation's verdict from each solver that was asked."""
+
+    name: str
+    cvc5: str
+    z3: str
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """The re-check of a certificate: confirmed by cvc5, by z3 alone (cvc5 gave up), or refuted."""
+
+    status: str
+    obligations: tuple
+    reason: str = ""
+
+
+def _sort_name(sort) -> str:
+    return sort.name()
+
+
+def _declare(var) -> str:
+    return f"(declare-fun {var.sexpr()} () {_sort_name(var.sort())})"
+
+
+def _datatypes() -> list:
+    out = []
+    for sort in DATATYPES:
+        ctors = " ".join(f"({sort.constructor(i).name()})" for i in range(sort.num_constructors()))
+        out.append(f"(declare-datatypes (({sort.name()} 0)) (({ctors})))")
+    return out
+
+
+def _apply(name: str, variables) -> str:
+    return f"({name} {' '.join(v.sexpr() for v in variables)})"
+
+
+class Encoding:
+    """The parametric model of one policy and condition, as z3 terms and as SMT-LIB text."""
+
+    def __init__(self, policy, condition: str, free_policy: bool):
+        self.condition, self.free_policy = condition, free_policy
+        self.model = PairModel(policy, free_policy)
+        self.pre, self.act, self.post, self.param = PairState("pre"), PairAction("a"), PairState("post"), PairState("p")
+        self.init = self.model.encode_init(self.pre)
+        self.step = self.model.encode_step(self.pre, self.act, self.post)
+        bads = {"C1": lambda: self.model.bad_c1(self.pre), "C4": lambda: self.model.bad_c4(self.pre),
+                "P1": lambda: self.model.bad_p1(self.pre), "C2": lambda: self.model.bad_c2(self.step),
+                "C3": lambda: self.model.bad_c3(self.step)}
+        self.bad = bads[condition]()
+
+    def model_text(self) -> str:
+        variables = self.pre.variables() + self.act.variables() + self.post.variables()
+        lines = ["(set-logic ALL)"] + _datatypes() + [_declare(v) for v in variables]
+        lines.append(f"(define-fun Init () Bool {z3.And(self.init).sexpr()})")
+        lines.append(f"(define-fun Trans () Bool {z3.And(self.step.constraints).sexpr()})")
+        lines.append(f"(define-fun Bad () Bool {self.bad.sexpr()})")
+        return "\n".join(lines) + "\n"
+
+    def invariant_text(self, invariant) -> str:
+        """`invariant` is a z3 term over the parameter state `p`."""
+        params = " ".join(f"({v.sexpr()} {_sort_name(v.sort())})" for v in self.param.variables())
+        return f"(define-fun Inv ({params}) Bool {invariant.sexpr()})\n"
+
+    def obligations(self) -> dict:
+        inv_pre, inv_post = _apply("Inv", self.pre.variables()), _apply("Inv", self.post.variables())
+        safety = [f"(assert {inv_pre})"] + (["(assert Trans)"] if self.condition in STEP_CONDITIONS else [])
+        return {
+            "initiation": ["(assert Init)", f"(assert (not {inv_pre}))"],
+            "consecution": [f"(assert {inv_pre})", "(assert Trans)", f"(assert (not {inv_post}))"],
+            "safety": safety + ["(assert Bad)"],
+        }
+
+
+def certificate_document(policy_doc: dict, policy_hash: str, encoding: Encoding, invariant, readable: list,
+                         engine: str) -> dict:
+    return {
+        "format": FORMAT,
+        "condition": encoding.condition,
+        "engine": engine,
+        "free_policy": encoding.free_policy,
+        "policy": policy_doc,
+        "policy_hash": policy_hash,
+        "invariant": readable,
+        "model_smt2": encoding.model_text(),
+        "invariant_smt2": encoding.invariant_text(invariant),
+    }
+
+
+def _cvc5(script: str, timeout_ms: int) -> str:
+    try:
+        import cvc5
+    except ImportError:
+        return "unavailable"
+    tm = cvc5.TermManager()
+    solver = cvc5.Solver(tm)
+    solver.setOption("tlimit-per", str(timeout_ms))
+    symbols = cvc5.SymbolManager(tm)
+    parser = cvc5.InputParser(solver, symbols)
+    parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, script, "certificate")
+    answer = "no answer"
+    try:
+        while True:
+            command = parser.nextCommand()
+            if command.isNull():
+                break
+            out = command.invoke(solver, symbols).strip()
+            if out:
+                answer = out
+    except RuntimeError as exc:
+        return f"error: {' '.join(str(exc).split())[:200]}"
+    return answer
+
+
+def _z3(script: str, timeout_ms: int) -> str:
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    try:
+        solver.from_string(script)
+    except z3.Z3Exception as exc:
+        return f"error: {exc}"
+    return str(solver.check())
+
+
+def recheck(document: dict, encoding: Encoding, timeout_ms: int = 10000) -> Recheck:
+    """Check the certificate against a freshly built encoding of its policy; cvc5 first, z3 only if cvc5 gives up."""
+    if document.get("format") != FORMAT:
+        return Recheck("refuted", (), f"not a {FORMAT} document")
+    if document.get("model_smt2") != encoding.model_text():
+        return Recheck("refuted", (), "the certificate's model is not the model of its policy and condition")
+    invariant = document.get("invariant_smt2")
+    if not isinstance(invariant, str) or not invariant.startswith("(define-fun Inv "):
+        return Recheck("refuted", (), "no invariant definition")
+    results = []
+    for name, asserts in encoding.obligations().items():
+        script = document["model_smt2"] + invariant + "\n".join(asserts) + "\n(check-sat)\n"
+        by_cvc5 = _cvc5(script, timeout_ms)
+        by_z3 = _z3(script, timeout_ms) if by_cvc5 != "unsat" else "not asked"
+        results.append(Obligation(name, by_cvc5, by_z3))
+    if all(o.cvc5 == "unsat" for o in results):
+        return Recheck("confirmed", tuple(results), "cvc5 proves every obligation")
+    refuted = [o.name for o in results if "sat" == o.cvc5 or "sat" == o.z3 or o.cvc5.startswith("error")]
+    if refuted:
+        return Recheck("refuted", tuple(results), f"obligation {', '.join(refuted)} fails")
+    if all(o.cvc5 == "unsat" or o.z3 == "unsat" for o in results):
+        return Recheck("z3-only", tuple(results), "cvc5 gave up on some obligation; z3 proves them all")
+    return Recheck("unchecked", tuple(results), "no solver proves every obligation")
+
+
+def dumps(document: dict) -> str:
+    return json.dumps(document, indent=1) + "\n"

@@ -1,0 +1,112 @@
+"""The unbounded engine: proofs where expected, never a proof of something violated, certificates that resist tampering."""
+
+import io
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prunecheck.checker import cli
+from prunecheck.checker.bmc import check_bounded
+from prunecheck.checker.certificate import Encoding, recheck
+from prunecheck.checker.check import check, policy_document, policy_hash
+from prunecheck.checker.loader import load_policy, parse_policy_text
+from prunecheck.checker.prove import prove
+from prunecheck.checker.result import Verdict
+from prunecheck.spec.conditions import CONDITIONS
+
+from policy_table import EXAMPLES, example_table
+from test_model import POLICIES, _policy, deployments
+
+ROWS = example_table()
+
+
+def _prove(policy, condition):
+    return prove(policy, condition, policy_document(policy), policy_hash(policy))
+
+
+@pytest.mark.parametrize("name,path,text,expected", ROWS, ids=[r[0] for r in ROWS])
+def test_prover_proves_exactly_the_conditions_expected_to_hold(name, path, text, expected):
+    policy = load_policy(path) if path is not None else parse_policy_text(text, name)
+    for condition, want in expected.items():
+        result = _prove(policy, condition)
+        if want == "holds":
+            assert result.verdict == Verdict.HOLDS, f"{name} {condition}: {result.reason}"
+            assert "cvc5" in result.reason and result.certificate
+        else:
+            assert result.verdict == Verdict.UNKNOWN, f"{name} {condition} is violated but was proved"
+
+
+@pytest.mark.parametrize("name,path,text,expected", ROWS, ids=[r[0] for r in ROWS])
+def test_check_combines_both_engines(name, path, text, expected):
+    policy = load_policy(path) if path is not None else parse_policy_text(text, name)
+    report = check(policy)
+    for condition, want in expected.items():
+        got = report.result(condition).verdict
+        if name == "late_violation.yaml" and want == "violated":
+            assert got == Verdict.UNKNOWN  # beyond the default depth, and, being false, never proved
+        else:
+            assert str(got) == want, f"{name} {condition}: {report.result(condition).reason}"
+
+
+@settings(max_examples=30)
+@given(st.sampled_from(POLICIES), deployments, st.sampled_from(CONDITIONS))
+def test_no_condition_is_both_proved_and_refuted(text, deployment, condition):
+    policy = _policy(text, deployment)
+    proof = _prove(policy, condition)
+    (bounded,) = check_bounded(policy, depth=7, spans=5, conditions=[condition])
+    assert not (proof.verdict == Verdict.HOLDS and bounded.verdict == Verdict.VIOLATED), \
+        f"{condition} proved yet violated by {bounded.trace}"
+
+
+def _certificate(name="host_pins_records.yaml", condition="C1"):
+    policy = load_policy(EXAMPLES / name)
+    result = _prove(policy, condition)
+    assert result.verdict == Verdict.HOLDS
+    return policy, json.loads(result.certificate)
+
+
+def test_an_untouched_certificate_is_confirmed_by_cvc5():
+    policy, document = _certificate()
+    check = recheck(document, Encoding(policy, "C1", document["free_policy"]))
+    assert check.status == "confirmed" and [o.cvc5 for o in check.obligations] == ["unsat"] * 3
+
+
+@pytest.mark.parametrize("tamper,failing", [
+    (lambda inv: inv.replace(") Bool ", ") Bool (and false ", 1) + ")", "initiation"),
+    (lambda inv: inv[: inv.index(") Bool ") + 7] + "true)\n", "safety"),
+    (lambda inv: inv.replace("(>= clock@p 0)", "(>= clock@p 1)", 1), "initiation"),
+])
+def test_an_altered_invariant_is_rejected(tamper, failing):
+    policy, document = _certificate()
+    document["invariant_smt2"] = tamper(document["invariant_smt2"])
+    check = recheck(document, Encoding(policy, "C1", document["free_policy"]))
+    assert check.status == "refuted"
+    assert failing in check.reason
+
+
+def test_a_certificate_for_another_model_is_rejected():
+    policy, document = _certificate()
+    document["model_smt2"] = document["model_smt2"].replace("(define-fun Bad () Bool", "(define-fun Bad () Bool false)\n(define-fun Unused () Bool", 1)
+    assert recheck(document, Encoding(policy, "C1", document["free_policy"])).status == "refuted"
+    unsafe = load_policy(EXAMPLES / "seed_flawed.yaml")
+    _, document = _certificate()
+    assert recheck(document, Encoding(unsafe, "C1", document["free_policy"])).status == "refuted"
+
+
+def test_certify_command(tmp_path):
+    policy, document = _certificate()
+    good = tmp_path / "good.cert.json"
+    good.write_text(json.dumps(document))
+    document["invariant_smt2"] = document["invariant_smt2"].replace(") Bool ", ") Bool (and false ", 1) + ")"
+    bad = tmp_path / "bad.cert.json"
+    bad.write_text(json.dumps(document))
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["certify", str(good)], out, err) == 0 and "confirmed" in out.getvalue()
+    out = io.StringIO()
+    assert cli.main(["certify", str(good), str(bad)], out, err) == 1 and "refuted" in out.getvalue()
+    junk = tmp_path / "junk.json"
+    junk.write_text("[1, 2")
+    err = io.StringIO()
+    assert cli.main(["certify", str(junk)], io.StringIO(), err) == 2 and err.getvalue().count("\n") == 1
