@@ -1,5 +1,5 @@
 """`python -m prunecheck`: the command line."""
 
-from prunecheck.checker.cli import entry
+from prunecheck.cli import entry
 
 entry()

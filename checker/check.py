@@ -14,6 +14,7 @@ from prunecheck.spec.policy import Policy
 from .bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT, check_bounded
 from .printer import to_text
 from .prove import prove as prove_condition
+from .spacer import prove_with_spacer
 from .result import Report, Result, Verdict
 
 
@@ -43,7 +44,7 @@ def versions() -> tuple:
 def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
           only: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0,
           prove: bool = True) -> Report:
-    """Prove what can be proved, then search for counterexamples to the rest.
+    """Prove by induction what it can, search for counterexamples to the rest, then give Spacer what is left.
 
     Every `holds` carries a certificate re-checked by a second solver; every `violated` carries a trace already
     replayed on the runtime; everything else is `unknown`, with the reasons of both engines.
@@ -57,10 +58,16 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
     for c in wanted:
         if c in proofs and proofs[c].verdict == Verdict.HOLDS:
             results.append(proofs[c])
-        elif c in proofs and bounded[c].verdict == Verdict.UNKNOWN:
-            r = bounded[c]
-            results.append(Result(c, Verdict.UNKNOWN, r.depth, f"{r.reason}; {proofs[c].reason}", engine="bmc+induction",
-                                  seconds=r.seconds + proofs[c].seconds))
+            continue
+        r = bounded[c]
+        if not prove or r.verdict != Verdict.UNKNOWN:
+            results.append(r)
+            continue
+        # Neither proved by induction nor refuted within the bound: give Spacer the condition's time.
+        spacer = prove_with_spacer(policy, c, doc, digest, timeout)
+        if spacer.verdict == Verdict.HOLDS:
+            results.append(spacer)
         else:
-            results.append(bounded[c])
+            results.append(Result(c, Verdict.UNKNOWN, r.depth, f"{r.reason}; {proofs[c].reason}; {spacer.reason}",
+                                  engine="bmc+induction+spacer", seconds=r.seconds + proofs[c].seconds + spacer.seconds))
     return Report(policy.name, digest, policy.source, depth, spans, tuple(results), versions())

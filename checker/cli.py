@@ -55,7 +55,7 @@ def _conditions(text: str) -> tuple:
     return wanted
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     parser = _Parser(prog="prunecheck", description="Vet a model-authored context-pruning policy before deployment.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -80,14 +80,19 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("certificates", nargs="+", metavar="CERT.json")
     certify.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per obligation")
     sub.add_parser("reproduce", help="reproduce the seeds' observations")
+    for add_parser, _ in (extra_commands or {}).values():
+        add_parser(sub)
     return parser
 
 
-def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO = None) -> int:
+def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO = None,
+         extra_commands=None) -> int:
+    """extra_commands: {name: (add_parser(subparsers), run(args, stdout, stderr) -> int)} from packages above."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
+    extra_commands = extra_commands or {}
     try:
-        args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+        args = build_parser(extra_commands).parse_args(sys.argv[1:] if argv is None else argv)
         if args.version:
             print(f"prunecheck {__version__}", file=stdout)
             return EXIT_HOLDS
@@ -97,6 +102,8 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
             return _replay(args, stdout)
         if args.command == "certify":
             return _certify(args, stdout)
+        if args.command in extra_commands:
+            return extra_commands[args.command][1](args, stdout, stderr)
         if args.command == "reproduce":
             from .reproduce import run_all
             return run_all(stdout)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from prunecheck.checker import cli
+from prunecheck import cli
 from prunecheck.spec.errors import ReplayMismatch
 
 from policy_table import EXAMPLES

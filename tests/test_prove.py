@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prunecheck.checker import cli
+from prunecheck import cli
 from prunecheck.checker.bmc import check_bounded
 from prunecheck.checker.certificate import Encoding, recheck
 from prunecheck.checker.check import check, policy_document, policy_hash

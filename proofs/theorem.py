@@ -1,0 +1,78 @@
+"""What a theorem module returns, and the one way theorems prove invariants of the parametric model."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from itertools import product
+
+import z3
+
+from prunecheck.checker.certificate import STEP_CONDITIONS, Encoding, certificate_document, recheck
+from prunecheck.checker.invariants import houdini
+from prunecheck.checker.solver import new_solver, query
+from prunecheck.spec.pair_lemmas import pair_candidates
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, BoolLit, Deployment, Num, Policy
+
+
+@dataclass(frozen=True)
+class TheoremResult:
+    """One theorem's outcome: proved (or, for a negative result, its counterexample replayed), with evidence."""
+
+    name: str
+    statement: str
+    proved: bool
+    detail: str
+    seconds: float
+    rechecked: str
+    extra: str = ""
+
+
+def any_policy(deployment: Deployment) -> Policy:
+    """A stand-in for every policy: with free_policy its predicate, rank and budget choices are all free."""
+    return Policy("any policy", BoolLit(True), rank=Num(0), budget=1, deployment=deployment)
+
+
+def deployments(**fixed) -> list:
+    keys = [k for k in DEPLOYMENT_CHOICES if k not in fixed]
+    return [Deployment(**fixed, **dict(zip(keys, values)))
+            for values in product(*(DEPLOYMENT_CHOICES[k] for k in keys))]
+
+
+def prove_invariant(policy: Policy, condition: str, free_policy: bool, assume=(), timeout: float = 30.0):
+    """(proved, re-check status, why) for `condition` on the parametric model, on the runs satisfying `assume`
+    (conditions assumed to hold everywhere: the model restricted to the runs where they do)."""
+    enc = Encoding(policy, condition, free_policy)
+    restrict = []
+    for other in assume:
+        other_enc = {"C1": lambda s: enc.model.bad_c1(s), "C4": lambda s: enc.model.bad_c4(s),
+                     "P1": lambda s: enc.model.bad_p1(s)}
+        if other in STEP_CONDITIONS:
+            restrict.append(z3.Not(enc.model.bad_c2(enc.step) if other == "C2" else enc.model.bad_c3(enc.step)))
+        else:
+            restrict += [z3.Not(other_enc[other](enc.pre)), z3.Not(other_enc[other](enc.post))]
+    step = list(enc.step.constraints) + restrict
+    before = dict(pair_candidates(enc.model, enc.pre))
+    after = dict(pair_candidates(enc.model, enc.post))
+    invariant = houdini(enc.init, before, step, before, after, timeout)
+    if not invariant.complete:
+        return False, "n/a", invariant.reason
+    solver = new_solver(timeout * 1000)
+    solver.add([before[n] for n in invariant.names])
+    if condition in STEP_CONDITIONS:
+        solver.add(step)
+    solver.add(enc.bad)
+    answer = query(solver)
+    if answer.status != "unsat":
+        return False, "n/a", "not inductive relative to the templates" if answer.status == "sat" else answer.reason
+    if assume:
+        return True, "z3 only (restricted model)", ""
+    params = dict(pair_candidates(enc.model, enc.param))
+    document = certificate_document({}, "", enc, z3.And([params[n] for n in invariant.names]), [], "induction")
+    return True, recheck(document, enc).status, ""
+
+
+def timed(fn):
+    started = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - started
