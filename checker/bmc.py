@@ -12,7 +12,9 @@ from prunecheck.spec.model import Model
 from prunecheck.spec.policy import Policy
 
 from .invariants import inductive_lemmas, lemma_terms
-from .replay import confirm, decode_action, decode_state
+from prunecheck.spec.errors import ReplayMismatch
+
+from .replay import confirm, decode_action, decode_state, first_violation
 from .result import Result, Trace, Verdict
 from .solver import new_solver, query
 
@@ -23,9 +25,14 @@ DEFAULT_TIMEOUT = 30.0
 
 def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
                   conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT,
-                  memory_mb: int = 0) -> tuple:
-    """Per condition: `violated` with a replayed shortest trace, or `unknown` with why (never `holds`)."""
+                  memory_mb: int = 0, assume: Iterable[str] = ()) -> tuple:
+    """Per condition: `violated` with a replayed shortest trace, or `unknown` with why (never `holds`).
+
+    With `assume`, only runs along which those conditions hold at every step are searched (for witnesses that
+    one condition does not imply another).
+    """
     pending = [c for c in CONDITIONS if c in set(conditions)]
+    assume = tuple(assume)
     model = Model(policy, spans)
     invariant = inductive_lemmas(model, timeout)
     solver = new_solver(timeout * 1000, memory_mb)
@@ -41,6 +48,10 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
             steps.append(step)
             solver.add(step.constraints)
             solver.add(lemma_terms(model, states[k], invariant))
+        for c in assume:
+            held = _bad(model, c, states, actions, steps, k)
+            if held is not None:
+                solver.add(z3.Not(held))
         bads = {c: _bad(model, c, states, actions, steps, k) for c in pending}
         groups = [{c: term for c, term in bads.items() if term is not None}]
         while groups:
@@ -70,7 +81,7 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
             zmodel = solver.model()
             hit = [c for c, term in group.items() if z3.is_true(zmodel.eval(term, model_completion=True))]
             for c in hit:
-                results[c] = _counterexample(policy, zmodel, c, states, actions, spans, k, spent[c])
+                results[c] = _counterexample(policy, zmodel, c, states, actions, spans, k, spent[c], assume)
                 pending.remove(c)
             groups.append({c: term for c, term in group.items() if c not in hit})
         if not pending:
@@ -97,9 +108,12 @@ def _bad(model: Model, condition: str, states, actions, steps, k: int) -> Option
     return model.bad_c3(steps[k - 1])
 
 
-def _counterexample(policy, zmodel, condition, states, actions, spans, k, seconds) -> Result:
+def _counterexample(policy, zmodel, condition, states, actions, spans, k, seconds, assume=()) -> Result:
     trace_actions = tuple(decode_action(zmodel, a) for a in actions[:k])
     symbolic = [decode_state(zmodel, s) for s in states[: k + 1]]
-    confirm(policy, trace_actions, condition, spans, symbolic)
+    transitions = confirm(policy, trace_actions, condition, spans, symbolic)
+    for c in assume:
+        if first_violation(policy, transitions, c) is not None:
+            raise ReplayMismatch(f"a run assumed to keep {c} violates it on the runtime")
     return Result(condition, Verdict.VIOLATED, k, f"violated after {k} steps (shortest within {spans} spans); "
                   "replayed on the runtime", trace=Trace(condition, trace_actions, spans), seconds=seconds)

@@ -63,22 +63,33 @@ def _apply(name: str, variables) -> str:
 class Encoding:
     """The parametric model of one policy and condition, as z3 terms and as SMT-LIB text."""
 
-    def __init__(self, policy, condition: str, free_policy: bool):
-        self.condition, self.free_policy = condition, free_policy
+    def __init__(self, policy, condition: str, free_policy: bool, assume=()):
+        """With `assume`, the model is restricted to the runs along which those conditions hold at every step."""
+        self.condition, self.free_policy, self.assume = condition, free_policy, tuple(assume)
         self.model = PairModel(policy, free_policy)
         self.pre, self.act, self.post, self.param = PairState("pre"), PairAction("a"), PairState("post"), PairState("p")
         self.init = self.model.encode_init(self.pre)
         self.step = self.model.encode_step(self.pre, self.act, self.post)
-        bads = {"C1": lambda: self.model.bad_c1(self.pre), "C4": lambda: self.model.bad_c4(self.pre),
-                "P1": lambda: self.model.bad_p1(self.pre), "C2": lambda: self.model.bad_c2(self.step),
-                "C3": lambda: self.model.bad_c3(self.step)}
-        self.bad = bads[condition]()
+        self.bad = self.violation(condition)
+        self.trans = list(self.step.constraints)
+        for other in self.assume:
+            if other in STEP_CONDITIONS:
+                self.trans.append(z3.Not(self.violation(other)))
+            else:
+                self.trans += [z3.Not(self.violation(other)), z3.Not(self.violation(other, self.post))]
+
+    def violation(self, condition: str, state=None):
+        """The condition's violation term: on `state` (default pre) for state conditions, on the step otherwise."""
+        state = self.pre if state is None else state
+        return {"C1": lambda: self.model.bad_c1(state), "C4": lambda: self.model.bad_c4(state),
+                "P1": lambda: self.model.bad_p1(state), "C2": lambda: self.model.bad_c2(self.step),
+                "C3": lambda: self.model.bad_c3(self.step)}[condition]()
 
     def model_text(self) -> str:
         variables = self.pre.variables() + self.act.variables() + self.post.variables()
         lines = ["(set-logic ALL)"] + _datatypes() + [_declare(v) for v in variables]
         lines.append(f"(define-fun Init () Bool {z3.And(self.init).sexpr()})")
-        lines.append(f"(define-fun Trans () Bool {z3.And(self.step.constraints).sexpr()})")
+        lines.append(f"(define-fun Trans () Bool {z3.And(self.trans).sexpr()})")
         lines.append(f"(define-fun Bad () Bool {self.bad.sexpr()})")
         return "\n".join(lines) + "\n"
 
@@ -104,6 +115,7 @@ def certificate_document(policy_doc: dict, policy_hash: str, encoding: Encoding,
         "condition": encoding.condition,
         "engine": engine,
         "free_policy": encoding.free_policy,
+        "assume": list(encoding.assume),
         "policy": policy_doc,
         "policy_hash": policy_hash,
         "invariant": readable,

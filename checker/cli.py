@@ -245,8 +245,11 @@ def _certify(args, stdout) -> int:
         if not isinstance(document, dict) or not isinstance(document.get("policy"), dict) \
                 or document.get("condition") not in CONDITIONS:
             raise PolicySyntaxError("not a prunecheck certificate", str(path), 1, 1)
+        assume = document.get("assume", [])
+        if not isinstance(assume, list) or any(c not in CONDITIONS for c in assume):
+            raise PolicySyntaxError("certificate's assume list names unknown conditions", str(path), 1, 1)
         policy = parse_policy_text(json.dumps(document["policy"]), f"{path}#policy.json")
-        encoding = Encoding(policy, document["condition"], bool(document.get("free_policy")))
+        encoding = Encoding(policy, document["condition"], bool(document.get("free_policy")), assume)
         result = recheck(document, encoding, args.timeout * 1000)
         print(f"{path}: {document['condition']} for policy {policy.name}: {result.status} ({result.reason})",
               file=stdout)

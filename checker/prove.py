@@ -20,14 +20,14 @@ def _induction(policy, condition: str, free_policy: bool, timeout: float):
     at_init = dict(pair_candidates(enc.model, enc.pre))
     before = dict(pair_candidates(enc.model, enc.pre))
     after = dict(pair_candidates(enc.model, enc.post))
-    invariant = houdini(enc.init, at_init, enc.step.constraints, before, after, timeout)
+    invariant = houdini(enc.init, at_init, enc.trans, before, after, timeout)
     if not invariant.complete:
         return enc, (), False, invariant.reason
     names = invariant.names
     solver = new_solver(timeout * 1000)
     solver.add([before[n] for n in names])
     if condition in STEP_CONDITIONS:
-        solver.add(enc.step.constraints)
+        solver.add(enc.trans)
     solver.add(enc.bad)
     answer = query(solver)
     if answer.status == "unsat":

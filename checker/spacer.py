@@ -24,8 +24,8 @@ def spacer_invariant(enc: Encoding, timeout: float):
     fp.register_relation(inv)
     fp.declare_var(*(pre + post + act))
     fp.rule(inv(*pre), z3.And(enc.init))
-    fp.rule(inv(*post), [inv(*pre)] + list(enc.step.constraints))
-    step = list(enc.step.constraints) if enc.condition in STEP_CONDITIONS else []
+    fp.rule(inv(*post), [inv(*pre)] + enc.trans)
+    step = enc.trans if enc.condition in STEP_CONDITIONS else []
     try:
         answer = fp.query(z3.And(inv(*pre), *step, enc.bad))
     except z3.Z3Exception as exc:

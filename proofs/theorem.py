@@ -40,33 +40,22 @@ def deployments(**fixed) -> list:
 
 
 def prove_invariant(policy: Policy, condition: str, free_policy: bool, assume=(), timeout: float = 30.0):
-    """(proved, re-check status, why) for `condition` on the parametric model, on the runs satisfying `assume`
-    (conditions assumed to hold everywhere: the model restricted to the runs where they do)."""
-    enc = Encoding(policy, condition, free_policy)
-    restrict = []
-    for other in assume:
-        other_enc = {"C1": lambda s: enc.model.bad_c1(s), "C4": lambda s: enc.model.bad_c4(s),
-                     "P1": lambda s: enc.model.bad_p1(s)}
-        if other in STEP_CONDITIONS:
-            restrict.append(z3.Not(enc.model.bad_c2(enc.step) if other == "C2" else enc.model.bad_c3(enc.step)))
-        else:
-            restrict += [z3.Not(other_enc[other](enc.pre)), z3.Not(other_enc[other](enc.post))]
-    step = list(enc.step.constraints) + restrict
+    """(proved, re-check status, why) for `condition` on the parametric model, restricted to the runs along which
+    the `assume` conditions hold at every step; a proof is re-checked from its certificate like any other."""
+    enc = Encoding(policy, condition, free_policy, assume)
     before = dict(pair_candidates(enc.model, enc.pre))
     after = dict(pair_candidates(enc.model, enc.post))
-    invariant = houdini(enc.init, before, step, before, after, timeout)
+    invariant = houdini(enc.init, before, enc.trans, before, after, timeout)
     if not invariant.complete:
         return False, "n/a", invariant.reason
     solver = new_solver(timeout * 1000)
     solver.add([before[n] for n in invariant.names])
     if condition in STEP_CONDITIONS:
-        solver.add(step)
+        solver.add(enc.trans)
     solver.add(enc.bad)
     answer = query(solver)
     if answer.status != "unsat":
         return False, "n/a", "not inductive relative to the templates" if answer.status == "sat" else answer.reason
-    if assume:
-        return True, "z3 only (restricted model)", ""
     params = dict(pair_candidates(enc.model, enc.param))
     document = certificate_document({}, "", enc, z3.And([params[n] for n in invariant.names]), [], "induction")
     return True, recheck(document, enc).status, ""
