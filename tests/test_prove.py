@@ -110,3 +110,23 @@ def test_certify_command(tmp_path):
     junk.write_text("[1, 2")
     err = io.StringIO()
     assert cli.main(["certify", str(junk)], io.StringIO(), err) == 2 and err.getvalue().count("\n") == 1
+
+
+LATE = [
+    ("kind == 'record' and age > {n}", {"records": "window", "pins": "self"}, ("C1", "C2")),
+    ("kind == 'record' and idle >= {n}", {"records": "window", "pins": "host"}, ("C1", "C2")),
+    ("kind == 'rationale' and step > {n}", {"rationale": "window"}, ("P1",)),
+    ("kind == 'record' and reads > {n}", {"records": "window", "audit": "policy"}, ("C1", "C2", "C4")),
+]
+
+
+@pytest.mark.parametrize("threshold", [13, 20, pytest.param(40, marks=pytest.mark.slow),
+                                       pytest.param(1000, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("template,deployment,violated", LATE, ids=[t[0] for t in LATE])
+def test_violations_beyond_the_default_depth_are_never_holds(template, deployment, violated, threshold):
+    from prunecheck.spec.policy import Deployment
+    policy = parse_policy_text(f"name: late\nevict: \"{template.format(n=threshold)}\"\n", "late.yaml",
+                               Deployment(**deployment))
+    report = check(policy, timeout=3.0)
+    for condition in violated:
+        assert report.result(condition).verdict == Verdict.UNKNOWN, f"{condition}: {report.result(condition).reason}"
