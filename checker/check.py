@@ -12,6 +12,7 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.policy import Policy
 
 from .bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT, check_bounded
+from .explicit import DEFAULT_TOKENS, domains_for, explore
 from .printer import to_text
 from .prove import prove as prove_condition
 from .spacer import prove_with_spacer
@@ -43,7 +44,7 @@ def versions() -> tuple:
 
 def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
           only: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0,
-          prove: bool = True) -> Report:
+          prove: bool = True, token_domain=None) -> Report:
     """Prove by induction what it can, search for counterexamples to the rest, then give Spacer what is left.
 
     Every `holds` carries a certificate re-checked by a second solver; every `violated` carries a trace already
@@ -53,7 +54,8 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
     doc, digest = policy_document(policy), policy_hash(policy)
     proofs = {c: prove_condition(policy, c, doc, digest, timeout) for c in wanted} if prove else {}
     open_conditions = [c for c in wanted if c not in proofs or proofs[c].verdict != Verdict.HOLDS]
-    bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout, memory_mb)}
+    bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout, memory_mb,
+                                                     token_domain=token_domain)}
     results = []
     for c in wanted:
         if c in proofs and proofs[c].verdict == Verdict.HOLDS:
@@ -71,3 +73,11 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
             results.append(Result(c, Verdict.UNKNOWN, r.depth, f"{r.reason}; {proofs[c].reason}; {spacer.reason}",
                                   engine="bmc+induction+spacer", seconds=r.seconds + proofs[c].seconds + spacer.seconds))
     return Report(policy.name, digest, policy.source, depth, spans, tuple(results), versions())
+
+
+def check_explicit(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
+                   only: Iterable[str] = CONDITIONS, time_limit: float = DEFAULT_TIMEOUT,
+                   tokens=DEFAULT_TOKENS) -> Report:
+    """The explicit-state oracle's report: the same shape, never `holds`, its domains named in every reason."""
+    results = explore(policy, depth, spans, only, domains_for(policy, tokens), time_limit)
+    return Report(policy.name, policy_hash(policy), policy.source, depth, spans, results, versions())

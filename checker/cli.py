@@ -55,6 +55,16 @@ def _conditions(text: str) -> tuple:
     return wanted
 
 
+def _token_domain(text: str) -> tuple:
+    try:
+        values = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of integers") from None
+    if not values or values[0] < 1 or values[-1] > 10**9 or len(values) > 16:
+        raise argparse.ArgumentTypeError("token counts are 1 to 16 integers between 1 and 10**9")
+    return values
+
+
 def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     parser = _Parser(prog="prunecheck", description="Vet a model-authored context-pruning policy before deployment.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
@@ -74,6 +84,11 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     check.add_argument("--prove", dest="prove", action="store_true", default=True,
                        help="try to prove each condition for every depth and window size (default)")
     check.add_argument("--no-prove", dest="prove", action="store_false", help="bounded search only")
+    check.add_argument("--engine", choices=("symbolic", "explicit"), default="symbolic",
+                       help="symbolic (z3: proofs and bounded search, default) or explicit (breadth-first search "
+                            "over the reference runtime: an independent second opinion for small bounds)")
+    check.add_argument("--tokens", type=_token_domain, default=None, metavar="N,N,...",
+                       help="token counts an append may carry (explicit engine default 1,2; symbolic: any)")
     replay = sub.add_parser("replay", help="re-execute an ITF trace on the reference runtime")
     replay.add_argument("trace", metavar="TRACE.json")
     certify = sub.add_parser("certify", help="re-check a proof certificate with cvc5")
@@ -136,7 +151,8 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
 
 
 def _check(args, stdout, stderr) -> int:
-    from .check import check, policy_document
+    from .check import check, check_explicit, policy_document
+    from .explicit import DEFAULT_TOKENS
     from .loader import load_deployment, load_policy
     from .render import report_json, report_text, trace_as_python
     from .result import Verdict
@@ -145,7 +161,12 @@ def _check(args, stdout, stderr) -> int:
     policies = [load_policy(path, override) for path in args.policies]
     reports = []
     for policy in policies:
-        report = check(policy, args.depth, args.spans, args.only, float(args.timeout), args.memory, args.prove)
+        if args.engine == "explicit":
+            report = check_explicit(policy, args.depth, args.spans, args.only, float(args.timeout),
+                                    args.tokens or DEFAULT_TOKENS)
+        else:
+            report = check(policy, args.depth, args.spans, args.only, float(args.timeout), args.memory, args.prove,
+                           token_domain=args.tokens)
         reports.append(report)
         if args.out:
             _write_traces(policy, policy_document(policy), report, Path(args.out), stderr)

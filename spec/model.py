@@ -114,8 +114,10 @@ class StepTerms:
 class Model:
     """The policy's transition system unrolled over `n` slots; encode_* functions return constraints."""
 
-    def __init__(self, policy: Policy, n: int, tag: str = ""):
+    def __init__(self, policy: Policy, n: int, tag: str = "", token_domain=None):
+        """token_domain: if given, appends carry only these token counts (to compare with the explicit engine)."""
         self.policy, self.n, self.tag = policy, n, tag
+        self.token_domain = None if token_domain is None else tuple(token_domain)
         self.dep = policy.deployment
         self.slots = slot_sort(n)[1]
         self._policy_terms: dict = {}
@@ -212,6 +214,8 @@ class Model:
         is_ = {name: act == ACT[name] for name in ACTIONS}
         out.append(z3.Implies(is_["append"], z3.And(z3.Not(s.used[n - 1]), a.tokens >= 1,
                                                     z3.Or([a.kind == c for c in CONTENT]))))
+        if self.token_domain is not None:
+            out.append(z3.Implies(is_["append"], z3.Or([a.tokens == v for v in self.token_domain])))
         room_for_two = z3.Not(s.used[n - 2]) if n >= 2 else z3.BoolVal(False)
         out.append(z3.Implies(is_["edit"], z3.And(a_used, a_alive, a_ns == NS["window"], content, room_for_two)))
         out.append(z3.Implies(is_["read"], z3.And(a_used, a_alive)))
