@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from prunecheck.spec.policy import Attr, Binary, BoolLit, Call, Cond, EnumLit, InSet, Num, Unary
+from prunecheck.spec.policy import (
+    SPAN_ATTRS,
+    WINDOW_ATTRS,
+    Attr,
+    Binary,
+    BoolLit,
+    Call,
+    Cond,
+    EnumLit,
+    InSet,
+    Num,
+    Unary,
+)
 
 # Binding strength, loosest first (mirrors checker/expr_parser.py).
 P_COND, P_OR, P_AND, P_NOT, P_CMP, P_ADD, P_MUL, P_NEG, P_ATOM = range(1, 10)
@@ -128,4 +140,154 @@ def to_text(expr) -> str:
     return _fmt(expr, P_COND)
 
 
-__all__ = ["to_text", "number_text"]
+# --------------------------------------------------------------------------- restricted-Python form
+
+
+def _py_fmt(node, min_prec: int) -> str:
+    text = _py_bare(node)
+    return f"({text})" if _prec(node) < min_prec else text
+
+
+def _py_bare(node) -> str:
+    """Python twin of _bare: same precedence and parentheses, Python spellings for leaves."""
+    if isinstance(node, Num):
+        return number_text(node.value)
+    if isinstance(node, BoolLit):
+        return "True" if node.value else "False"
+    if isinstance(node, EnumLit):
+        if not isinstance(node.value, str):
+            raise ValueError(f"enum name must be a string, got {type(node.value).__name__}")
+        return repr(node.value)
+    if isinstance(node, Attr):
+        if node.name in SPAN_ATTRS:
+            return f"span.{node.name}"
+        if node.name in WINDOW_ATTRS:
+            return f"window.{node.name}"
+        raise ValueError(f"unknown attribute {node.name!r}")
+    if isinstance(node, Unary):
+        if node.op == "not":
+            if isinstance(node.arg, InSet):
+                return _py_in_text(node.arg, "not in")
+            return f"not {_py_fmt(node.arg, P_CMP + 1) if _prec(node.arg) != P_NOT else _py_bare(node.arg)}"
+        if node.op != "-":
+            raise ValueError(f"unknown unary operator {node.op!r}")
+        arg = _py_fmt(node.arg, P_NEG)
+        if arg.startswith("-"):
+            arg = f"({arg})"
+        return f"-{arg}"
+    if isinstance(node, Binary):
+        prec = _BINARY_PREC.get(node.op)
+        if prec is None:
+            raise ValueError(f"unknown operator {node.op!r}")
+        if prec == P_CMP:  # Python chains a < b < c: comparison operands are parenthesised
+            return f"{_py_fmt(node.left, P_ADD)} {node.op} {_py_fmt(node.right, P_ADD)}"
+        if node.op == "or":
+            left, right = (f"({_py_bare(c)})" if _is_and(c) else None for c in (node.left, node.right))
+            return f"{left or _py_fmt(node.left, prec)} or {right or _py_fmt(node.right, prec + 1)}"
+        return f"{_py_fmt(node.left, prec)} {node.op} {_py_fmt(node.right, prec + 1)}"
+    if isinstance(node, InSet):
+        return _py_in_text(node, "in")
+    if isinstance(node, Call):
+        return f"{node.fn}({', '.join(_py_fmt(a, P_COND) for a in node.args)})"
+    if isinstance(node, Cond):
+        return f"{_py_fmt(node.then, P_OR)} if {_py_fmt(node.test, P_OR)} else {_py_fmt(node.orelse, P_OR)}"
+    raise ValueError(f"not a policy expression: {type(node).__name__}")
+
+
+def _py_in_text(node: InSet, keyword: str) -> str:
+    values = ", ".join(_py_fmt(v, P_COND) for v in node.values)
+    return f"{_py_fmt(node.arg, P_ADD)} {keyword} [{values}]"
+
+
+def to_python(expr) -> str:
+    """expr in the restricted Python form (span.x, window.x, True/False, exact numbers); it re-parses to an
+    AST equal to what to_text(expr) re-parses to (and to expr itself when its Nums are non-negative decimals)."""
+    return _py_fmt(expr, P_COND)
+
+
+# --------------------------------------------------------------------------- whole policy files
+
+
+def _yaml_escape(ch: str) -> str:
+    code = ord(ch)
+    named = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    if ch in named:
+        return named[ch]
+    printable = 0x20 <= code <= 0x7E or (0xA0 <= code <= 0xD7FF and code not in (0x2028, 0x2029)) or (
+        0xE000 <= code <= 0xFFFD and code != 0xFEFF
+    ) or code >= 0x10000
+    if printable:
+        return ch
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}"
+
+
+def _yaml_scalar(text: str) -> str:
+    """text as a YAML scalar that reads back as exactly that string: plain when safe, else double-quoted."""
+    import yaml  # local: the printer is imported by the parsers and needs PyYAML only here
+
+    simple = text and text == text.strip() and text.isprintable() and text.isascii() and "\\" not in text
+    if simple:
+        try:
+            if yaml.safe_load(f"key: {text}\n") == {"key": text}:
+                return text
+        except yaml.YAMLError:
+            pass
+    return '"' + "".join(_yaml_escape(ch) for ch in text) + '"'
+
+
+def _deployment_items(policy):
+    deployment = getattr(policy, "deployment", None)
+    if deployment is None:
+        return []
+    return list(deployment.as_dict().items())
+
+
+def policy_yaml(policy) -> str:
+    """A complete YAML policy file for policy (name, description, evict, rank, budget, deployment)."""
+    lines = [f"name: {_yaml_scalar(policy.name)}"]
+    if policy.description:
+        lines.append(f"description: {_yaml_scalar(policy.description)}")
+    lines.append(f"evict: {_yaml_scalar(to_text(policy.evict))}")
+    if policy.rank is not None:
+        lines.append(f"rank: {_yaml_scalar(to_text(policy.rank))}")
+    if policy.budget is not None:
+        lines.append(f"budget: {int(policy.budget)}")
+    items = _deployment_items(policy)
+    if items:
+        lines.append("deployment:")
+        lines += [f"  {key}: {_yaml_scalar(value)}" for key, value in items]
+    return "\n".join(lines) + "\n"
+
+
+def _py_function(name: str, expr) -> str:
+    """`def name(span, window):` with a top-level chain of conditionals written as if/return statements."""
+    lines = [f"def {name}(span, window):"]
+    while isinstance(expr, Cond):
+        lines.append(f"    if {to_python(expr.test)}:")
+        lines.append(f"        return {to_python(expr.then)}")
+        expr = expr.orelse
+    lines.append(f"    return {to_python(expr)}")
+    return "\n".join(lines) + "\n"
+
+
+def policy_python(policy) -> str:
+    """A complete restricted-Python policy module for policy (docstring, NAME, BUDGET, DEPLOYMENT, evict, rank)."""
+    parts = []
+    if policy.description:
+        parts.append(repr(policy.description) + "\n")  # a string first statement is the module docstring
+    head = [f"NAME = {policy.name!r}"]
+    if policy.budget is not None:
+        head.append(f"BUDGET = {int(policy.budget)}")
+    items = _deployment_items(policy)
+    if items:
+        head.append("DEPLOYMENT = {" + ", ".join(f"{k!r}: {v!r}" for k, v in items) + "}")
+    parts.append("\n".join(head) + "\n")
+    parts.append(_py_function("evict", policy.evict))
+    if policy.rank is not None:
+        parts.append(_py_function("rank", policy.rank))
+    return "\n\n".join(parts)
+
+
+__all__ = ["to_text", "number_text", "to_python", "policy_yaml", "policy_python"]

@@ -57,7 +57,9 @@ def frac_div(x: Frac, y: Frac) -> Frac:
     num, den = x.scaled_num(y.den), (y.num if x.den is None else x.den * y.num)
     if z3.is_int_value(y.num):
         if y.num.as_long() == 0:
-            raise EncodingError("division by zero")
+            # Type checking rules out a zero divisor in every reachable state; a numeral 0 here comes from the
+            # default fields of an unused slot (tokens 0 in the empty window), whose policy terms are never used.
+            return Frac(z3.IntVal(0))
         return Frac(num, den) if y.num.as_long() > 0 else Frac(-num, -den)
     # Type checking keeps every reachable divisor away from 0 with a fixed sign; in unreachable
     # states (an induction pre-state) a 0 denominator is possible and only weakens what is proved.

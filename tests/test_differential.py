@@ -8,6 +8,8 @@ from prunecheck.checker.explicit import domains_for, explore
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.policy import Deployment
 
+from prunecheck.strategies import policies
+
 from test_model import POLICIES, _policy, deployments
 
 DEPTH, SPANS, TOKENS = 4, 4, (1, 2)
@@ -30,6 +32,12 @@ def agree(policy):
 @given(st.sampled_from(POLICIES), deployments)
 def test_engines_agree_on_table_policies(text, deployment):
     agree(_policy(text, deployment))
+
+
+@settings(max_examples=80)
+@given(policies(max_depth=3))
+def test_engines_agree_on_generated_policies(policy):
+    agree(policy)
 
 
 def test_engines_agree_and_find_violations_on_the_seed_policy():

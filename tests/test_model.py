@@ -26,6 +26,7 @@ POLICIES = [
     "evict: window_tokens > 4 and step >= 2 and reads == 0",
     "evict: kind == 'diff'\nbudget: 4",
     "evict: false\nrank: tokens\nbudget: 3",
+    "evict: 1 / tokens >= 0.5 or tokens / tokens < 1",
 ]
 
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})

@@ -1,0 +1,307 @@
+"""Hypothesis strategies for well-typed policy expressions, parsed policies, policy files and runtime traces."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from functools import lru_cache
+from typing import Optional, Union
+
+from hypothesis import strategies as st
+
+from prunecheck.checker.loader import parse_policy_text
+from prunecheck.checker.printer import policy_python, policy_yaml, to_text
+from prunecheck.spec.policy import (
+    BOOL,
+    BOOL_OPS,
+    COMPARE_OPS,
+    DEPLOYMENT_CHOICES,
+    ENUM_VALUES,
+    KIND,
+    NAMESPACE,
+    NUM,
+    SPAN_ATTRS,
+    WINDOW_ATTRS,
+    Attr,
+    Binary,
+    BoolLit,
+    Call,
+    Cond,
+    Deployment,
+    EnumLit,
+    InSet,
+    Num,
+    Policy,
+    Unary,
+)
+from prunecheck.spec.runtime import ACTION_TYPES, CONTENT_KINDS, Append, State, enabled_actions, step
+
+FORMS = ("yaml", "python", "json")
+TYPES = (BOOL, NUM, KIND, NAMESPACE)
+
+_NUM_ATTRS = tuple(n for n, (t, _) in {**SPAN_ATTRS, **WINDOW_ATTRS}.items() if t == NUM)
+_BOOL_ATTRS = tuple(n for n, (t, _) in SPAN_ATTRS.items() if t == BOOL)
+_ENUM_ATTR = {KIND: "kind", NAMESPACE: "namespace"}
+# Attributes whose interval is [0, oo): `1 + x` is a provably nonzero divisor.
+_SHIFTABLE = ("idle", "age", "reads", "frequency", "step", "window_tokens")
+# Attributes whose interval already excludes zero.
+_NONZERO = ("recency", "tokens")
+
+
+def _check_depth(max_depth) -> int:
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
+        raise ValueError(f"max_depth must be an integer >= 1, got {max_depth!r}")
+    return max_depth
+
+
+def _decimal(numerator: int, places: int) -> Num:
+    return Num(Fraction(numerator, 10**places))
+
+
+def deployments() -> st.SearchStrategy:
+    """Every Deployment: each of records, rationale, pins, audit and undo drawn from DEPLOYMENT_CHOICES."""
+    return st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
+
+
+def numbers(positive: bool = False) -> st.SearchStrategy:
+    """Num literals as the parsers produce them: non-negative finite decimals (0, 7, 0.5, 12.25); > 0 if positive."""
+    return st.builds(_decimal, st.integers(1 if positive else 0, 100), st.sampled_from((0, 1, 2)))
+
+
+def _num_attrs(with_budget: bool) -> st.SearchStrategy:
+    names = _NUM_ATTRS if with_budget else tuple(n for n in _NUM_ATTRS if n != "budget")
+    return st.sampled_from(names).map(Attr)
+
+
+@lru_cache(maxsize=None)
+def _divisors(depth: int, with_budget: bool) -> st.SearchStrategy:
+    """Numeric expressions of depth <= depth whose interval excludes zero."""
+    leaves = [numbers(positive=True), st.sampled_from(_NONZERO + (("budget",) if with_budget else ())).map(Attr)]
+    if depth >= 2:
+        shifted = st.sampled_from(_SHIFTABLE).map(Attr)
+        leaves.append(st.builds(lambda a, c: Binary("+", c, a), shifted, numbers(positive=True)))
+        leaves.append(st.builds(lambda a, c: Binary("+", a, c), shifted, numbers(positive=True)))
+    return st.one_of(leaves)
+
+
+@lru_cache(maxsize=None)
+def _literals(type_: str, depth: int) -> st.SearchStrategy:
+    """Literals allowed in an `in` list for an argument of type_, of depth <= depth."""
+    if type_ == NUM:
+        if depth >= 2:
+            return st.one_of(numbers(), numbers().map(lambda n: Unary("-", n)))
+        return numbers()
+    if type_ == BOOL:
+        return st.booleans().map(BoolLit)
+    return st.sampled_from(ENUM_VALUES[type_]).map(EnumLit)
+
+
+_NUM_SHAPES = ("leaf", "arith", "divide", "negate", "abs", "minmax", "cond")
+_BOOL_SHAPES = ("leaf", "compare", "bool_eq", "enum_compare", "in", "not", "connective", "cond")
+_ENUM_SHAPES = ("attr", "cond")
+
+
+def _shape(draw, shapes, depth: int) -> str:
+    """A node shape (always shapes[0], the leaf, at depth 1); sampling shrinks towards the leaf."""
+    return shapes[0] if depth <= 1 else draw(st.sampled_from(shapes))
+
+
+def _draw_num(draw, depth: int, b: bool):
+    shape = _shape(draw, _NUM_SHAPES, depth)
+    d = depth - 1
+    if shape == "leaf":
+        return draw(st.one_of(numbers(), _num_attrs(b)))
+    if shape == "arith":
+        op = draw(st.sampled_from(("+", "-", "*")))
+        return Binary(op, _draw_num(draw, d, b), _draw_num(draw, d, b))
+    if shape == "divide":
+        return Binary("/", _draw_num(draw, d, b), draw(_divisors(d, b)))
+    if shape == "negate":
+        return Unary("-", _draw_num(draw, d, b))
+    if shape == "abs":
+        return Call("abs", (_draw_num(draw, d, b),))
+    if shape == "minmax":
+        fn = draw(st.sampled_from(("min", "max")))
+        return Call(fn, tuple(_draw_num(draw, d, b) for _ in range(draw(st.integers(2, 3)))))
+    return Cond(_draw_bool(draw, d, b), _draw_num(draw, d, b), _draw_num(draw, d, b))
+
+
+def _draw_enum(draw, type_: str, depth: int, b: bool):
+    """An enum-valued operand, never a bare literal: the attribute, or a conditional with such a branch."""
+    if _shape(draw, _ENUM_SHAPES, depth) == "attr":
+        return Attr(_ENUM_ATTR[type_])
+    d = depth - 1
+    test = _draw_bool(draw, d, b)
+    operand = _draw_enum(draw, type_, d, b)
+    other = draw(_literals(type_, 1)) if draw(st.booleans()) else _draw_enum(draw, type_, d, b)
+    return Cond(test, other, operand) if draw(st.booleans()) else Cond(test, operand, other)
+
+
+def _draw_operand(draw, type_: str, depth: int, b: bool):
+    if type_ == NUM:
+        return _draw_num(draw, depth, b)
+    if type_ == BOOL:
+        return _draw_bool(draw, depth, b)
+    return _draw_enum(draw, type_, depth, b)
+
+
+def _draw_bool(draw, depth: int, b: bool):
+    shape = _shape(draw, _BOOL_SHAPES, depth)
+    d = depth - 1
+    if shape == "leaf":
+        return draw(st.one_of(st.booleans().map(BoolLit), st.sampled_from(_BOOL_ATTRS).map(Attr)))
+    if shape == "compare":
+        op = draw(st.sampled_from(COMPARE_OPS))
+        return Binary(op, _draw_num(draw, d, b), _draw_num(draw, d, b))
+    if shape == "bool_eq":
+        op = draw(st.sampled_from(("==", "!=")))
+        return Binary(op, _draw_bool(draw, d, b), _draw_bool(draw, d, b))
+    if shape == "enum_compare":
+        type_ = draw(st.sampled_from((KIND, NAMESPACE)))
+        op = draw(st.sampled_from(("==", "!=")))
+        left = _draw_enum(draw, type_, d, b)
+        form = draw(st.sampled_from(("name", "name_first", "operands")))
+        if form == "operands":
+            return Binary(op, left, _draw_enum(draw, type_, d, b))
+        name = draw(_literals(type_, 1))
+        return Binary(op, name, left) if form == "name_first" else Binary(op, left, name)
+    if shape == "in":
+        negated = depth >= 3 and draw(st.booleans())  # `x not in [...]`, one level more
+        d = d - 1 if negated else d
+        type_ = draw(st.sampled_from((KIND, NAMESPACE, NUM, BOOL)))
+        arg = _draw_operand(draw, type_, d, b)
+        inset = InSet(arg, tuple(draw(st.lists(_literals(type_, d), min_size=1, max_size=3))))
+        return Unary("not", inset) if negated else inset
+    if shape == "not":
+        return Unary("not", _draw_bool(draw, d, b))
+    if shape == "connective":
+        op = draw(st.sampled_from(BOOL_OPS))
+        return Binary(op, _draw_bool(draw, d, b), _draw_bool(draw, d, b))
+    return Cond(_draw_bool(draw, d, b), _draw_bool(draw, d, b), _draw_bool(draw, d, b))
+
+
+@st.composite
+def _expressions(draw, type_: str, depth: int, b: bool):
+    return _draw_operand(draw, type_, depth, b)
+
+
+def expressions(type: str = BOOL, max_depth: int = 3, *, with_budget: bool = True) -> st.SearchStrategy:
+    """Well-typed expressions of `type` ("bool", "num", "kind" or "namespace") with AST depth <= max_depth.
+
+    They range over every attribute and operator; a division's divisor is provably nonzero (a positive
+    constant, recency, tokens, budget, or `1 + idle`-style sums), Nums are non-negative decimals as the
+    parsers produce them, and `budget` appears only when with_budget is true.
+    """
+    max_depth = _check_depth(max_depth)
+    with_budget = bool(with_budget)
+    if type in TYPES:
+        return _expressions(type, max_depth, with_budget)
+    raise ValueError(f"type must be one of {', '.join(TYPES)}, got {type!r}")
+
+
+def policy_names() -> st.SearchStrategy:
+    """Short policy names: a lowercase letter, then letters, digits and dashes."""
+    return st.from_regex(r"[a-z][a-z0-9-]{0,11}", fullmatch=True)
+
+
+@st.composite
+def _policies(draw, max_depth: int, deployment) -> Policy:
+    budget = draw(st.one_of(st.none(), st.integers(2, 12)))
+    with_budget = budget is not None
+    evict = draw(expressions(BOOL, max_depth, with_budget=with_budget))
+    rank = draw(st.one_of(st.none(), expressions(NUM, max_depth, with_budget=with_budget)))
+    if deployment is None:
+        chosen = draw(deployments())
+    elif isinstance(deployment, Deployment):
+        chosen = deployment
+    else:
+        chosen = draw(deployment)
+    name = draw(policy_names())
+    text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen))
+    return parse_policy_text(text, f"{name}.yaml")
+
+
+def policies(
+    max_depth: int = 3, *, deployment: Union[None, Deployment, st.SearchStrategy] = None
+) -> st.SearchStrategy:
+    """Parsed, type-checked Policies: evict (depth <= max_depth), optional rank, optional budget in 2..12
+    (`budget` is referenced only when set) and a deployment (drawn, fixed, or from the given strategy).
+
+    Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one.
+    """
+    _check_depth(max_depth)
+    if deployment is not None and not isinstance(deployment, (Deployment, st.SearchStrategy)):
+        raise TypeError("deployment must be None, a Deployment or a strategy of Deployments")
+    return _policies(max_depth, deployment)
+
+
+def policy_json(policy: Policy) -> str:
+    """A complete JSON policy file for policy (the expressions as mini-language strings)."""
+    doc = {"name": policy.name}
+    if policy.description:
+        doc["description"] = policy.description
+    doc["evict"] = to_text(policy.evict)
+    if policy.rank is not None:
+        doc["rank"] = to_text(policy.rank)
+    if policy.budget is not None:
+        doc["budget"] = int(policy.budget)
+    doc["deployment"] = policy.deployment.as_dict()
+    return json.dumps(doc, indent=2) + "\n"
+
+
+_PRINTERS = {"yaml": policy_yaml, "python": policy_python, "json": policy_json}
+EXTENSION = {"yaml": ".yaml", "python": ".py", "json": ".json"}
+
+
+def policy_texts(form: str = "yaml", max_depth: int = 3) -> st.SearchStrategy:
+    """Complete policy files in `form` ("yaml", "python" or "json") for policies(max_depth); parse them with a
+    filename ending in EXTENSION[form]."""
+    if form not in _PRINTERS:
+        raise ValueError(f"form must be one of {', '.join(FORMS)}, got {form!r}")
+    return policies(max_depth).map(_PRINTERS[form])
+
+
+@st.composite
+def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_tokens: int) -> list:
+    state = State()
+    actions = []
+    for _ in range(draw(st.integers(0, max_steps))):
+        by_name = {}
+        for action in enabled_actions(policy, state, max_spans):
+            by_name.setdefault(action.name, []).append(action)
+        name = draw(st.sampled_from([n for n in ACTION_TYPES if n in by_name]))  # compact, audit: never empty
+        if name == "append":
+            action = Append(draw(st.sampled_from(CONTENT_KINDS)), draw(st.integers(1, max_tokens)))
+        else:
+            action = draw(st.sampled_from(by_name[name]))
+        state = step(policy, state, action, max_spans).after
+        actions.append(action)
+    return actions
+
+
+def traces(policy: Policy, max_steps: int = 10, max_spans: Optional[int] = 8, *, max_tokens: int = 4) -> st.SearchStrategy:
+    """Lists of at most max_steps runtime actions, each enabled (see spec.runtime.enabled_actions) in the state
+    the previous ones reach from State() under policy with max_spans; each step draws the action name first,
+    then its arguments (appends carry 1..max_tokens tokens)."""
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
+        raise ValueError(f"max_steps must be an integer >= 0, got {max_steps!r}")
+    if max_spans is not None and (isinstance(max_spans, bool) or not isinstance(max_spans, int) or max_spans < 0):
+        raise ValueError(f"max_spans must be None or an integer >= 0, got {max_spans!r}")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
+    return _traces(policy, max_steps, max_spans, max_tokens)
+
+
+__all__ = [
+    "FORMS",
+    "TYPES",
+    "EXTENSION",
+    "deployments",
+    "numbers",
+    "expressions",
+    "policy_names",
+    "policies",
+    "policy_json",
+    "policy_texts",
+    "traces",
+]
