@@ -25,7 +25,7 @@ DEFAULT_TIMEOUT = 30.0
 
 def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
                   conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT,
-                  memory_mb: int = 0, assume: Iterable[str] = (), token_domain=None) -> tuple:
+                  assume: Iterable[str] = (), token_domain=None) -> tuple:
     """Per condition: `violated` with a replayed shortest trace, or `unknown` with why (never `holds`).
 
     With `assume`, only runs along which those conditions hold at every step are searched (for witnesses that
@@ -35,7 +35,7 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
     assume = tuple(assume)
     model = Model(policy, spans, token_domain=token_domain)
     invariant = inductive_lemmas(model, timeout)
-    solver = new_solver(timeout * 1000, memory_mb)
+    solver = new_solver(timeout * 1000)
     states, actions, steps = [model.state(0)], [], []
     solver.add(model.encode_init(states[0]))
     spent = {c: 0.0 for c in pending}

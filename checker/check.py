@@ -51,10 +51,26 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
     replayed on the runtime; everything else is `unknown`, with the reasons of both engines.
     """
     wanted = [c for c in CONDITIONS if c in set(only)]
+    if memory_mb > 0:
+        z3.set_param("memory_max_size", int(memory_mb))
+    try:
+        return _check(policy, wanted, depth, spans, timeout, prove, token_domain)
+    except z3.Z3Exception as exc:
+        if "memory" not in str(exc):
+            raise
+        results = tuple(Result(c, Verdict.UNKNOWN, None, f"solver memory limit of {memory_mb} MB reached")
+                        for c in wanted)
+        return Report(policy.name, policy_hash(policy), policy.source, depth, spans, results, versions())
+    finally:
+        if memory_mb > 0:
+            z3.set_param("memory_max_size", 0)
+
+
+def _check(policy, wanted, depth, spans, timeout, prove, token_domain) -> Report:
     doc, digest = policy_document(policy), policy_hash(policy)
     proofs = {c: prove_condition(policy, c, doc, digest, timeout) for c in wanted} if prove else {}
     open_conditions = [c for c in wanted if c not in proofs or proofs[c].verdict != Verdict.HOLDS]
-    bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout, memory_mb,
+    bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout,
                                                      token_domain=token_domain)}
     results = []
     for c in wanted:

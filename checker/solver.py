@@ -19,13 +19,11 @@ class Answer:
     seconds: float
 
 
-def new_solver(timeout_ms: int, memory_mb: int = 0) -> z3.Solver:
-    """A solver with the seed pinned and time bounded; memory too when memory_mb > 0."""
+def new_solver(timeout_ms: int) -> z3.Solver:
+    """A solver with the seed pinned and time bounded (memory is bounded per check, in checker.check)."""
     solver = z3.Solver()
     solver.set("random_seed", RANDOM_SEED)
     solver.set("timeout", max(1, int(timeout_ms)))
-    if memory_mb > 0:
-        z3.set_param("memory_max_size", int(memory_mb))
     return solver
 
 
@@ -37,6 +35,8 @@ def query(solver: z3.Solver, assumptions=(), timeout_ms: int = 0) -> Answer:
     try:
         result = solver.check(*assumptions)
     except z3.Z3Exception as exc:
+        if "memory" in str(exc):
+            raise
         return Answer("unknown", f"solver error: {exc}", time.perf_counter() - started)
     seconds = time.perf_counter() - started
     if result == z3.sat:

@@ -166,3 +166,10 @@ def test_same_policy_and_flags_give_the_same_traces_whatever_the_hash_seed():
         return {c: v.get("trace") for c, v in doc["conditions"].items()}
     first = traces("1")
     assert first["C1"] is not None and first == traces("2")
+
+
+def test_a_memory_limit_is_honoured_and_reported_as_unknown():
+    code, out, err = run("check", SEED, "--memory", "1", "--no-prove")
+    assert code == 3 and err == "" and out.count("solver memory limit of 1 MB reached") == 5
+    code, out, _ = run("check", SEED, "--no-prove", "--depth", "3")
+    assert code == 1 and "C1  violated" in out  # the limit was lifted after the first check
