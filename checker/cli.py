@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
+import unicodedata
 from pathlib import Path
 from typing import List, Optional, TextIO
 
@@ -20,6 +22,32 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3, 4
+
+
+def terminal_safe(text: str) -> str:
+    """Escape what could rewrite a reviewer's terminal: control characters other than newline, format characters
+    (bidi overrides, zero-width) and line separators. Policy text reaches the output in names and error messages."""
+    out = []
+    for ch in text:
+        category = unicodedata.category(ch)
+        if ch != "\n" and (category in ("Cc", "Cf", "Zl", "Zp", "Cs") or category == "Co"):
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class _SafeStream:
+    """A text stream that escapes terminal-unsafe characters on the way out."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(terminal_safe(text))
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 class UsageError(Exception):
@@ -103,8 +131,8 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO = None,
          extra_commands=None) -> int:
     """extra_commands: {name: (add_parser(subparsers), run(args, stdout, stderr) -> int)} from packages above."""
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
+    stdout = _SafeStream(stdout or sys.stdout)
+    stderr = _SafeStream(stderr or sys.stderr)
     extra_commands = extra_commands or {}
     try:
         args = build_parser(extra_commands).parse_args(sys.argv[1:] if argv is None else argv)
@@ -212,6 +240,12 @@ def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
         print(f"wrote {path}", file=stderr)
 
 
+def _regular_file(path: Path) -> None:
+    """Refuse FIFOs and devices before opening them: opening one can block forever."""
+    if path.exists() and not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
+        raise PolicySyntaxError("not a regular file", str(path), 1, 1)
+
+
 def _replay(args, stdout) -> int:
     from prunecheck.spec.conditions import violations
 
@@ -221,6 +255,7 @@ def _replay(args, stdout) -> int:
     from .replay import replay
 
     path = Path(args.trace)
+    _regular_file(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -257,6 +292,7 @@ def _certify(args, stdout) -> int:
     worst = EXIT_HOLDS
     for name in args.certificates:
         path = Path(name)
+        _regular_file(path)
         try:
             document = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:

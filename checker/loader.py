@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import stat
 import re
 from pathlib import PurePath
 from typing import Dict, List, Optional, Tuple
@@ -90,6 +91,9 @@ def _read(path) -> Tuple[bytes, str]:
     if isinstance(filename, bytes):
         filename = os.fsdecode(filename)
     try:
+        # Opening a FIFO or a device can block forever: only regular files are policies.
+        if os.path.exists(filename) and not os.path.isdir(filename) and not stat.S_ISREG(os.stat(filename).st_mode):
+            raise PolicySyntaxError("cannot read policy: not a regular file", filename, 1, 1)
         with open(filename, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
     except IsADirectoryError:

@@ -122,6 +122,9 @@ class PyPolicyParts:
     evict_loc: Loc = field(default_factory=lambda: Loc(1, 1))
 
 
+MAX_LINE = 1000
+
+
 class _Source:
     """Line table for converting ast's (line, UTF-8 byte column) positions to 1-based character columns."""
 
@@ -150,6 +153,13 @@ class _Source:
         if not 1 <= lineno <= len(self.lines):
             return len(self.text)
         return self.starts[lineno - 1] + self.charcol(lineno, byte_col)
+
+    def segment(self, node) -> str:
+        """The node's source text, like ast.get_source_segment but without re-splitting the file per call."""
+        end_line, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+        if end_line is None or end_col is None:
+            return ""
+        return self.text[self.index(node.lineno, node.col_offset): self.index(end_line, end_col)]
 
     def loc_at(self, index: int) -> Loc:
         lo, hi = 0, len(self.starts) - 1
@@ -262,11 +272,16 @@ def parse_module(text: str, file: str):
     """ast.parse the policy text with every failure turned into a PolicySyntaxError; returns (tree, source)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     src = _Source(text)
+    for number, line in enumerate(src.lines, start=1):
+        # Long lines make Python 3.11's pure-Python tokenizer quadratic: bound them before tokenizing.
+        if len(line) > MAX_LINE:
+            raise PolicySyntaxError(f"line is longer than {MAX_LINE} characters", file, number, MAX_LINE + 1)
     worst = _prescan(text, file)
     try:
         with warnings.catch_warnings():  # e.g. SyntaxWarning for `1if`: policies are not run, stay quiet
             warnings.simplefilter("ignore")
-            tree = ast.parse(text, filename=file, mode="exec")
+            # A name no file can have: on a SyntaxError CPython re-opens `filename` to quote the line.
+            tree = ast.parse(text, filename="<policy>", mode="exec")
     except SyntaxError as exc:  # includes IndentationError and TabError
         line = exc.lineno or 1
         col = exc.offset if exc.offset and exc.offset > 0 else 1
@@ -322,7 +337,7 @@ class _Converter:
         return self.b.make(cls, *args, loc=loc, children=children)
 
     def segment(self, node, limit: int = 40) -> str:
-        text = ast.get_source_segment(self.src.text, node) or "..."
+        text = self.src.segment(node) or "..."
         text = " ".join(text.split())
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -557,7 +572,7 @@ class _Converter:
         self.fail(f"{value!r} is not allowed in a policy", node)
 
     def exact_float(self, node) -> Fraction:
-        text = ast.get_source_segment(self.src.text, node) or ""
+        text = self.src.segment(node)
         match = _FLOAT_RE.fullmatch(text)
         if not match or not text:
             self.fail(f"cannot read number `{text[:40]}` exactly", node)
