@@ -122,7 +122,7 @@ class ExprEncoder:
             return self._binary(expr)
         if isinstance(expr, InSet):
             kind = enum_type(expr.arg)
-            arg = self.encode(expr.arg)
+            arg = self.encode(expr.arg, kind)
             return z3.Or([self._equal(arg, self.encode(v, kind), kind) for v in expr.values])
         if isinstance(expr, Call):
             args = [self.encode(a) for a in expr.args]

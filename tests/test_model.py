@@ -27,6 +27,7 @@ POLICIES = [
     "evict: kind == 'diff'\nbudget: 4",
     "evict: false\nrank: tokens\nbudget: 3",
     "evict: 1 / tokens >= 0.5 or tokens / tokens < 1",
+    "evict: (kind if reads > 0 else 'message') in ['message', 'record'] and namespace == 'window'",
 ]
 
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
