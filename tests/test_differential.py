@@ -34,7 +34,7 @@ def test_engines_agree_on_table_policies(text, deployment):
     agree(_policy(text, deployment))
 
 
-@settings(max_examples=80)
+@settings(max_examples=140)
 @given(policies(max_depth=3))
 def test_engines_agree_on_generated_policies(policy):
     agree(policy)
