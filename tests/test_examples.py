@@ -53,3 +53,15 @@ def test_yaml_and_python_forms_agree():
     yaml_form = check_bounded(load_policy(EXAMPLES / "seed_flawed.yaml"))
     py_form = check_bounded(load_policy(EXAMPLES / "seed_flawed.py"))
     assert [(r.condition, r.verdict, r.depth) for r in yaml_form] == [(r.condition, r.verdict, r.depth) for r in py_form]
+
+
+def test_a_counterexample_the_runtime_does_not_reproduce_is_never_reported(monkeypatch):
+    import z3
+    from prunecheck.spec.errors import ReplayMismatch
+    from prunecheck.spec.model import Model
+
+    # A planted model fault: C1 "fails" whenever a live record exists, whatever the policy says.
+    monkeypatch.setattr(Model, "bad_c1", lambda self, t: z3.Or([t.live_edit(i) for i in range(self.n)]))
+    policy = load_policy(EXAMPLES / "seed_safe_design.yaml")
+    with pytest.raises(ReplayMismatch):
+        check_bounded(policy, depth=3, spans=4, conditions=["C1"])
