@@ -122,7 +122,8 @@ class PyPolicyParts:
     evict_loc: Loc = field(default_factory=lambda: Loc(1, 1))
 
 
-MAX_LINE = 1000
+MAX_BLANKS = 200
+_BLANK_RUN = re.compile(r"[ \t\f\v]{%d,}" % (MAX_BLANKS + 1))
 
 
 class _Source:
@@ -131,6 +132,7 @@ class _Source:
     def __init__(self, text: str):
         self.text = text
         self.lines = text.split("\n")
+        self._columns = {}  # line number -> byte offset -> character offset, for non-ASCII lines
         self.starts = []
         pos = 0
         for line in self.lines:
@@ -143,7 +145,14 @@ class _Source:
         line = self.lines[lineno - 1]
         if line.isascii():
             return byte_col
-        return len(line.encode("utf-8", "surrogatepass")[:byte_col].decode("utf-8", "replace"))
+        if lineno not in self._columns:
+            table = []
+            for index, ch in enumerate(line):
+                table.extend([index] * len(ch.encode("utf-8", "surrogatepass")))
+            table.append(len(line))
+            self._columns[lineno] = table
+        table = self._columns[lineno]
+        return table[min(max(byte_col, 0), len(table) - 1)]
 
     def loc(self, lineno, byte_col) -> Loc:
         lineno = lineno or 1
@@ -273,9 +282,10 @@ def parse_module(text: str, file: str):
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     src = _Source(text)
     for number, line in enumerate(src.lines, start=1):
-        # Long lines make Python 3.11's pure-Python tokenizer quadratic: bound them before tokenizing.
-        if len(line) > MAX_LINE:
-            raise PolicySyntaxError(f"line is longer than {MAX_LINE} characters", file, number, MAX_LINE + 1)
+        # Python 3.11's pure-Python tokenizer rescans a run of blanks once per blank: bound the runs first.
+        run = _BLANK_RUN.search(line, len(line) - len(line.lstrip(" \t\f\v")))
+        if run:
+            raise PolicySyntaxError(f"a run of more than {MAX_BLANKS} blanks", file, number, run.start() + 1)
     worst = _prescan(text, file)
     try:
         with warnings.catch_warnings():  # e.g. SyntaxWarning for `1if`: policies are not run, stay quiet
