@@ -14,6 +14,7 @@ from prunecheck.spec.policy import Policy
 from .invariants import inductive_lemmas, lemma_terms
 from prunecheck.spec.errors import ReplayMismatch
 
+from .minimize import minimize
 from .replay import confirm, decode_action, decode_state, first_violation
 from .result import Result, Trace, Verdict
 from .solver import new_solver, query
@@ -115,5 +116,8 @@ def _counterexample(policy, zmodel, condition, states, actions, spans, k, second
     for c in assume:
         if first_violation(policy, transitions, c) is not None:
             raise ReplayMismatch(f"a run assumed to keep {c} violates it on the runtime")
-    return Result(condition, Verdict.VIOLATED, k, f"violated after {k} steps (shortest within {spans} spans); "
-                  "replayed on the runtime", trace=Trace(condition, trace_actions, spans), seconds=seconds)
+    if not assume:
+        trace_actions = minimize(policy, trace_actions, condition, spans)
+        confirm(policy, trace_actions, condition, spans)
+    return Result(condition, Verdict.VIOLATED, k, f"violated after {k} steps (shortest within {spans} spans, "
+                  "reduced); replayed on the runtime", trace=Trace(condition, trace_actions, spans), seconds=seconds)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from typing import Iterable
 
 import z3
@@ -17,6 +18,7 @@ from .printer import to_text
 from .prove import prove as prove_condition
 from .spacer import prove_with_spacer
 from .result import Report, Result, Verdict
+from .variants import distinct_counterexamples
 
 
 def policy_document(policy: Policy) -> dict:
@@ -44,7 +46,7 @@ def versions() -> tuple:
 
 def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
           only: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0,
-          prove: bool = True, token_domain=None) -> Report:
+          prove: bool = True, token_domain=None, counterexamples: int = 1) -> Report:
     """Prove by induction what it can, search for counterexamples to the rest, then give Spacer what is left.
 
     Every `holds` carries a certificate re-checked by a second solver; every `violated` carries a trace already
@@ -54,7 +56,8 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
     if memory_mb > 0:
         z3.set_param("memory_max_size", int(memory_mb))
     try:
-        return _check(policy, wanted, depth, spans, timeout, prove, token_domain)
+        report = _check(policy, wanted, depth, spans, timeout, prove, token_domain)
+        return with_variants(policy, report, counterexamples, timeout) if counterexamples > 1 else report
     except z3.Z3Exception as exc:
         if "memory" not in str(exc):
             raise
@@ -89,6 +92,17 @@ def _check(policy, wanted, depth, spans, timeout, prove, token_domain) -> Report
             results.append(Result(c, Verdict.UNKNOWN, r.depth, f"{r.reason}; {proofs[c].reason}; {spacer.reason}",
                                   engine="bmc+induction+spacer", seconds=r.seconds + proofs[c].seconds + spacer.seconds))
     return Report(policy.name, digest, policy.source, depth, spans, tuple(results), versions())
+
+
+def with_variants(policy: Policy, report: Report, count: int, timeout: float) -> Report:
+    """The report with up to `count` counterexamples per violated condition, different in their action sequences."""
+    results = []
+    for r in report.results:
+        if r.trace is not None:
+            traces = distinct_counterexamples(policy, r.condition, r.trace, count, report.depth, timeout)
+            r = replace(r, others=traces[1:])
+        results.append(r)
+    return replace(report, results=tuple(results))
 
 
 def check_explicit(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,

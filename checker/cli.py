@@ -1,4 +1,5 @@
-"""The command line: `prunecheck check | replay | certify | reproduce`, as main(argv, stdout, stderr) -> exit code.
+"""The command line: `prunecheck check | explain | graph | repair | diff | replay | certify | reproduce`, as
+main(argv, stdout, stderr) -> exit code.
 
 Exit codes: 0 every condition holds (replay: the trace reproduces as recorded; certify: every certificate is
 confirmed); 1 some condition is violated (replay: the trace does not reproduce; certify: a certificate is
@@ -102,12 +103,17 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     check.add_argument("--depth", type=_bounded_int(0, 200), default=12, help="bounded search depth (default 12)")
     check.add_argument("--spans", type=_bounded_int(2, 32), default=6, help="span slots (default 6)")
     check.add_argument("--only", type=_conditions, default=CONDITIONS, help="conditions to check, e.g. C1,P1")
-    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--format", choices=("text", "json", "html", "sarif"), default="text",
+                       help="text (default), json, html (one self-contained page) or sarif (SARIF 2.1.0)")
     check.add_argument("--out", metavar="DIR", help="write each counterexample as an ITF trace file into DIR")
     check.add_argument("--deployment", metavar="FILE", help="override the policies' deployment section")
     check.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per condition (default 30)")
     check.add_argument("--memory", type=_bounded_int(0, 1 << 20), default=0, metavar="MB",
                        help="solver memory limit in MB (0: none)")
+    check.add_argument("--max-counterexamples", type=_bounded_int(1, 100), default=1, metavar="N",
+                       help="up to N counterexamples per violated condition, different in their action sequences")
+    check.add_argument("--emit-pytest", metavar="DIR",
+                       help="write each counterexample as a pytest module into DIR (a regression test once fixed)")
     check.add_argument("--python", action="store_true", help="also print each counterexample as a runnable script")
     check.add_argument("--prove", dest="prove", action="store_true", default=True,
                        help="try to prove each condition for every depth and window size (default)")
@@ -119,6 +125,9 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
                        help="token counts an append may carry (explicit engine default 1,2; symbolic: any)")
     replay = sub.add_parser("replay", help="re-execute an ITF trace on the reference runtime")
     replay.add_argument("trace", metavar="TRACE.json")
+    explain = sub.add_parser("explain", help="explain a counterexample step by step, down to the policy's text")
+    explain.add_argument("trace", metavar="TRACE.itf.json")
+    explain.add_argument("--format", choices=("text", "json"), default="text")
     certify = sub.add_parser("certify", help="re-check a proof certificate with cvc5")
     certify.add_argument("certificates", nargs="+", metavar="CERT.json")
     certify.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per obligation")
@@ -128,12 +137,20 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     return parser
 
 
+def builtin_commands() -> dict:
+    """The subcommands that live in their own modules: {name: (add_parser, run)}."""
+    from . import graph, policydiff, repair
+
+    return {"graph": (graph.add_parser, graph.run), "repair": (repair.add_parser, repair.run),
+            "diff": (policydiff.add_parser, policydiff.run)}
+
+
 def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO = None,
          extra_commands=None) -> int:
     """extra_commands: {name: (add_parser(subparsers), run(args, stdout, stderr) -> int)} from packages above."""
     stdout = _SafeStream(stdout or sys.stdout)
     stderr = _SafeStream(stderr or sys.stderr)
-    extra_commands = extra_commands or {}
+    extra_commands = {**builtin_commands(), **(extra_commands or {})}
     try:
         args = build_parser(extra_commands).parse_args(sys.argv[1:] if argv is None else argv)
         if args.version:
@@ -143,6 +160,8 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
             return _check(args, stdout, stderr)
         if args.command == "replay":
             return _replay(args, stdout)
+        if args.command == "explain":
+            return _explain(args, stdout)
         if args.command == "certify":
             return _certify(args, stdout)
         if args.command in extra_commands:
@@ -194,19 +213,31 @@ def _check(args, stdout, stderr) -> int:
                                     args.tokens or DEFAULT_TOKENS)
         else:
             report = check(policy, args.depth, args.spans, args.only, float(args.timeout), args.memory, args.prove,
-                           token_domain=args.tokens)
+                           token_domain=args.tokens, counterexamples=args.max_counterexamples)
         reports.append(report)
         if args.out:
             _write_traces(policy, policy_document(policy), report, Path(args.out), stderr)
+        if args.emit_pytest:
+            from .emit import write_pytest_files
+            for path in write_pytest_files(policy, report, Path(args.emit_pytest)):
+                print(f"wrote {path}", file=stderr)
         if args.format == "text":
-            print(report_text(report), file=stdout)
+            print(report_text(report, policy), file=stdout)
             if args.python:
                 for r in report.results:
                     if r.trace is not None:
                         print(f"# {r.condition} counterexample as a script:", file=stdout)
                         print(trace_as_python(policy.source, r.trace.actions), file=stdout)
+    if args.format == "html":
+        from .html_report import report_html
+        labels = {(p.name, r.condition): _labels(p, r) for p, rep in zip(policies, reports) for r in rep.results
+                  if r.trace is not None}
+        print(report_html(reports, {p.name: p for p in policies}, labels), file=stdout)
+    if args.format == "sarif":
+        from .sarif import sarif_log
+        print(json.dumps(sarif_log(list(zip(policies, reports))), indent=2), file=stdout)
     if args.format == "json":
-        docs = [report_json(r) for r in reports]
+        docs = [report_json(r, p) for r, p in zip(reports, policies)]
         if len(docs) == 1:
             print(json.dumps(docs[0], indent=2), file=stdout)
         else:
@@ -216,6 +247,16 @@ def _check(args, stdout, stderr) -> int:
     if worst == Verdict.VIOLATED:
         return EXIT_VIOLATED
     return EXIT_UNKNOWN if worst == Verdict.UNKNOWN else EXIT_HOLDS
+
+
+def _labels(policy, result) -> list:
+    """Per step of a counterexample: what it changed; the last step also says why it violates, and where."""
+    from .explain import explain
+
+    explanation = explain(policy, result.trace.actions, result.condition, result.trace.spans)
+    cause = explanation.cause
+    where = "; ".join(f"{p.loc.line}:{p.loc.col} `{p.text}` {p.note}" for p in cause.points)
+    return list(explanation.steps[:-1]) + [f"{explanation.steps[-1]} -- why: {cause.summary}; {where}"]
 
 
 def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
@@ -232,7 +273,7 @@ def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
         if r.trace is None:
             continue
         transitions = replay(policy, r.trace.actions, r.trace.spans)
-        meta = {"condition": r.condition, "depth": report.depth, "spans": report.spans,
+        meta = {"condition": r.condition, "depth": report.depth, "spans": report.spans, "source": policy.source,
                 "policy_hash": report.policy_hash, "versions": dict(report.versions)}
         doc = trace_document(policy, policy_doc, transitions, meta)
         path = out / f"{stem}.{r.condition}.itf.json"
@@ -246,15 +287,12 @@ def _regular_file(path: Path) -> None:
         raise PolicySyntaxError("not a regular file", str(path), 1, 1)
 
 
-def _replay(args, stdout) -> int:
-    from prunecheck.spec.conditions import violations
-
-    from .itf import actions_of, first_difference, meta_of
+def _read_trace(name: str):
+    """(document, policy, actions) of an ITF trace file written by `check --out`."""
+    from .itf import actions_of, meta_of
     from .loader import parse_policy_text
-    from .render import step_lines
-    from .replay import replay
 
-    path = Path(args.trace)
+    path = Path(name)
     _regular_file(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -264,9 +302,65 @@ def _replay(args, stdout) -> int:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PolicySyntaxError(f"trace is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
-    info = meta_of(document)
-    policy = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
-    actions = actions_of(document)
+    try:
+        info = meta_of(document)
+        policy = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
+        actions = actions_of(document)
+    except TraceFormatError as exc:
+        raise PolicySyntaxError(exc.one_line(), str(path), 1, 1) from None
+    return document, info, _with_source(policy, info.get("source")), actions
+
+
+def _with_source(policy, source):
+    """The policy as loaded from its original file, when that file still holds the same policy: positions in
+    explanations then point into the file the author edits, not into the trace's embedded copy."""
+    from .loader import load_policy
+
+    if not isinstance(source, str) or not Path(source).is_file():
+        return policy
+    try:
+        original = load_policy(source)
+    except PrunecheckError:
+        return policy
+    return original if original == policy else policy
+
+
+def _explain(args, stdout) -> int:
+    from .explain import explain, explanation_json, explanation_lines
+    from .replay import first_violation, replay
+
+    _document, info, policy, actions = _read_trace(args.trace)
+    condition = info.get("condition")
+    if condition not in CONDITIONS:
+        raise PolicySyntaxError(f"the trace names no condition (one of {', '.join(CONDITIONS)})", args.trace, 1, 1)
+    try:
+        transitions = replay(policy, actions, info.get("spans"))
+    except ReplayMismatch as exc:
+        print(f"does not replay: {exc.one_line()}", file=stdout)
+        return EXIT_VIOLATED
+    where = first_violation(policy, transitions, condition)
+    if where is None or where == 0:
+        print(f"the trace does not violate {condition} on the runtime", file=stdout)
+        return EXIT_VIOLATED
+    explanation = explain(policy, actions[:where], condition, info.get("spans"))
+    if args.format == "json":
+        doc = {"policy": policy.name, "condition": condition, **explanation_json(explanation)}
+        print(json.dumps(doc, indent=2), file=stdout)
+    else:
+        print(f"policy {policy.name}: {condition} violated at step {where} of {len(actions)}", file=stdout)
+        for line in explanation_lines(policy, explanation, indent="  "):
+            print(line, file=stdout)
+    return EXIT_HOLDS
+
+
+def _replay(args, stdout) -> int:
+    from prunecheck.spec.conditions import violations
+
+    from .itf import first_difference
+    from .render import step_lines
+    from .replay import replay
+
+    document, info, policy, actions = _read_trace(args.trace)
     try:
         transitions = replay(policy, actions, info.get("spans"))
     except ReplayMismatch as exc:

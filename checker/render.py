@@ -63,28 +63,44 @@ def trace_as_python(policy_path: str, actions: Sequence) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report_text(report: Report) -> str:
+def report_text(report: Report, policy=None) -> str:
+    """The text report; given the policy, each counterexample is explained step by step, with its cause located
+    in the policy's own text."""
+    from .explain import explain, explanation_lines
+
     lines = [f"policy {report.policy_name} ({report.source})  sha256:{report.policy_hash[:12]}  "
              f"depth {report.depth}, {report.spans} spans"]
     width = max((len(str(r.verdict)) for r in report.results), default=7)
     for r in report.results:
         depth = "-" if r.depth is None else str(r.depth)
         lines.append(f"  {r.condition}  {str(r.verdict):<{width}}  {depth:>3}  {r.reason}")
-        if r.trace is not None:
+        if r.trace is not None and policy is not None:
+            lines.extend(explanation_lines(policy, explain(policy, r.trace.actions, r.condition, r.trace.spans)))
+        elif r.trace is not None:
             lines.append(f"        {DESCRIPTIONS[r.condition]}; counterexample:")
             for index, action in enumerate(r.trace.actions, start=1):
                 lines.append(f"        {index}. {action_call(action)}")
+        for number, other in enumerate(r.others, start=2):
+            lines.append(f"        counterexample {number}: " + "; ".join(action_call(a) for a in other.actions))
     lines.append(f"  verdict: {report.verdict}")
     return "\n".join(lines)
 
 
-def report_json(report: Report) -> dict:
+def report_json(report: Report, policy=None) -> dict:
+    """The JSON report; given the policy, each counterexample carries its explanation."""
+    from .explain import explain, explanation_json
+
     conditions = {}
     for r in report.results:
         entry = {"verdict": str(r.verdict), "depth": r.depth, "reason": r.reason, "engine": r.engine,
                  "seconds": round(r.seconds, 4)}
         if r.trace is not None:
             entry["trace"] = [{"action": a.name, "args": action_args(a)} for a in r.trace.actions]
+            if r.others:
+                entry["other_traces"] = [[{"action": a.name, "args": action_args(a)} for a in t.actions]
+                                         for t in r.others]
+            if policy is not None:
+                entry["explanation"] = explanation_json(explain(policy, r.trace.actions, r.condition, r.trace.spans))
         if r.certificate is not None:
             entry["certificate"] = r.certificate
         conditions[r.condition] = entry

@@ -38,6 +38,7 @@ class Result:
     engine: str = "bmc"
     trace: Optional[Trace] = None
     certificate: Optional[str] = None
+    others: tuple = ()  # further counterexamples, different in their action sequence (--max-counterexamples)
     seconds: float = field(default=0.0, compare=False)
 
 

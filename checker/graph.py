@@ -1,0 +1,293 @@
+"""The edit/record graph of a replayed counterexample (networkx), its DOT text, and its pictures via Graphviz `dot`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+import subprocess
+import unicodedata
+from pathlib import Path
+from typing import Sequence
+
+import networkx as nx
+
+from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
+from prunecheck.spec.runtime import Transition, action_text, is_candidate
+
+FORMATS = ("dot", "svg", "png")
+DOT_TIMEOUT = 60.0
+LEGEND = ("blue: content span   gold: recovery record   green: rationale   rounded: edit\n"
+          "red dashed: evicted or truncated   grey: gone at the end")
+FILL = {"content": "#dbe9f6", "record": "#fce8b2", "rationale": "#d9f0d3", "edit": "#ffffff"}
+EDGE_STYLE = {"target": 'color="#333333", label="edits"',
+              "record": 'color="#b8860b", penwidth=1.6, label="records"',
+              "rationale": 'color="#2e7d32", style=dashed, label="explains"'}
+
+
+class RenderError(PrunecheckError):
+    """A picture could not be produced: unsupported output format, or Graphviz failed."""
+
+
+class GraphvizMissing(RenderError):
+    """The Graphviz `dot` binary is not installed, so only .dot output is possible."""
+
+
+def span_node(span_id: int) -> str:
+    return f"s{span_id}"
+
+
+def edit_node(edit_id: int) -> str:
+    return f"e{edit_id}"
+
+
+def _role(kind: str) -> str:
+    return kind if kind in ("record", "rationale") else "content"
+
+
+def edit_graph(policy, transitions: Sequence[Transition]) -> nx.DiGraph:
+    """Spans and edits of a run as nodes; edges edit→target, record→edit, rationale→edit; steps are 1-based.
+
+    Span nodes: node="span", span, kind (at creation), final_kind, role (content/record/rationale), namespace,
+    tokens, created, candidate (first step that left it a compaction candidate of the policy, or None), evicted /
+    truncated (first step that removed it, or None), restored (last undo that brought it back, or None), alive (at
+    the end). Edit nodes: node="edit", edit (= its record's id), mode, target, record,
+    rationale, step, undone (step of the revert, or None), stale_revert (that step if the target had been re-edited
+    since the record was taken, else None), undo_attempts ((step, outcome), ...), record_lost (first step that ended
+    with the edit live and its record dead, or None). graph.graph["steps"] holds, per step, a dict
+    with action, outcome, evicted and truncated (sorted span ids)."""
+    graph = nx.DiGraph()
+    steps = []
+    for index, t in enumerate(transitions, start=1):
+        for span in t.after.spans[len(t.before.spans):]:
+            graph.add_node(span_node(span.id), node="span", span=span.id, kind=span.kind, final_kind=span.kind,
+                           role=_role(span.kind), namespace=span.namespace, tokens=span.tokens, created=span.created,
+                           candidate=None, evicted=None, truncated=None, restored=None, alive=True)
+        for info in t.after.edits[len(t.before.edits):]:
+            name = edit_node(info.record)
+            graph.add_node(name, node="edit", edit=info.record, mode=info.mode, target=info.target,
+                           record=info.record, rationale=info.rationale, step=index, undone=None,
+                           stale_revert=None, undo_attempts=(), record_lost=None)
+            graph.add_edge(name, span_node(info.target), rel="target", step=index)
+            graph.add_edge(span_node(info.record), name, rel="record", step=index)
+            graph.add_edge(span_node(info.rationale), name, rel="rationale", step=index)
+        for how, removed in (("evicted", t.evicted), ("truncated", t.truncated)):
+            for span_id in removed:
+                attrs = graph.nodes[span_node(span_id)]
+                if attrs[how] is None:
+                    attrs[how] = index
+        if t.action.name == "undo":
+            attrs = graph.nodes[edit_node(t.action.edit)]
+            attrs["undo_attempts"] += ((index, t.outcome),)
+            if t.outcome == "reverted":
+                attrs["undone"] = index
+                if t.before.span(attrs["target"]).version != t.before.edit(t.action.edit).version:
+                    attrs["stale_revert"] = index
+                target = graph.nodes[span_node(attrs["target"])]
+                if not t.before.span(attrs["target"]).alive:
+                    target["restored"] = index
+        for span in t.after.spans:
+            attrs = graph.nodes[span_node(span.id)]
+            attrs["alive"], attrs["final_kind"] = span.alive, span.kind
+            if attrs["candidate"] is None and is_candidate(policy, t.after, span):
+                attrs["candidate"] = index
+        for info in t.after.live_edits():
+            attrs = graph.nodes[edit_node(info.record)]
+            if attrs["record_lost"] is None and not t.after.span(info.record).alive:
+                attrs["record_lost"] = index
+        steps.append({"action": action_text(t.action), "outcome": t.outcome,
+                      "evicted": tuple(sorted(t.evicted)), "truncated": tuple(sorted(t.truncated))})
+    graph.graph["steps"] = tuple(steps)
+    return graph
+
+
+def dot_string(text: str) -> str:
+    """text as a quoted DOT string that Graphviz shows literally: no escape sequences, entities or control chars."""
+    out = []
+    for ch in str(text):
+        if ch == "\n":
+            out.append("\\n")
+        elif ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "&":
+            out.append("&amp;")  # Graphviz decodes HTML entities inside labels
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
+            out.append(f"\\\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _span_label(attrs: dict) -> str:
+    kind = attrs["kind"] if attrs["final_kind"] == attrs["kind"] else f"{attrs['kind']} → {attrs['final_kind']}"
+    lines = [f"#{attrs['span']} {kind}", f"{attrs['namespace']}, {attrs['tokens']} tok"]
+    shown = ("candidate", "evicted", "truncated", "restored") if attrs["role"] != "content" else \
+        ("evicted", "truncated", "restored")  # content spans are meant to be candidates
+    for how in shown:
+        if attrs[how] is not None:
+            lines.append(f"{how} @{attrs[how]}")
+    return "\n".join(lines)
+
+
+def _edit_label(attrs: dict) -> str:
+    lines = [f"edit {attrs['edit']}", f"{attrs['mode']} #{attrs['target']}"]
+    if attrs["record_lost"] is not None:
+        lines.append(f"record lost @{attrs['record_lost']}")
+    for at, outcome in attrs["undo_attempts"]:
+        stale = ", target re-edited" if at == attrs["stale_revert"] else ""
+        lines.append(f"undo @{at}: {outcome}{stale}")
+    return "\n".join(lines)
+
+
+def _node_line(name: str, attrs: dict, id_prefix: str) -> str:
+    classes = [attrs["node"]]
+    if attrs["node"] == "span":
+        removed = attrs["evicted"] is not None or attrs["truncated"] is not None
+        classes.append(attrs["role"])
+        style = ["filled"] + (["dashed"] if removed else [])
+        fill = FILL[attrs["role"]] if attrs["alive"] else "#e6e6e6"
+        extra = f'shape={"box" if attrs["role"] == "content" else "note"}, label={dot_string(_span_label(attrs))}'
+        if attrs["candidate"] is not None:
+            classes.append("candidate")
+        if removed:
+            classes += [how for how in ("evicted", "truncated") if attrs[how] is not None]
+            extra += ', color="#d62728", penwidth=2'
+        if not attrs["alive"]:
+            classes.append("gone")
+            extra += ', fontcolor="#666666"'
+    else:
+        lost = attrs["record_lost"] is not None
+        classes.append("lost" if lost else "kept")
+        if attrs["stale_revert"] is not None:
+            classes.append("stale")
+        style, fill = ["rounded", "filled"], FILL["edit"]
+        extra = f"shape=box, label={dot_string(_edit_label(attrs))}"
+        if lost or attrs["stale_revert"] is not None:
+            extra += ', color="#d62728", penwidth=2'
+    return (f"  {name} [id={dot_string(id_prefix + name)}, class={dot_string(' '.join(classes))}, "
+            f"style={dot_string(','.join(style))}, fillcolor={dot_string(fill)}, {extra}];")
+
+
+def _step_label(index: int, step: dict) -> str:
+    lines = [f"step {index}", step["action"]]
+    if step["outcome"] != "ok":
+        lines.append(f"→ {step['outcome']}")
+    for how in ("evicted", "truncated"):
+        if step[how]:
+            lines.append(f"{how} " + ", ".join(f"#{i}" for i in step[how]))
+    return "\n".join(lines)
+
+
+def graph_dot(graph: nx.DiGraph, title: str = "", id_prefix: str = "", legend: bool = True) -> str:
+    """DOT text (written directly, no pydot) for an edit_graph: one column per step, left to right.
+
+    Each step has a header node (its action) and shares `rank=same` with the nodes it created; edit edges do not
+    constrain the layout. Node ids in SVG output are id_prefix + s<span> / e<edit>, with classes such as
+    "span record evicted gone" for styling and tests."""
+    steps = graph.graph.get("steps", ())
+    label = "\n".join(part for part in (title, LEGEND if legend else "") if part)
+    lines = [
+        "digraph trace {",
+        f"  graph [rankdir=LR, nodesep=0.2, ranksep=0.35, fontname=\"Helvetica\", fontsize=11, labelloc=t, "
+        f"label={dot_string(label)}];",
+        '  node [fontname="Helvetica", fontsize=10, penwidth=1.2, margin="0.08,0.04"];',
+        '  edge [fontname="Helvetica", fontsize=8, arrowsize=0.7, constraint=false];',
+    ]
+    by_step = {index: [] for index in range(1, len(steps) + 1)}
+    for name, attrs in graph.nodes(data=True):
+        by_step.setdefault(attrs["created"] if attrs["node"] == "span" else attrs["step"], []).append(name)
+        lines.append(_node_line(name, attrs, id_prefix))
+    for index in sorted(by_step):
+        head = f"t{index}"
+        text = _step_label(index, steps[index - 1]) if index <= len(steps) else f"step {index}"
+        lines.append(f"  {head} [id={dot_string(id_prefix + head)}, class=\"step\", shape=plaintext, "
+                     f"fontsize=9, label={dot_string(text)}];")
+        lines.append(f"  {{ rank=same; {'; '.join([head] + sorted(by_step[index], key=_creation_order))}; }}")
+    heads = [f"t{index}" for index in sorted(by_step)]
+    for left, right in zip(heads, heads[1:]):
+        lines.append(f"  {left} -> {right} [style=invis, constraint=true];")
+    for source, target, attrs in graph.edges(data=True):
+        lines.append(f"  {source} -> {target} [class={dot_string(attrs['rel'])}, {EDGE_STYLE[attrs['rel']]}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _creation_order(name: str):
+    return (name[0] != "e", int(name[1:]))
+
+
+def picture(dot_text: str, fmt: str, binary: str = "dot", timeout: float = DOT_TIMEOUT) -> bytes:
+    """The graph in format fmt (dot, svg or png); svg and png need the Graphviz binary."""
+    if fmt not in FORMATS:
+        raise RenderError(f"unsupported picture format {fmt!r}: use .svg, .png or .dot")
+    if fmt == "dot":
+        return dot_text.encode("utf-8")
+    path = shutil.which(binary)
+    if path is None:
+        raise GraphvizMissing(f"cannot write .{fmt}: the Graphviz '{binary}' binary is not installed "
+                              "(install graphviz, or write .dot)")
+    try:
+        done = subprocess.run([path, f"-T{fmt}"], input=dot_text.encode("utf-8"), capture_output=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise RenderError(f"Graphviz '{binary}' did not finish within {timeout:g} s") from None
+    except OSError as exc:
+        raise GraphvizMissing(f"cannot run the Graphviz '{binary}' binary: {exc}") from None
+    if done.returncode != 0 or not done.stdout:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise RenderError(f"Graphviz '{binary}' failed (exit {done.returncode}): {why[0] if why else 'no output'}")
+    return done.stdout
+
+
+def trace_run(path) -> tuple:
+    """(policy, condition, transitions) for an ITF trace written by `prunecheck check --out`, replayed."""
+    from .itf import actions_of, meta_of
+    from .loader import parse_policy_text
+    from .replay import replay
+
+    path = Path(path)
+    if path.exists() and not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
+        raise PolicySyntaxError("not a regular file", str(path), 1, 1)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicySyntaxError(f"cannot read trace: {exc}", str(path), 1, 1) from None
+    except json.JSONDecodeError as exc:
+        raise PolicySyntaxError(f"trace is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
+    info = meta_of(document)
+    policy = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
+    spans = info.get("spans")
+    try:
+        transitions = replay(policy, actions_of(document), spans if isinstance(spans, int) else None)
+    except ReplayMismatch as exc:
+        raise TraceFormatError(f"{path}: trace does not replay on the runtime: {exc.one_line()}") from None
+    condition = info.get("condition")
+    return policy, condition if isinstance(condition, str) else "?", transitions
+
+
+def graph_title(policy_name: str, condition: str, steps: int) -> str:
+    return f"policy {policy_name}: counterexample to {condition}, {steps} step{'s' if steps != 1 else ''}"
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("graph", help="draw a counterexample trace's edit/record graph")
+    parser.add_argument("trace", metavar="TRACE.itf.json", help="a trace written by `prunecheck check --out DIR`")
+    parser.add_argument("--out", required=True, metavar="FILE", help="FILE.svg, FILE.png or FILE.dot")
+
+
+def run(args, stdout, stderr) -> int:
+    fmt = Path(args.out).suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise RenderError(f"cannot write {args.out!r}: the output name must end in .svg, .png or .dot")
+    policy, condition, transitions = trace_run(args.trace)
+    graph = edit_graph(policy, transitions)
+    data = picture(graph_dot(graph, graph_title(policy.name, condition, len(transitions))), fmt)
+    try:
+        Path(args.out).write_bytes(data)
+    except OSError as exc:
+        raise RenderError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    gone = sum(1 for _, a in graph.nodes(data=True) if a["node"] == "span" and not a["alive"])
+    edits = sum(1 for _, a in graph.nodes(data=True) if a["node"] == "edit")
+    print(f"wrote {args.out}: {len(transitions)} steps, {graph.number_of_nodes() - edits} spans "
+          f"({gone} gone at the end), {edits} edits", file=stdout)
+    return 0

@@ -1,0 +1,199 @@
+"""A self-contained HTML page for check reports: results table, counterexample steps, pictures and policy text."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from html import escape as html_escape
+from typing import Optional
+
+from prunecheck.spec.conditions import DESCRIPTIONS
+from prunecheck.spec.policy import Policy
+
+from .graph import GraphvizMissing, RenderError, edit_graph, graph_dot, picture
+from .printer import policy_yaml
+from .render import action_call
+from .replay import replay
+from .result import Report
+
+CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #222;
+       max-width: 1100px; margin: 1.5em auto; padding: 0 1em; }
+h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { font-size: 1.25em; margin-top: 1.6em; }
+h3 { font-size: 1.05em; margin: 1.2em 0 .3em; }
+.meta { color: #555; margin: .2em 0 1em; }
+table.results { border-collapse: collapse; width: 100%; }
+table.results th, table.results td { border: 1px solid #ccc; padding: .3em .6em; text-align: left;
+       vertical-align: top; }
+table.results th { background: #f2f2f2; }
+td.depth { text-align: right; }
+.verdict { font-weight: 600; }
+.violated .verdict { color: #b71c1c; } .holds .verdict { color: #1b5e20; } .unknown .verdict { color: #8a6d00; }
+tr.violated { background: #fdecea; } tr.holds { background: #edf7ed; } tr.unknown { background: #fff8e1; }
+ol.trace li { margin: .15em 0; font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 13px; }
+ol.trace .effect { color: #b71c1c; font-family: system-ui, sans-serif; }
+ol.trace li.last { font-weight: 600; }
+figure { margin: .6em 0; } figure svg { max-width: 100%; height: auto; }
+.nopicture { color: #8a6d00; }
+pre.policy, pre.dot { background: #f7f7f7; border: 1px solid #ddd; padding: .6em; overflow-x: auto; font-size: 13px; }
+.legend span.key { display: inline-block; border: 1px solid #333; padding: 0 .4em; margin: 0 .2em 0 .6em;
+       font-size: 12px; }
+footer { color: #777; margin-top: 2em; font-size: 12px; }
+"""
+_PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.DOTALL)
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+LEGEND = ('<p class="legend">In the pictures:'
+          '<span class="key" style="background:#dbe9f6">content span</span>'
+          '<span class="key" style="background:#fce8b2">recovery record</span>'
+          '<span class="key" style="background:#d9f0d3">rationale</span>'
+          '<span class="key" style="border-radius:.6em">edit</span>'
+          '<span class="key" style="border:2px dashed #d62728;background:#e6e6e6;color:#666">evicted or truncated</span>'
+          " (grey: gone at the end). A record or rationale marked <i>candidate @k</i> became a compaction candidate "
+          "of the policy at step k.</p>")
+
+
+def escape(text) -> str:
+    """text escaped for HTML, with control and format characters (bidi overrides, zero-width) shown as \\uXXXX."""
+    shown = "".join(f"\\u{ord(ch):04x}" if ch not in "\n\t" and unicodedata.category(ch) in
+                    ("Cc", "Cf", "Cs", "Co", "Zl", "Zp") else ch for ch in str(text))
+    return html_escape(shown, quote=True)
+
+
+def inline_svg(svg_text: str) -> str:
+    """Graphviz SVG output without its XML prolog, doctype and comments, ready to sit inside HTML."""
+    return _COMMENT.sub("", _PROLOG.sub("", svg_text, count=1)).strip()
+
+
+def _policy_for(report: Report, policies) -> Policy:
+    if isinstance(policies, Policy):
+        policy = policies
+    elif isinstance(policies, Mapping) and isinstance(policies.get(report.policy_name), Policy):
+        policy = policies[report.policy_name]
+    else:
+        raise RenderError(f"no policy given for the report on policy {report.policy_name!r}")
+    if policy.name != report.policy_name:
+        raise RenderError(f"the report is on policy {report.policy_name!r}, not on {policy.name!r}")
+    return policy
+
+
+def _labels_for(step_labels, report: Report, condition: str, count: int) -> Optional[list]:
+    if not step_labels:
+        return None
+    labels = step_labels.get((report.policy_name, condition), step_labels.get(condition))
+    if labels is None:
+        return None
+    if len(labels) != count:
+        raise RenderError(f"step_labels[{condition!r}] has {len(labels)} labels for a {count}-step trace")
+    return [str(label) for label in labels]
+
+
+def _effect(transition) -> str:
+    parts = []
+    if transition.outcome != "ok":
+        parts.append(transition.outcome)
+    for how in ("evicted", "truncated"):
+        removed = sorted(getattr(transition, how))
+        if removed:
+            parts.append(f"{how} " + ", ".join(f"#{i}" for i in removed))
+    return "; ".join(parts)
+
+
+def _picture_html(graph, anchor: str, condition: str) -> str:
+    dot_text = graph_dot(graph, "", id_prefix=f"{anchor}-", legend=False)
+    try:
+        svg = inline_svg(picture(dot_text, "svg").decode("utf-8"))
+    except GraphvizMissing as exc:
+        return (f'<p class="nopicture">No picture: {escape(exc.one_line())}. Its DOT text:</p>\n'
+                f'<pre class="dot">{escape(dot_text)}</pre>')
+    return (f'<figure id="{anchor}-picture">\n{svg}\n'
+            f"<figcaption>Spans and edits of the {escape(condition)} counterexample, one column per step."
+            f"</figcaption>\n</figure>")
+
+
+def _counterexample_html(policy, report: Report, result, anchor: str, step_labels) -> str:
+    transitions = replay(policy, result.trace.actions, result.trace.spans)
+    labels = _labels_for(step_labels, report, result.condition, len(transitions))
+    items = []
+    for index, t in enumerate(transitions):
+        text = labels[index] if labels is not None else action_call(t.action)
+        effect = _effect(t)
+        last = index == len(transitions) - 1
+        item = ('<li class="last">' if last else "<li>") + escape(text)
+        if effect:
+            item += f' <span class="effect">({escape(effect)})</span>'
+        if last:
+            item += f' <span class="effect">&larr; {escape(result.condition)} violated</span>'
+        items.append(item + "</li>")
+    description = DESCRIPTIONS.get(result.condition, "")
+    return "\n".join([
+        f'<section class="counterexample" id="{anchor}" data-condition="{escape(result.condition)}">',
+        f"<h3>{escape(result.condition)} counterexample: {len(transitions)} "
+        f"step{'s' if len(transitions) != 1 else ''}</h3>",
+        f"<p>{escape(description)}</p>" if description else "",
+        '<ol class="trace">', *items, "</ol>",
+        _picture_html(edit_graph(policy, transitions), anchor, result.condition),
+        "</section>",
+    ])
+
+
+def _report_html(report: Report, policy: Policy, index: int, step_labels) -> str:
+    rows, sections = [], []
+    for number, result in enumerate(report.results):
+        anchor = f"p{index}-r{number}"
+        verdict = escape(str(result.verdict))
+        condition = escape(result.condition)
+        if result.trace is not None:
+            condition = f'<a href="#{anchor}">{condition}</a>'
+            sections.append(_counterexample_html(policy, report, result, anchor, step_labels))
+        depth = "-" if result.depth is None else str(int(result.depth))
+        rows.append(f'<tr class="{verdict}" data-condition="{escape(result.condition)}"><td>{condition}</td>'
+                    f'<td class="verdict">{verdict}</td><td class="depth">{depth}</td>'
+                    f"<td>{escape(result.reason)}</td></tr>")
+    meta = (f"source {escape(report.source)} · sha256:{escape(report.policy_hash[:12])} · depth {int(report.depth)}, "
+            f"{int(report.spans)} spans · verdict <span class=\"verdict\">{escape(str(report.verdict))}</span>")
+    return "\n".join([
+        f'<section class="report {escape(str(report.verdict))}" id="p{index}">',
+        f"<h2>policy {escape(report.policy_name)}</h2>",
+        f'<p class="meta">{meta}</p>',
+        '<table class="results">',
+        "<thead><tr><th>condition</th><th>verdict</th><th>depth</th><th>reason</th></tr></thead>",
+        "<tbody>", *rows, "</tbody>", "</table>",
+        LEGEND if sections else "",
+        *sections,
+        f'<h3>policy text</h3>\n<pre class="policy">{escape(policy_yaml(policy))}</pre>',
+        "</section>",
+    ])
+
+
+def report_html(report, policies, step_labels=None) -> str:
+    """One self-contained HTML page (inline CSS and SVG, no scripts, no external resources) for a Report or a
+    sequence of Reports.
+
+    policies: the checked Policy, or a mapping from policy name to Policy. step_labels: optional mapping from a
+    condition (or a (policy name, condition) pair) to one label per step of its counterexample; by default a step
+    reads as its action call. Every policy-derived string is escaped."""
+    reports = [report] if isinstance(report, Report) else list(report)
+    if not reports:
+        raise RenderError("no report to render")
+    bodies = [_report_html(r, _policy_for(r, policies), i, step_labels) for i, r in enumerate(reports)]
+    name = reports[0].policy_name if len(reports) == 1 else f"{len(reports)} policies"
+    versions = ", ".join(f"{k} {v}" for k, v in reports[0].versions)
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>prunecheck report: {escape(name)}</title>",
+        f"<style>{CSS}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>prunecheck report: {escape(name)}</h1>",
+        *bodies,
+        f"<footer>{escape(versions)}</footer>" if versions else "",
+        "</body>",
+        "</html>",
+    ]) + "\n"

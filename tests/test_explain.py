@@ -1,0 +1,219 @@
+"""Counterexamples that explain themselves: reduction, step labels, the located cause, variants, pytest emission."""
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prunecheck.checker.check import check, check_explicit
+from prunecheck.checker.cli import main
+from prunecheck.checker.emit import pytest_module, write_pytest_files
+from prunecheck.checker.explain import deciding_atoms, explain
+from prunecheck.checker.loader import expected_verdicts, load_policy, parse_policy_text
+from prunecheck.checker.minimize import minimize, violation_prefix, without_step
+from prunecheck.checker.replay import confirm, first_violation, replay
+from prunecheck.checker.result import Verdict
+from prunecheck.checker.variants import distinct_counterexamples
+from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.evaluate import evaluate
+from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, span_env
+from prunecheck.strategies import policies, traces
+
+from conftest import EXAMPLES
+
+UNSAFE = sorted(p.name for p in EXAMPLES.iterdir()
+                if "violated" in expected_verdicts(p).values())
+SEED = EXAMPLES / "seed_flawed.yaml"
+
+
+def _report(name, depth=8):
+    policy = load_policy(EXAMPLES / name)
+    return policy, check(policy, depth=depth, spans=6, prove=False)
+
+
+def _text_at(path, line, col):
+    return path.read_text(encoding="utf-8").splitlines()[line - 1][col - 1:]
+
+
+@pytest.mark.parametrize("name", UNSAFE)
+def test_every_unsafe_example_names_its_offending_text_at_its_line_and_column(name):
+    policy, report = _report(name)
+    out = io.StringIO()
+    assert main(["check", str(EXAMPLES / name), "--depth", "8", "--no-prove"], out, io.StringIO()) == 1
+    text = out.getvalue()
+    for r in report.results:
+        if r.verdict != Verdict.VIOLATED:
+            continue
+        cause = explain(policy, r.trace.actions, r.condition, r.trace.spans).cause
+        assert cause.points, f"{name} {r.condition}: no located cause"
+        for p in cause.points:
+            assert f"{policy.source}:{p.loc.line}:{p.loc.col}: `{p.text}`" in text
+            at = _text_at(EXAMPLES / name, p.loc.line, p.loc.col)
+            if ": " in p.text and p.text.split(": ")[0] in ("records", "rationale", "pins", "audit", "undo",
+                                                            "budget"):
+                assert at.lstrip("\"'").startswith(p.text.split(": ")[1])
+            else:
+                # the first word of the sub-expression, as the policy spells it (Python form: span.ATTR)
+                first = p.text.lstrip("(").split()[0].strip("(")
+                assert at.startswith(first) or at.startswith(f"span.{first}") or at.startswith("if "), (at, p)
+
+
+@pytest.mark.parametrize("name", UNSAFE)
+def test_reduced_traces_are_no_longer_than_the_explicit_engines_shortest(name):
+    policy, report = _report(name)
+    for r in report.results:
+        if r.verdict != Verdict.VIOLATED:
+            continue
+        length = len(r.trace.actions)
+        if length > 4:
+            pytest.skip(f"{name} {r.condition}: {length} steps is beyond the explicit engine's fast range "
+                        "(covered by the slow variant)")
+        tokens = tuple(sorted({1, 2} | {a.tokens for a in r.trace.actions if isinstance(a, Append)}))
+        explicit = check_explicit(policy, depth=length, spans=6, only=(r.condition,), tokens=tokens)
+        other = explicit.result(r.condition)
+        assert other.verdict == Verdict.VIOLATED
+        assert length <= len(other.trace.actions)
+
+
+@pytest.mark.slow
+def test_the_long_example_trace_is_no_longer_than_the_explicit_engines_shortest():
+    policy, report = _report("rationale_in_window.yaml")
+    r = report.result("P1")
+    explicit = check_explicit(policy, depth=len(r.trace.actions), spans=6, only=("P1",), tokens=(1,),
+                              time_limit=600)
+    assert explicit.result("P1").verdict == Verdict.VIOLATED
+    assert len(r.trace.actions) <= len(explicit.result("P1").trace.actions)
+
+
+def test_padding_is_dropped_and_values_shrink():
+    policy = load_policy(SEED)
+    padded = (Append("file_body", 9), Append("stack_trace", 5), Read(0), Pin(0), Unpin(0), Edit(1, "destroy"),
+              Audit(), Compact())
+    reduced = minimize(policy, padded, "C1", 6)
+    assert reduced == (Append("message", 1), Edit(0, "transform"))
+    confirm(policy, reduced, "C1", 6)
+
+
+def test_dropping_a_step_renumbers_later_spans_and_drops_what_referred_to_it():
+    actions = (Append("message", 1), Append("diff", 1), Edit(1, "destroy"), Read(3), Undo(2), Read(0))
+    assert without_step(actions, 0) == (Append("diff", 1), Edit(0, "destroy"), Read(2), Undo(1))
+    assert without_step(actions, 1) == (Append("message", 1), Read(0))
+
+
+def test_large_token_counts_bisect_to_the_smallest_that_still_violates():
+    policy = load_policy(EXAMPLES / "budget_truncates_records.yaml")
+    reduced = minimize(policy, (Append("message", 90000), Edit(0, "destroy"), Compact()), "C2", 6)
+    assert reduced[0].tokens == 4001  # 4000 would leave the record within the budget once #0 is truncated
+    assert violation_prefix(policy, (Append("message", 4000),) + reduced[1:], "C2", 6) is None
+
+
+@settings(max_examples=25)
+@given(st.data())
+def test_reduction_keeps_the_violation_and_never_lengthens(data):
+    policy = data.draw(policies())
+    actions = data.draw(traces(policy, max_steps=7, max_spans=6))
+    transitions = replay(policy, actions, 6)
+    for condition in CONDITIONS:
+        where = first_violation(policy, transitions, condition)
+        if not where:
+            continue
+        reduced = minimize(policy, actions, condition, 6)
+        assert len(reduced) <= where
+        assert first_violation(policy, replay(policy, reduced, 6), condition) == len(reduced)
+
+
+@settings(max_examples=40)
+@given(st.data())
+def test_deciding_atoms_decide(data):
+    policy = data.draw(policies())
+    actions = data.draw(traces(policy, max_steps=5, max_spans=5))
+    state = replay(policy, actions, 5)[-1].after if actions else None
+    if state is None or not state.spans:
+        return
+    env = span_env(policy, state, state.spans[-1])
+    value = bool(evaluate(policy.evict, env))
+    atoms = deciding_atoms(policy.evict, env, value)
+    assert atoms
+    for atom in atoms:
+        assert atom in list(_walk(policy.evict))
+
+
+def _walk(expr):
+    from prunecheck.spec.policy import subexpressions
+    return subexpressions(expr)
+
+
+def test_explain_command_reads_a_written_trace(tmp_path):
+    assert main(["check", str(SEED), "--depth", "4", "--no-prove", "--out", str(tmp_path)],
+                io.StringIO(), io.StringIO()) == 1
+    out = io.StringIO()
+    assert main(["explain", str(tmp_path / "seed-recency-frequency.C2.itf.json")], out, io.StringIO()) == 0
+    text = out.getvalue()
+    assert "compaction: evicted by the policy: #0 (summary), #1 (record of edit 1)" in text
+    assert f"{SEED.relative_to(SEED.parents[2])}:6:23: `recency * frequency < 0.25` is true" in text.replace(
+        str(SEED.parents[2]) + "/", "")
+    out = io.StringIO()
+    assert main(["explain", str(tmp_path / "seed-recency-frequency.C2.itf.json"), "--format", "json"], out,
+                io.StringIO()) == 0
+    doc = json.loads(out.getvalue())
+    assert doc["condition"] == "C2" and doc["cause"]["points"][1]["line"] == 6
+
+
+def test_explain_refuses_a_non_trace_with_one_positioned_line(tmp_path):
+    bad = tmp_path / "t.json"
+    bad.write_text("{}")
+    err = io.StringIO()
+    assert main(["explain", str(bad)], io.StringIO(), err) == 2
+    assert err.getvalue().count("\n") == 1 and f"{bad}:1:1:" in err.getvalue()
+
+
+def test_distinct_counterexamples_differ_in_their_action_sequences():
+    policy = parse_policy_text("name: v\nevict: idle > 1 or tokens > 3\ndeployment:\n  records: window\n"
+                               "  rationale: window\n  pins: self\n", "v.yaml")
+    first = check(policy, depth=6, spans=6, only=("C2",), prove=False).result("C2").trace
+    found = distinct_counterexamples(policy, "C2", first, 3, 6, 60.0)
+    assert len(found) == 3 and found[0] == first
+    names = [tuple(a.name for a in t.actions) for t in found]
+    assert len(set(names)) == 3
+    for t in found:
+        confirm(policy, t.actions, "C2", 6)
+        assert minimize(policy, t.actions, "C2", 6) == t.actions
+
+
+def test_variants_first_look_for_traces_that_do_not_contain_each_other():
+    policy = parse_policy_text("name: v\nevict: reads > 0 or pinned\ndeployment:\n  records: window\n"
+                               "  pins: self\n", "v.yaml")
+    first = check(policy, depth=6, spans=6, only=("C1",), prove=False).result("C1").trace
+    found = distinct_counterexamples(policy, "C1", first, 2, 6, 60.0)
+    names = [tuple(a.name for a in t.actions) for t in found]
+    assert len(found) == 2
+    assert not _subsequence(names[0], names[1]) and not _subsequence(names[1], names[0]), names
+
+
+def _subsequence(short, long):
+    it = iter(long)
+    return all(x in it for x in short)
+
+
+def test_emitted_pytest_module_asserts_the_violation_and_becomes_a_regression_test(tmp_path):
+    policy_file = tmp_path / "p.yaml"
+    policy_file.write_text(SEED.read_text())
+    policy = load_policy(policy_file)
+    report = check(policy, depth=4, spans=6, only=("C2",), prove=False)
+    tests = tmp_path / "regress"
+    (path,) = write_pytest_files(policy, report, tests)
+    compile(path.read_text(), str(path), "exec")
+    assert "Compact(),  # compaction: evicted by the policy" in path.read_text()
+
+    def run():
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        return done.stdout
+
+    assert "1 failed, 1 passed" in run()  # the finding reproduces; the file still violates C2
+    policy_file.write_text(SEED.read_text().replace("records: window", "records: undo_region"))
+    assert "2 passed" in run()  # fixed: the same steps no longer violate C2 on the current file

@@ -1,0 +1,264 @@
+"""`prunecheck repair`: candidate order, text surgery in every form, the re-parse guard, and proved repairs."""
+
+import io
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from prunecheck.checker import repair_text
+from prunecheck.checker.cli import main
+from prunecheck.checker.loader import expected_verdicts, load_policy, parse_policy_text
+from prunecheck.checker.repair import (
+    add_parser, available_changes, candidate_sets, repair, run as run_repair, run_violations,
+)
+from prunecheck.checker.repair_text import Change, edited_text, repaired_policy, repaired_text, unified_diff
+from prunecheck.checker.result import Verdict
+from prunecheck.checker.typecheck import check_policy
+from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.errors import PolicySyntaxError
+from prunecheck.spec.runtime import Append, Compact, Edit
+
+from prunecheck.strategies import EXTENSION, policy_texts
+
+from policy_table import EXAMPLES
+
+RECORDS = Change("exclude", kinds=("record",))
+RATIONALE = Change("exclude", kinds=("rationale",))
+BOTH = Change("exclude", kinds=("record", "rationale"))
+DROP_BUDGET = Change("drop_budget")
+
+
+def flip(key, value):
+    return Change("deployment", key=key, value=value)
+
+
+def cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["repair", *argv], out, err, extra_commands={"repair": (add_parser, run_repair)})
+    return code, out.getvalue(), err.getvalue()
+
+
+def surgery(text, source, changes):
+    """The edited text, after asserting it parses to exactly the intended repaired policy."""
+    policy = parse_policy_text(text, source)
+    new = edited_text(text, source, policy, changes)
+    assert parse_policy_text(new, source) == repaired_policy(policy, changes, repair_text.form_of(source))
+    return new
+
+
+def changed_lines(old, new):
+    return [line for line in unified_diff(old, new, "p").splitlines()[2:] if line[:1] in "+-"]
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+def test_changes_are_ordered_text_then_deployment_then_budget_and_only_unsafe_keys_flip():
+    policy = load_policy(EXAMPLES / "self_certified_budget.yaml")  # records: window, audit: policy, budget
+    assert available_changes(policy) == (RECORDS, RATIONALE, BOTH, flip("records", "undo_region"),
+                                         flip("audit", "independent"), DROP_BUDGET)
+    assert available_changes(policy, allow_deployment=False) == (RECORDS, RATIONALE, BOTH, DROP_BUDGET)
+    sets = list(candidate_sets(available_changes(policy)))
+    assert sets[:6] == [(c,) for c in available_changes(policy)]
+    assert [len(s) for s in sets] == sorted(len(s) for s in sets)
+    assert all(sum(c.kind == "exclude" for c in s) <= 1 for s in sets)
+    assert sets[-1] == (BOTH, flip("records", "undo_region"), flip("audit", "independent"), DROP_BUDGET)
+    assert len(sets) == len(set(sets)) == 4 * 8 - 1  # one exclusion or none, times any subset of the rest
+
+
+def test_a_known_counterexample_screens_candidates_on_the_runtime():
+    policy = load_policy(EXAMPLES / "seed_flawed.yaml")
+    c1_run = (Append("stack_trace", 1), Edit(0, "destroy"))  # the record is a candidate at once
+    c2_run = c1_run + (Compact(),)
+    assert run_violations(policy, c1_run, 6) == {"C1"}
+    assert run_violations(policy, c2_run, 6) == {"C1", "C2", "C4"}  # compact evicts the record; audit: policy
+    assert run_violations(repaired_policy(policy, (RATIONALE,), "yaml"), c2_run, 6) == {"C1", "C2", "C4"}
+    assert run_violations(repaired_policy(policy, (RECORDS,), "yaml"), c2_run, 6) == set()
+    assert run_violations(policy, c1_run, 2) == set()  # the edit needs two more span slots: not enabled
+
+
+# --------------------------------------------------------------------------- text surgery
+
+
+def test_yaml_plain_evict_gets_one_conjunct_and_keeps_comments():
+    text = (EXAMPLES / "seed_flawed.yaml").read_text()
+    new = surgery(text, "p.yaml", (RECORDS, flip("audit", "independent")))
+    assert changed_lines(text, new) == [
+        "-evict: not pinned and recency * frequency < 0.25",
+        '+evict: not pinned and recency * frequency < 0.25 and kind != "record"',
+        "-  audit: policy",
+        "+  audit: independent",
+    ]
+    assert new.splitlines()[:3] == text.splitlines()[:3]  # the comments are kept
+
+
+@pytest.mark.parametrize("evict_line, expected", [
+    ("evict: kind == 'diff' or idle > 3", "evict: (kind == 'diff' or idle > 3) and kind != 'record'"),
+    ("evict: \"kind == 'diff'\"", "evict: \"kind == 'diff' and kind != 'record'\""),
+    ("evict: 'kind == \"diff\"'", "evict: 'kind == \"diff\" and kind != \"record\"'"),
+    ("evict: age > 2 if pinned else idle > 3  # comment",
+     'evict: (age > 2 if pinned else idle > 3) and kind != "record"  # comment'),
+])
+def test_yaml_scalar_styles_are_extended_in_place(evict_line, expected):
+    text = f"name: p\n{evict_line}\ndeployment:\n  records: window\n"
+    new = surgery(text, "p.yaml", (RECORDS,))
+    assert new == text.replace(evict_line, expected)
+
+
+def test_yaml_block_scalar_and_flow_mapping_are_rewritten_double_quoted():
+    text = ("name: p\nevict: |\n  kind == 'diff'\n  or idle > 3\n\nbudget: 40\n"
+            "deployment: {records: window, pins: self}\n")
+    new = surgery(text, "p.yaml", (BOTH, flip("records", "undo_region"), DROP_BUDGET))
+    assert new == ("name: p\nevict: \"(kind == 'diff'\\nor idle > 3\\n) and kind not in ['record', 'rationale']\"\n"
+                   "deployment: {records: undo_region, pins: self}\n")
+
+
+@pytest.mark.parametrize("budget_at", ["middle", "end"])
+def test_json_edits_keep_valid_json(budget_at):
+    entries = ['"name": "j"', "\"evict\": \"kind != 'record' and not edited\"",
+               '"deployment": {"rationale": "window", "pins": "self"}']
+    entries.insert(2 if budget_at == "middle" else 3, '"budget": 300')
+    text = "{\n  " + ",\n  ".join(entries) + "\n}\n"
+    new = surgery(text, "p.json", (RATIONALE, flip("rationale", "decision_log"), DROP_BUDGET))
+    doc = json.loads(new)
+    assert "budget" not in doc and doc["deployment"] == {"rationale": "decision_log", "pins": "self"}
+    assert doc["evict"] == "kind != 'record' and not edited and kind != 'rationale'"
+
+
+def test_python_form_gets_a_first_if_and_literal_edits():
+    text = (EXAMPLES / "seed_flawed.py").read_text().replace('NAME = "seed-recency-frequency-py"\n',
+                                                             'NAME = "seed-recency-frequency-py"\nBUDGET = 500\n')
+    new = surgery(text, "p.py", (BOTH, flip("pins", "host"), DROP_BUDGET))
+    assert changed_lines(text, new) == [
+        "-BUDGET = 500",
+        '-DEPLOYMENT = {"records": "window", "pins": "self", "audit": "policy"}',
+        '+DEPLOYMENT = {"records": "window", "pins": "host", "audit": "policy"}',
+        '+    if span.kind in ["record", "rationale"]:',
+        "+        return False",
+    ]
+    crlf = text.replace("\n", "\r\n")
+    assert surgery(crlf, "p.py", (RECORDS,)) == surgery(text, "p.py", (RECORDS,)).replace("\n", "\r\n")
+
+
+def test_a_shape_without_a_minimal_edit_is_reprinted_whole():
+    text = "NAME = 'p'\nDEPLOYMENT = {'records': 'window'}\n\ndef evict(span, window): return span.idle > 3\n"
+    policy = parse_policy_text(text, "p.py")
+    new, parsed, reprinted = repaired_text(text, "p.py", policy, (RECORDS,))
+    assert reprinted and parsed == parse_policy_text(new, "p.py") == repaired_policy(policy, (RECORDS,), "python")
+    assert "if span.kind == 'record':" in new
+
+
+def test_an_edit_that_does_not_reparse_to_the_repair_is_never_used(monkeypatch):
+    text = (EXAMPLES / "seed_flawed.yaml").read_text()
+    policy = parse_policy_text(text, "p.yaml")
+    # an edit that lands in the wrong place: the result parses, but to another policy
+    monkeypatch.setattr(repair_text, "edited_text", lambda t, *_: t.replace("< 0.25", "< 0.25 or kind == 'diff'"))
+    new, parsed, reprinted = repaired_text(text, "p.yaml", policy, (RECORDS,))
+    assert reprinted and parsed == parse_policy_text(new, "p.yaml") == repaired_policy(policy, (RECORDS,), "yaml")
+    assert "kind == 'diff'" not in new and "# " not in new  # the whole policy, printed afresh
+
+
+def test_a_policy_that_differs_from_its_text_is_refused():
+    path = EXAMPLES / "seed_flawed.yaml"
+    policy = load_policy(path, deployment_override=repair_text.SAFE_DEPLOYMENT)
+    with pytest.raises(PolicySyntaxError, match="differs from its text"):
+        repair(policy, path.read_text(), str(path))
+
+
+# --------------------------------------------------------------------------- proved repairs
+
+
+def assert_proved(result):
+    assert result.repaired and result.report is not None
+    assert [r.condition for r in result.report.results] == list(CONDITIONS)
+    assert all(r.verdict == Verdict.HOLDS and r.certificate for r in result.report.results)
+    assert parse_policy_text(result.text, result.original.source) == result.policy
+
+
+def test_yaml_repair_is_one_proved_conjunct_printed_as_a_diff(tmp_path):
+    source = str(EXAMPLES / "seed_flawed.yaml")
+    out = tmp_path / "fixed.yaml"
+    code, stdout, err = cli(source, "--format", "json", "--out", str(out), "--alternatives", "0")
+    assert code == 0 and f"wrote {out}" in err
+    doc = json.loads(stdout)
+    assert doc["status"] == "repaired" and doc["original"]["conditions"]["C1"] == "violated"
+    assert [c["kind"] for c in doc["changes"]] == ["exclude"] and doc["changes"][0]["kinds"] == ["record"]
+    assert all(c["verdict"] == "holds" and "re-checked by cvc5" in c["reason"] for c in doc["conditions"].values())
+    assert doc["diff"].startswith(f"--- a/{source.lstrip('/')}\n+++ b/{source.lstrip('/')}\n")
+    assert '+evict: not pinned and recency * frequency < 0.25 and kind != "record"\n' in doc["diff"]
+    assert out.read_text() == doc["text"]
+    assert load_policy(out) == repaired_policy(load_policy(source), (RECORDS,), "yaml")
+
+
+def test_python_repair_is_proved_and_text_output_names_each_condition():
+    code, stdout, _ = cli(str(EXAMPLES / "seed_flawed.py"), "--alternatives", "0")
+    assert code == 0
+    assert 'exclude recovery records from eviction: evict first returns False when `span.kind == "record"`' in stdout
+    assert sum(f"  {c}  holds  " in stdout for c in CONDITIONS) == 5
+    assert stdout.count("certificate re-checked by cvc5") == 5
+    assert '+    if span.kind == "record":\n+        return False\n' in stdout
+    assert "expect table still says violated for C1, C2, C4" in stdout
+
+
+def test_json_repair_excludes_rationale_from_eviction():
+    text = ('{"name": "j", "evict": "kind != \'record\' and not edited and age >= 3",\n'
+            ' "deployment": {"rationale": "window"}}\n')
+    policy = parse_policy_text(text, "p.json")
+    result = repair(policy, text, "p.json", alternatives=0)
+    assert_proved(result)
+    assert result.changes == (RATIONALE,) and result.original.result("P1").verdict == Verdict.VIOLATED
+    assert json.loads(result.text)["evict"] == "kind != 'record' and not edited and age >= 3 and kind != 'rationale'"
+
+
+def test_text_only_repair_of_blind_undo_is_impossible_and_says_why():
+    code, stdout, _ = cli(str(EXAMPLES / "blind_undo.yaml"), "--text-only")
+    assert code == 1
+    assert "no text repair can exist for C3" in stdout and "has no compact step" in stdout
+    assert "violates C3 under all 3 text candidates too" in stdout and "undo: blind" in stdout
+    assert "---" not in stdout
+
+
+def test_a_safe_policy_without_a_deployment_section_needs_no_repair():
+    path = EXAMPLES / "seed_safe_design.yaml"
+    assert "deployment" not in path.read_text()
+    code, stdout, _ = cli(str(path))
+    assert code == 0 and "every condition already holds; nothing to repair" in stdout
+    assert stdout.count("  holds  ") == 5 and "---" not in stdout
+
+
+def test_input_errors_exit_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nevict: kind ==\n")
+    assert cli(str(bad))[0] == 2
+    assert cli(str(tmp_path / "missing.yaml"))[0] == 2
+
+
+def unsafe_examples():
+    return [p for p in sorted(EXAMPLES.iterdir()) if "violated" in expected_verdicts(p).values()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", unsafe_examples(), ids=lambda p: p.name)
+def test_every_unsafe_example_has_a_proved_repair(path):
+    policy = load_policy(path)
+    result = repair(policy, path.read_text(), str(path))
+    assert_proved(result)
+    assert not result.reprinted and len(result.changes) == 1
+
+
+@pytest.mark.parametrize("form", ["yaml", "json", "python"])
+@settings(max_examples=15)
+@given(data=st.data())
+def test_every_candidate_is_a_minimal_edit_of_generated_policy_files(form, data):
+    text = data.draw(policy_texts(form))
+    source = "p" + EXTENSION[form]
+    policy = parse_policy_text(text, source)
+    for changes in candidate_sets(available_changes(policy)):
+        try:
+            check_policy(repaired_policy(policy, changes, form))
+        except PolicySyntaxError:  # dropping a budget that evict or rank reads
+            continue
+        new, parsed, reprinted = repaired_text(text, source, policy, changes)
+        assert not reprinted and parsed == repaired_policy(policy, changes, form)
+        assert len(changed_lines(text, new)) <= 2 * len(changes) + 2
