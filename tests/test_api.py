@@ -1,0 +1,65 @@
+"""The stable Python API: `prunecheck.check` and friends return the same typed results the command line prints."""
+
+import subprocess
+import sys
+
+import pytest
+
+import prunecheck
+from prunecheck.checker.render import report_json
+
+from conftest import EXAMPLES
+
+SEED = EXAMPLES / "seed_flawed.yaml"
+
+
+def test_check_a_path_returns_a_typed_report():
+    report = prunecheck.check(SEED, depth=4, only=["C1"], prove=False)
+    assert isinstance(report, prunecheck.Report)
+    assert report.verdict is prunecheck.Verdict.VIOLATED
+    (result,) = report.results
+    assert isinstance(result, prunecheck.Result) and isinstance(result.trace, prunecheck.Trace)
+
+
+def test_a_deployment_dict_replaces_the_policys_own():
+    safe = prunecheck.check(SEED, {"records": "undo_region"}, depth=4, only=["C1"])
+    assert safe.verdict is prunecheck.Verdict.HOLDS and safe.results[0].certificate
+    with pytest.raises(prunecheck.PolicySyntaxError):
+        prunecheck.check(SEED, {"records": "attic"})
+
+
+def test_parse_policy_and_explain():
+    policy = prunecheck.parse_policy("name: p\nevict: idle > 2\ndeployment: {records: window}\n", "p.yaml")
+    report = prunecheck.check(policy, depth=6, only=["C1"], prove=False)
+    explanation = prunecheck.explain(policy, report.result("C1"))
+    assert explanation.cause.points[0].text == "idle > 2"
+    assert len(explanation.steps) == len(report.result("C1").trace.actions)
+
+
+def test_the_command_line_prints_what_the_api_returns(tmp_path):
+    import io
+    import json
+
+    from prunecheck.checker.cli import main
+    out = io.StringIO()
+    main(["check", str(SEED), "--depth", "4", "--only", "C1,C3", "--format", "json"], out, io.StringIO())
+    printed = json.loads(out.getvalue())
+    report = prunecheck.check(SEED, depth=4, only=["C1", "C3"])
+    expected = report_json(report, prunecheck.load_policy(SEED))
+    for doc in (printed, expected):
+        for entry in doc["conditions"].values():
+            entry.pop("seconds")
+            entry.pop("certificate", None)
+    assert printed == expected
+
+
+def test_importing_the_spec_does_not_load_the_checker_or_z3():
+    code = "import sys, prunecheck.spec.runtime; print('z3' in sys.modules, 'prunecheck.checker' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "False"]
+
+
+def test_unknown_names_are_attribute_errors():
+    with pytest.raises(AttributeError):
+        prunecheck.no_such_thing  # noqa: B018
+    assert set(prunecheck.__all__) >= {"check", "Verdict", "Report", "explain", "repair", "diff", "check_many"}
