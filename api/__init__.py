@@ -123,4 +123,5 @@ def check_many(paths, *, jobs: int = 1, cache_dir=None, **options):
     """Check many policy files (files, directories or globs) in parallel processes, with a result cache."""
     from prunecheck.checker import batch
 
-    return batch.check_many(batch.expand_policy_paths(paths), options, jobs=jobs, cache_dir=cache_dir)
+    return batch.check_many(batch.expand_policy_paths(paths), batch.CheckOptions(**options), jobs=jobs,
+                            cache_dir=cache_dir)

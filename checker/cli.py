@@ -123,6 +123,8 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
                             "over the reference runtime: an independent second opinion for small bounds)")
     check.add_argument("--tokens", type=_token_domain, default=None, metavar="N,N,...",
                        help="token counts an append may carry (explicit engine default 1,2; symbolic: any)")
+    from .batch import add_batch_arguments
+    add_batch_arguments(check)
     replay = sub.add_parser("replay", help="re-execute an ITF trace on the reference runtime")
     replay.add_argument("trace", metavar="TRACE.json")
     explain = sub.add_parser("explain", help="explain a counterexample step by step, down to the policy's text")
@@ -157,6 +159,9 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
             print(f"prunecheck {__version__}", file=stdout)
             return EXIT_HOLDS
         if args.command == "check":
+            if _batch_mode(args):
+                from .batch import run_batch_cli
+                return run_batch_cli(args, stdout, stderr)
             return _check(args, stdout, stderr)
         if args.command == "replay":
             return _replay(args, stdout)
@@ -195,6 +200,14 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
         print(f"prunecheck: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
               "(set PRUNECHECK_DEBUG=1 for a traceback)", file=stderr)
         return EXIT_INTERNAL
+
+
+def _batch_mode(args) -> bool:
+    """Batch (summary table, worker processes, cache) for --jobs > 1, Dask, directories and globs; named files
+    get the full per-policy report."""
+    if args.format in ("html", "sarif") or args.emit_pytest:
+        return False
+    return args.jobs > 1 or args.executor == "dask" or any(not Path(p).is_file() for p in args.policies)
 
 
 def _check(args, stdout, stderr) -> int:

@@ -1,0 +1,150 @@
+"""Benchmark: batch vetting of generated policies in-process, on worker processes, and again from a warm cache.
+
+Run: python benchmarks/bench_batch.py [--count 1000] [--seed 0] [--jobs 2] [--depth 12] [--spans 6]
+         [--write benchmarks/BATCH.md]
+
+The policies come from prunecheck.strategies.policies() under a seeded hypothesis @given (generate phase only, no
+example database, so the same seed and hypothesis version give the same policies); duplicates are dropped and
+further seeds drawn until --count distinct policies exist. Each is written as YAML into a temporary directory,
+then the directory is vetted three times: jobs=1 (in-process, no cache), jobs=N (fresh cache), jobs=N again (warm
+cache). Prints a Markdown table and writes it, with the machine, to --write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import z3
+
+from prunecheck import __version__
+from prunecheck.checker.batch import CheckOptions, check_many, expand_policy_paths, verdict_label
+from prunecheck.checker.check import policy_hash
+from prunecheck.checker.printer import policy_yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def generated_policies(count: int, seed: int, max_depth: int = 3) -> list:
+    """count distinct policies (by policy_hash) from policies(max_depth), drawn under @seed(seed), @seed(seed+1)..."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as seeded
+
+    from prunecheck.strategies import policies
+
+    found, seen = [], set()
+    for offset in range(100):
+        if len(found) >= count:
+            break
+
+        @settings(max_examples=count, database=None, phases=[Phase.generate], deadline=None,
+                  suppress_health_check=list(HealthCheck))
+        @seeded(seed + offset)
+        @given(policies(max_depth))
+        def collect(policy):
+            digest = policy_hash(policy)
+            if digest not in seen and len(found) < count:
+                seen.add(digest)
+                found.append(policy)
+
+        collect()
+    return found
+
+
+def machine() -> str:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = ", load average %.2f at start" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
+    return (f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores ({usable} usable), "
+            f"{cpu or 'cpu unknown'}{load}; Python {platform.python_version()}, z3 {z3.get_version_string()}, "
+            f"prunecheck {__version__}")
+
+
+def timed(label: str, paths, options, jobs: int, cache_dir) -> tuple:
+    started = time.perf_counter()
+    items = check_many(paths, options, jobs=jobs, cache_dir=cache_dir, progress=sys.stderr)
+    return label, items, time.perf_counter() - started
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=1000, help="number of generated policies (default 1000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-depth", type=int, default=3, help="expression depth of the generated policies")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes of the parallel runs (default 2)")
+    parser.add_argument("--depth", type=int, default=12)
+    parser.add_argument("--spans", type=int, default=6)
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per condition (default 30)")
+    parser.add_argument("--write", metavar="FILE", default=str(ROOT / "benchmarks" / "BATCH.md"),
+                        help="Markdown output (default benchmarks/BATCH.md; '' for none)")
+    args = parser.parse_args(argv)
+
+    host = machine()
+    started = time.perf_counter()
+    policies = generated_policies(args.count, args.seed, args.max_depth)
+    generation = time.perf_counter() - started
+    options = CheckOptions(depth=args.depth, spans=args.spans, timeout=args.timeout)
+    with tempfile.TemporaryDirectory(prefix="prunecheck-bench-") as tmp:
+        folder = Path(tmp) / "policies"
+        folder.mkdir()
+        for index, policy in enumerate(policies):
+            (folder / f"{index:05d}-{policy.name}.yaml").write_text(policy_yaml(policy), encoding="utf-8")
+        paths = expand_policy_paths([str(folder)])
+        cache = Path(tmp) / "cache"
+        runs = [timed("jobs=1, in-process, no cache", paths, options, 1, None),
+                timed(f"jobs={args.jobs}, cold cache", paths, options, args.jobs, cache),
+                timed(f"jobs={args.jobs}, warm cache", paths, options, args.jobs, cache)]
+
+    lines = ["| run | policies | seconds | policies/s | from cache |", "|---|---:|---:|---:|---:|"]
+    for label, items, seconds in runs:
+        lines.append(f"| {label} | {len(items)} | {seconds:.1f} | {len(items) / seconds:.2f} | "
+                     f"{sum(i.cached for i in items)} |")
+    table = "\n".join(lines)
+    first, cold, warm = (items for _, items, _ in runs)
+    verdicts = Counter(verdict_label(i) for i in first)
+    same_verdicts = sum(verdict_label(a) == verdict_label(b) == verdict_label(c) for a, b, c in zip(first, cold, warm))
+    same_reports = sum(a.report == b.report for a, b in zip(first, cold) if a.report is not None)
+    cached_equal = sum(b.report == c.report for b, c in zip(cold, warm) if c.cached)
+    facts = [
+        f"verdicts (jobs=1 run): {', '.join(f'{n} {k}' for k, n in sorted(verdicts.items()))}",
+        f"same verdict in all three runs: {same_verdicts}/{len(first)}",
+        f"identical reports, in-process vs worker processes: {same_reports}/{len(first)} "
+        "(an in-process counterexample can depend on what the process checked before)",
+        f"cached reports equal to the cold run's: {cached_equal}/{sum(c.cached for c in warm)} "
+        "(reports with an unknown result are never cached)",
+    ]
+    print(table)
+    print("\n".join(facts))
+    if args.write:
+        command = "python benchmarks/bench_batch.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        text = "\n".join([
+            "# Batch benchmark", "",
+            f"Generated by `{command.strip()}` on {time.strftime('%Y-%m-%d')}.", "",
+            f"Machine: {host}.", "",
+            f"Policies: {len(policies)} distinct from `prunecheck.strategies.policies(max_depth={args.max_depth})` "
+            f"under a seeded hypothesis `@given` (seed {args.seed}, generate phase only; {generation:.1f} s), "
+            "written as YAML.", "",
+            f"Options: depth {args.depth}, {args.spans} spans, all five conditions, timeout {args.timeout:g} s per "
+            "condition. Parallel runs use one fresh worker process per policy (forkserver).", "",
+            table, "",
+            *[f"- {fact}" for fact in facts], ""])
+        Path(args.write).write_text(text, encoding="utf-8")
+        print(f"wrote {args.write}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

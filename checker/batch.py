@@ -1,0 +1,424 @@
+"""Batch vetting: many policy files checked in worker processes or on a Dask cluster, with a report cache."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Sequence
+
+from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch
+from prunecheck.spec.policy import Deployment
+
+from .bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT
+from .cache import ReportCache, default_cache_dir
+from .result import Report, Verdict
+
+POLICY_SUFFIXES = (".yaml", ".yml", ".json", ".py")
+EXECUTORS = ("process", "dask")
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """Everything check/check_explicit take besides the policy; deployment overrides every policy's own."""
+
+    depth: int = DEFAULT_DEPTH
+    spans: int = DEFAULT_SPANS
+    only: tuple = CONDITIONS
+    timeout: float = DEFAULT_TIMEOUT
+    prove: bool = True
+    tokens: Optional[tuple] = None
+    engine: str = "symbolic"
+    memory_mb: int = 0
+    deployment: Optional[Deployment] = None
+    counterexamples: int = 1
+
+    def settings(self, policy_hash: str) -> dict:
+        """The cache key's fields: what changes the answer (memory only ever turns answers into unknown, which is
+        never cached), as JSON values."""
+        from .check import versions
+        return {"policy_hash": policy_hash, "depth": self.depth, "spans": self.spans,
+                "only": [c for c in CONDITIONS if c in set(self.only)], "timeout": float(self.timeout),
+                "prove": bool(self.prove), "tokens": None if self.tokens is None else sorted(self.tokens),
+                "engine": self.engine, "counterexamples": self.counterexamples, "versions": dict(versions())}
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One policy file's outcome: a report, or a one-line error (internal: a checker fault, not the input's)."""
+
+    path: str
+    report: Optional[Report]
+    error: str = ""
+    cached: bool = False
+    seconds: float = 0.0
+    internal: bool = False
+
+
+def expand_policy_paths(args: Iterable[str]) -> tuple:
+    """Files as given, directories as every policy file below them (sorted), globs (recursive `**`) as their sorted
+    matches; first occurrence wins. A missing file, an empty directory or a glob without matches is an error."""
+    out, seen = [], set()
+
+    def add(path: Path) -> None:
+        identity = os.path.realpath(path)
+        if identity not in seen:
+            seen.add(identity)
+            out.append(path)
+
+    def add_directory(directory: Path, arg: str) -> None:
+        found = sorted(p for p in directory.rglob("*") if p.suffix in POLICY_SUFFIXES and p.is_file())
+        if not found:
+            raise PolicySyntaxError(f"no policy files ({', '.join(POLICY_SUFFIXES)}) in directory", arg, 1, 1)
+        for p in found:
+            add(p)
+
+    for arg in args:
+        arg = os.fspath(arg)
+        path = Path(arg)
+        if path.is_dir():
+            add_directory(path, arg)
+        elif os.path.lexists(arg):
+            add(path)
+        elif glob.has_magic(arg):
+            matches = sorted(glob.glob(arg, recursive=True))
+            if not matches:
+                raise PolicySyntaxError("no file matches this pattern", arg, 1, 1)
+            for match in matches:
+                if os.path.isdir(match):
+                    add_directory(Path(match), match)
+                else:
+                    add(Path(match))
+        else:
+            raise PolicySyntaxError("no such file or directory", arg, 1, 1)
+    if not out:
+        raise PolicySyntaxError("no policy files given", "<arguments>", 1, 1)
+    return tuple(out)
+
+
+def report_for(policy, options: CheckOptions) -> Report:
+    from .check import check, check_explicit
+    from .explicit import DEFAULT_TOKENS
+
+    if options.engine == "explicit":
+        return check_explicit(policy, options.depth, options.spans, options.only, float(options.timeout),
+                              options.tokens or DEFAULT_TOKENS)
+    extra = {"counterexamples": options.counterexamples} if options.counterexamples > 1 else {}
+    return check(policy, options.depth, options.spans, options.only, float(options.timeout), options.memory_mb,
+                 options.prove, token_domain=options.tokens, **extra)
+
+
+def batch_item(path: str, options: CheckOptions, cache_dir: Optional[str] = None) -> BatchItem:
+    """Load, parse and check one policy file (in a worker), through the cache; never raises."""
+    from .check import policy_hash
+    from .loader import load_policy
+
+    started = time.perf_counter()
+    try:
+        policy = load_policy(path, options.deployment)
+        cache = ReportCache(cache_dir) if cache_dir is not None else None
+        settings = options.settings(policy_hash(policy))
+        cached = cache.report(settings) if cache is not None else None
+        if cached is not None:
+            # The hash covers the parsed policy, not where it was read from.
+            return BatchItem(path, replace(cached, source=policy.source), cached=True,
+                             seconds=time.perf_counter() - started)
+        report = report_for(policy, options)
+        if cache is not None:
+            cache.store(settings, report)
+        return BatchItem(path, report, seconds=time.perf_counter() - started)
+    except ReplayMismatch as exc:
+        return BatchItem(path, None, f"checker bug: {exc.one_line()}", seconds=time.perf_counter() - started,
+                         internal=True)
+    except PrunecheckError as exc:
+        return BatchItem(path, None, exc.one_line(), seconds=time.perf_counter() - started)
+    except Exception as exc:  # noqa: BLE001 - one bad policy must not end the batch
+        return BatchItem(path, None, f"{type(exc).__name__}: {' '.join(str(exc).split())}",
+                         seconds=time.perf_counter() - started, internal=True)
+
+
+def _died(path: str, why: str = "the checker process died (crash or out of memory)") -> BatchItem:
+    return BatchItem(path, None, why, internal=True)
+
+
+def _pool(jobs: int) -> ProcessPoolExecutor:
+    # Never fork a process that has used z3: workers fork from a forkserver that has only imported the checker
+    # (one thread, no solver run), or are spawned. One fresh process per policy also makes a report independent of
+    # what ran before: z3's models, so the counterexamples, depend on the process's term history.
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__, "prunecheck.checker.check", "prunecheck.checker.loader"])
+    else:
+        context = multiprocessing.get_context("spawn")
+    extra = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, **extra)
+
+
+def _pooled(paths, worker, args, jobs, done) -> None:
+    broken = []
+    with _pool(jobs) as pool:
+        futures = {pool.submit(worker, path, *args): path for path in paths}
+        try:
+            for future in as_completed(futures):
+                try:
+                    done(future.result())
+                except BrokenProcessPool:
+                    broken.append(futures[future])
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    # A dead worker breaks the whole pool: retry its victims one by one, so only the culprit is lost.
+    for path in sorted(broken, key=paths.index):
+        with _pool(1) as pool:
+            try:
+                done(pool.submit(worker, path, *args).result())
+            except BrokenProcessPool:
+                done(_died(path))
+
+
+def _dasked(paths, worker, args, jobs, scheduler, done) -> None:
+    from distributed import Client, LocalCluster, as_completed as dask_completed
+
+    cluster = None if scheduler else LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
+                                                  dashboard_address=None)
+    client = Client(scheduler or cluster)
+    try:
+        futures = client.map(worker, list(paths), *[[a] * len(paths) for a in args], pure=False)
+        owner = {f.key: p for f, p in zip(futures, paths)}
+        for future in dask_completed(futures):
+            try:
+                done(future.result())
+            except Exception as exc:  # noqa: BLE001 - a killed worker, a lost connection: that item fails, not the batch
+                why = f"the Dask task failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+                done(_died(owner[future.key], why))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def check_many(paths: Sequence, options: CheckOptions, jobs: int = 1, executor: str = "process",
+               scheduler: Optional[str] = None, cache_dir=None, progress=None,
+               worker: Callable = batch_item) -> tuple:
+    """A BatchItem per path, in the order given. jobs=1 (process executor) checks in this process; otherwise each
+    policy is checked in a fresh worker process, or on the Dask cluster at scheduler (a local one of `jobs` worker
+    processes if None). progress: a text stream for a rich progress bar (plain, unanimated if not a terminal)."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}")
+    names = [os.fspath(p) for p in paths]
+    args = (options, None if cache_dir is None else os.fspath(cache_dir))
+    items = {}
+    bar = _progress(progress, len(names))
+
+    def done(item: BatchItem) -> None:
+        items[item.path] = item
+        if bar is not None:
+            bar.update(bar.task_ids[0], advance=1, description=_label(item))
+
+    try:
+        if bar is not None:
+            bar.start()
+        if executor == "dask":
+            _dasked(names, worker, args, max(1, jobs), scheduler, done)
+        elif jobs <= 1:
+            for name in names:
+                done(worker(name, *args))
+        else:
+            _pooled(names, worker, args, jobs, done)
+    finally:
+        if bar is not None:
+            bar.stop()
+    return tuple(items[name] for name in names)
+
+
+def _label(item: BatchItem) -> str:
+    from rich.markup import escape
+
+    from .cli import terminal_safe
+    name = Path(item.path).name
+    name = name if len(name) <= 32 else name[:31] + "…"
+    return escape(terminal_safe(f"{name}: {verdict_label(item)}"))
+
+
+def _progress(stream, total: int):
+    if stream is None:
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column
+
+    bar = Progress(TextColumn("vetting"), MofNCompleteColumn(), BarColumn(bar_width=20), TimeElapsedColumn(),
+                   TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis")),
+                   console=Console(file=stream), transient=False)
+    bar.add_task("", total=total)
+    return bar
+
+
+def verdict_label(item: BatchItem) -> str:
+    if item.report is None:
+        return "internal error" if item.internal else "error"
+    return str(item.report.verdict)
+
+
+def _columns(items) -> list:
+    present = {r.condition for item in items if item.report is not None for r in item.report.results}
+    return [c for c in CONDITIONS if c in present]
+
+
+def _rows(items) -> list:
+    conditions = _columns(items)
+    rows = []
+    for item in items:
+        verdicts = {r.condition: str(r.verdict) for r in item.report.results} if item.report is not None else {}
+        rows.append([item.path, verdict_label(item)] + [verdicts.get(c, "-") for c in conditions]
+                    + [f"{item.seconds:.2f}", "yes" if item.cached else "no"])
+    return rows
+
+
+def summary_table(items: Sequence[BatchItem]):
+    """A rich Table: policy, verdict, one column per checked condition (✓ holds, ✗ violated, ? unknown), seconds,
+    cached."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from .cli import terminal_safe
+
+    styles = {"holds": "green", "violated": "bold red", "unknown": "yellow", "error": "magenta",
+              "internal error": "bold magenta"}
+    marks = {"holds": "✓", "violated": "✗", "unknown": "?"}
+    conditions = _columns(items)
+    table = Table(title=f"{len(items)} policies", caption="✓ holds  ✗ violated  ? unknown", box=box.SIMPLE_HEAD)
+    table.add_column("policy", overflow="fold", ratio=1)
+    for name in ["verdict"] + conditions + ["seconds", "cached"]:
+        table.add_column(name, justify="right" if name == "seconds" else "left", no_wrap=True)
+    for row in _rows(items):
+        cells = [Text(terminal_safe(row[0])), Text(row[1], style=styles.get(row[1], ""))]
+        cells += [Text(marks.get(cell, cell), style=styles.get(cell, "")) for cell in row[2:2 + len(conditions)]]
+        cells += [Text(cell) for cell in row[2 + len(conditions):]]
+        table.add_row(*cells)
+    return table
+
+
+def summary_text(items: Sequence[BatchItem]) -> str:
+    """The summary table as aligned plain text (for non-terminals), then a tally line."""
+    header = ["policy", "verdict"] + _columns(items) + ["seconds", "cached"]
+    rows = [header] + _rows(items)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.rjust(w) if i == len(header) - 2 else cell.ljust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in rows]
+    return "\n".join(lines + [tally(items)])
+
+
+def tally(items: Sequence[BatchItem]) -> str:
+    counts = {}
+    for item in items:
+        counts[verdict_label(item)] = counts.get(verdict_label(item), 0) + 1
+    order = ["violated", "unknown", "holds", "error", "internal error"]
+    parts = [f"{counts[k]} {k}" for k in order if k in counts]
+    cached = sum(item.cached for item in items)
+    return f"{len(items)} policies: {', '.join(parts)}; {cached} from the cache"
+
+
+def exit_code(items: Sequence[BatchItem]) -> int:
+    """4 if any checker fault, else 2 if any input error, else 1 violated / 3 unknown / 0 holds (the worst)."""
+    if any(item.internal for item in items):
+        return EXIT_INTERNAL
+    if any(item.report is None for item in items):
+        return EXIT_INPUT
+    worst = max(item.report.verdict for item in items)
+    return {Verdict.VIOLATED: EXIT_VIOLATED, Verdict.UNKNOWN: EXIT_UNKNOWN}.get(worst, EXIT_HOLDS)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 1 <= value <= 1024:
+        raise argparse.ArgumentTypeError(f"{value} is outside 1..1024")
+    return value
+
+
+def add_batch_arguments(check_parser) -> None:
+    """--jobs, --executor, --scheduler, --cache, --no-cache on the `check` subparser."""
+    check_parser.add_argument("--jobs", "-j", type=_positive, default=1, metavar="N",
+                              help="check N policies at a time, each in a fresh worker process (default 1: in-process)")
+    check_parser.add_argument("--executor", choices=EXECUTORS, default="process",
+                              help="local worker processes (default) or a Dask cluster")
+    check_parser.add_argument("--scheduler", metavar="ADDRESS",
+                              help="Dask scheduler address, e.g. tcp://host:8786 (default with --executor dask: a "
+                                   "local cluster of --jobs worker processes)")
+    check_parser.add_argument("--cache", metavar="DIR", default=None,
+                              help="report cache directory (default $XDG_CACHE_HOME/prunecheck or ~/.cache/prunecheck)")
+    check_parser.add_argument("--no-cache", dest="no_cache", action="store_true",
+                              help="neither read nor write the report cache")
+
+
+def options_from_args(args) -> CheckOptions:
+    from .loader import load_deployment
+
+    deployment = getattr(args, "deployment", None)
+    return CheckOptions(depth=args.depth, spans=args.spans, only=tuple(args.only), timeout=float(args.timeout),
+                        prove=bool(args.prove), tokens=None if args.tokens is None else tuple(args.tokens),
+                        engine=args.engine, memory_mb=getattr(args, "memory", 0) or 0,
+                        deployment=load_deployment(deployment) if deployment else None,
+                        counterexamples=getattr(args, "max_counterexamples", 1) or 1)
+
+
+def run_batch_cli(args, stdout, stderr) -> int:
+    """`check` over many files: the summary table (text) or {"verdict", "policies"} (json) on stdout, errors on
+    stderr, one line each; the exit code of exit_code()."""
+    from .render import report_json
+
+    try:
+        if getattr(args, "out", None) or getattr(args, "python", False):
+            raise PolicySyntaxError("--out and --python are not available in batch mode", "<arguments>", 1, 1)
+        if args.scheduler and args.executor != "dask":
+            raise PolicySyntaxError("--scheduler needs --executor dask", "<arguments>", 1, 1)
+        paths = expand_policy_paths(args.policies)
+        options = options_from_args(args)
+    except PrunecheckError as exc:
+        print(f"prunecheck: error: {exc.one_line()}", file=stderr)
+        return EXIT_INPUT
+    cache_dir = None if args.no_cache else (args.cache or default_cache_dir())
+    # rich writes its own escape codes: give it the raw stream (every text it gets passed through terminal_safe).
+    raw_err = getattr(stderr, "stream", stderr)
+    items = check_many(paths, options, args.jobs, args.executor, args.scheduler, cache_dir, progress=raw_err)
+    for item in items:
+        if item.report is None:
+            kind = "internal error" if item.internal else "error"
+            print(f"prunecheck: {kind}: {item.path}: {item.error}", file=stderr)
+    if args.format == "json":
+        docs = [report_json(item.report) if item.report is not None else {"source": item.path, "error": item.error}
+                for item in items]
+        reports = [item.report for item in items if item.report is not None]
+        if len(docs) == 1 and reports:
+            print(json.dumps(docs[0], indent=2), file=stdout)
+        else:
+            worst = str(max(r.verdict for r in reports)) if len(reports) == len(items) else "error"
+            print(json.dumps({"verdict": worst, "policies": docs}, indent=2), file=stdout)
+    else:
+        raw_out = getattr(stdout, "stream", stdout)
+        if hasattr(raw_out, "isatty") and raw_out.isatty():
+            from rich.console import Console
+            console = Console(file=raw_out)
+            console.print(summary_table(items))
+            console.print(tally(items), markup=False, highlight=False)
+        else:
+            print(summary_text(items), file=stdout)
+    return exit_code(items)
+
+
+__all__ = ["BatchItem", "CheckOptions", "add_batch_arguments", "batch_item", "check_many", "exit_code",
+           "expand_policy_paths", "options_from_args", "run_batch_cli", "summary_table", "summary_text", "tally"]
