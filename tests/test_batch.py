@@ -1,6 +1,5 @@
 """Tests for batch vetting: path expansion, the report cache, worker processes, Dask, the summary and the CLI wiring."""
 
-import argparse
 import io
 import json
 import os
@@ -9,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from prunecheck.checker.batch import (BatchItem, CheckOptions, add_batch_arguments, batch_item, check_many,
+from prunecheck.checker.batch import (BatchItem, CheckOptions, batch_item, check_many,
                                       exit_code, expand_policy_paths, run_batch_cli, summary_table, summary_text)
 from prunecheck.checker.cache import ReportCache, ReportFormatError, cache_key, cacheable, report_from_json
 from prunecheck.checker.check import policy_hash
@@ -177,10 +176,7 @@ def test_progress_and_summaries(batch):
 
 
 def _check_args(argv):
-    parser = build_parser()
-    check = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["check"]
-    add_batch_arguments(check)
-    return parser.parse_args(["check"] + argv)
+    return build_parser().parse_args(["check"] + argv)
 
 
 def test_cli_text_json_and_exit_codes(batch, tmp_path):
