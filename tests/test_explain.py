@@ -1,5 +1,6 @@
 """Counterexamples that explain themselves: reduction, step labels, the located cause, variants, pytest emission."""
 
+import functools
 import io
 import json
 import subprocess
@@ -30,6 +31,7 @@ UNSAFE = sorted(p.name for p in EXAMPLES.iterdir()
 SEED = EXAMPLES / "seed_flawed.yaml"
 
 
+@functools.lru_cache(maxsize=None)
 def _report(name, depth=8):
     policy = load_policy(EXAMPLES / name)
     return policy, check(policy, depth=depth, spans=6, prove=False)
