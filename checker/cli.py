@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
 import sys
 import unicodedata
 from pathlib import Path
@@ -294,55 +293,12 @@ def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
         print(f"wrote {path}", file=stderr)
 
 
-def _regular_file(path: Path) -> None:
-    """Refuse FIFOs and devices before opening them: opening one can block forever."""
-    if path.exists() and not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
-        raise PolicySyntaxError("not a regular file", str(path), 1, 1)
-
-
-def _read_trace(name: str):
-    """(document, policy, actions) of an ITF trace file written by `check --out`."""
-    from .itf import actions_of, meta_of
-    from .loader import parse_policy_text
-
-    path = Path(name)
-    _regular_file(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicySyntaxError(f"cannot read trace: {exc}", str(path), 1, 1) from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PolicySyntaxError(f"trace is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
-    try:
-        info = meta_of(document)
-        policy = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
-        actions = actions_of(document)
-    except TraceFormatError as exc:
-        raise PolicySyntaxError(exc.one_line(), str(path), 1, 1) from None
-    return document, info, _with_source(policy, info.get("source")), actions
-
-
-def _with_source(policy, source):
-    """The policy as loaded from its original file, when that file still holds the same policy: positions in
-    explanations then point into the file the author edits, not into the trace's embedded copy."""
-    from .loader import load_policy
-
-    if not isinstance(source, str) or not Path(source).is_file():
-        return policy
-    try:
-        original = load_policy(source)
-    except PrunecheckError:
-        return policy
-    return original if original == policy else policy
-
-
 def _explain(args, stdout) -> int:
     from .explain import explain, explanation_json, explanation_lines
+    from .itf import read_trace_file
     from .replay import first_violation, replay
 
-    _document, info, policy, actions = _read_trace(args.trace)
+    _document, info, policy, actions = read_trace_file(args.trace)
     condition = info.get("condition")
     if condition not in CONDITIONS:
         raise PolicySyntaxError(f"the trace names no condition (one of {', '.join(CONDITIONS)})", args.trace, 1, 1)
@@ -369,11 +325,11 @@ def _explain(args, stdout) -> int:
 def _replay(args, stdout) -> int:
     from prunecheck.spec.conditions import violations
 
-    from .itf import first_difference
+    from .itf import first_difference, read_trace_file
     from .render import step_lines
     from .replay import replay
 
-    document, info, policy, actions = _read_trace(args.trace)
+    document, info, policy, actions = read_trace_file(args.trace)
     try:
         transitions = replay(policy, actions, info.get("spans"))
     except ReplayMismatch as exc:
@@ -394,12 +350,13 @@ def _replay(args, stdout) -> int:
 
 def _certify(args, stdout) -> int:
     from .certificate import Encoding, recheck
+    from .itf import regular_file
     from .loader import parse_policy_text
 
     worst = EXIT_HOLDS
     for name in args.certificates:
         path = Path(name)
-        _regular_file(path)
+        regular_file(path)
         try:
             document = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:

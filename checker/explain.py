@@ -11,7 +11,6 @@ from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, subexpressions
 from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, is_candidate, span_env,
-    status,
 )
 
 from .locate import deployment_location, expression_start, key_locations

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-import stat
 import subprocess
 import unicodedata
 from pathlib import Path
@@ -12,7 +10,7 @@ from typing import Sequence
 
 import networkx as nx
 
-from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
+from prunecheck.spec.errors import PrunecheckError, ReplayMismatch, TraceFormatError
 from prunecheck.spec.runtime import Transition, action_text, is_candidate
 
 FORMATS = ("dot", "svg", "png")
@@ -241,24 +239,13 @@ def picture(dot_text: str, fmt: str, binary: str = "dot", timeout: float = DOT_T
 
 def trace_run(path) -> tuple:
     """(policy, condition, transitions) for an ITF trace written by `prunecheck check --out`, replayed."""
-    from .itf import actions_of, meta_of
-    from .loader import parse_policy_text
+    from .itf import read_trace_file
     from .replay import replay
 
-    path = Path(path)
-    if path.exists() and not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
-        raise PolicySyntaxError("not a regular file", str(path), 1, 1)
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PolicySyntaxError(f"cannot read trace: {exc}", str(path), 1, 1) from None
-    except json.JSONDecodeError as exc:
-        raise PolicySyntaxError(f"trace is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
-    info = meta_of(document)
-    policy = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
+    _document, info, policy, actions = read_trace_file(path)
     spans = info.get("spans")
     try:
-        transitions = replay(policy, actions_of(document), spans if isinstance(spans, int) else None)
+        transitions = replay(policy, actions, spans if isinstance(spans, int) else None)
     except ReplayMismatch as exc:
         raise TraceFormatError(f"{path}: trace does not replay on the runtime: {exc.one_line()}") from None
     condition = info.get("condition")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import stat
 import time
+from pathlib import Path
 from typing import Sequence
 
-from prunecheck.spec.errors import TraceFormatError
+from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, TraceFormatError
 from prunecheck.spec.runtime import ACTION_TYPES, Span, State, Transition, action_args, status
 from prunecheck.spec.conditions import violations
 
@@ -129,3 +132,46 @@ def meta_of(document) -> dict:
     if not isinstance(info, dict) or not isinstance(info.get("policy"), dict):
         raise TraceFormatError("trace has no #meta.prunecheck.policy: not written by prunecheck check --out")
     return info
+
+
+def regular_file(path: Path) -> None:
+    """Refuse FIFOs and devices before opening them: opening one can block forever."""
+    if path.exists() and not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
+        raise PolicySyntaxError("not a regular file", str(path), 1, 1)
+
+
+def read_trace_file(name) -> tuple:
+    """(document, meta, policy, actions) of an ITF trace file written by `check --out`; every defect is a one-line
+    PolicySyntaxError at the file. The policy is the one loaded from its original file when that file still holds
+    the same policy, so positions in explanations point into the file its author edits."""
+    from .loader import parse_policy_text
+
+    path = Path(name)
+    regular_file(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicySyntaxError(f"cannot read trace: {exc}", str(path), 1, 1) from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PolicySyntaxError(f"trace is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
+    try:
+        info = meta_of(document)
+        policy = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
+        actions = actions_of(document)
+    except TraceFormatError as exc:
+        raise PolicySyntaxError(exc.one_line(), str(path), 1, 1) from None
+    return document, info, _with_source(policy, info.get("source")), actions
+
+
+def _with_source(policy, source):
+    from .loader import load_policy
+
+    if not isinstance(source, str) or not Path(source).is_file():
+        return policy
+    try:
+        original = load_policy(source)
+    except PrunecheckError:
+        return policy
+    return original if original == policy else policy
