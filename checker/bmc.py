@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+import time
+
 import z3
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.model import Model
 from prunecheck.spec.policy import Policy
 
+from .canonical import least_model
 from .invariants import inductive_lemmas, lemma_terms
 from prunecheck.spec.errors import ReplayMismatch
 
@@ -81,7 +84,11 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
             zmodel = solver.model()
             hit = [c for c, term in group.items() if z3.is_true(zmodel.eval(term, model_completion=True))]
             for c in hit:
-                results[c] = _counterexample(policy, zmodel, c, states, actions, spans, k, spent[c], assume)
+                started = time.monotonic()
+                least = least_model(solver, [literal, group[c]], actions[:k], zmodel, spans,
+                                    started + max(0.0, timeout - spent[c]))
+                spent[c] += time.monotonic() - started
+                results[c] = _counterexample(policy, least, c, states, actions, spans, k, spent[c], assume)
                 pending.remove(c)
             groups.append({c: term for c, term in group.items() if c not in hit})
         if not pending:

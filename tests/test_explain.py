@@ -219,3 +219,15 @@ def test_emitted_pytest_module_asserts_the_violation_and_becomes_a_regression_te
     assert "1 failed, 1 passed" in run()  # the finding reproduces; the file still violates C2
     policy_file.write_text(SEED.read_text().replace("records: window", "records: undo_region"))
     assert "2 passed" in run()  # fixed: the same steps no longer violate C2 on the current file
+
+
+def test_a_trace_does_not_depend_on_what_the_process_solved_before():
+    target = EXAMPLES / "rationale_in_window.yaml"
+    script = ("import sys; from prunecheck.checker.check import check; from prunecheck.checker.loader import "
+              "load_policy; print(repr(check(load_policy(sys.argv[1]), depth=6, spans=6, only=('P1',), "
+              "prove=False).result('P1').trace.actions))")
+    fresh = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, timeout=300)
+    for name in ("seed_flawed.yaml", "budget_truncates_records.yaml", "blind_undo.yaml"):
+        check(load_policy(EXAMPLES / name), depth=6, spans=6, prove=False)
+    after = check(load_policy(target), depth=6, spans=6, only=("P1",), prove=False).result("P1").trace.actions
+    assert fresh.stdout.strip() == repr(after)

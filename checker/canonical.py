@@ -1,0 +1,57 @@
+"""The least counterexample of a given length: one fixed choice among equally short runs, whatever the solver's state."""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import z3
+
+from prunecheck.spec.model import ACT, ACTIONS, CONTENT, SymAction, slot_sort
+
+from .solver import query
+
+USES_SLOT = ("edit", "read", "pin", "unpin", "undo")
+
+
+def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
+    """(variable, values in preference order) for the arguments the step's action actually uses."""
+    name = str(model.eval(a.act, model_completion=True)).removeprefix("do_")
+    out = []
+    if name in USES_SLOT:
+        out.append((a.arg, list(slot_sort(spans)[1])))
+    if name == "append":
+        out.append((a.kind, list(CONTENT)))
+    if name == "edit":
+        out.append((a.destroy, [z3.BoolVal(False), z3.BoolVal(True)]))
+    return out
+
+
+def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymAction], model: z3.ModelRef,
+                spans: int, deadline: float) -> z3.ModelRef:
+    """A model of `assumptions` whose actions are lexicographically least (action name, then span slot, kind, and
+    transform before destroy, step by step), starting from `model`. Token counts are left to the reduction.
+
+    The solver picks among equally short counterexamples by its internal state, which depends on everything the
+    process asked z3 before; this makes the reported trace a function of the policy and the bounds alone. Only
+    values smaller than the current model's are tried, one query each; if a query gives up (time), the current
+    value is kept, which is still a valid run."""
+    fixed = list(assumptions)
+
+    def settle(variable, values):
+        nonlocal model
+        current = model.eval(variable, model_completion=True)
+        for value in values:
+            left = deadline - time.monotonic()
+            if z3.eq(value, current) or left <= 0:
+                break
+            if query(solver, fixed + [variable == value], int(left * 1000)).status == "sat":
+                model = solver.model()
+                break
+        fixed.append(variable == model.eval(variable, model_completion=True))
+
+    for a in actions:
+        settle(a.act, [ACT[n] for n in ACTIONS])
+        for variable, values in _arguments(model, a, spans):
+            settle(variable, values)
+    return model
