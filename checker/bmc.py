@@ -28,16 +28,19 @@ DEFAULT_TIMEOUT = 30.0
 
 def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
                   conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT,
-                  assume: Iterable[str] = (), token_domain=None) -> tuple:
+                  assume: Iterable[str] = (), token_domain=None, lemmas: bool = True) -> tuple:
     """Per condition: `violated` with a replayed shortest trace, or `unknown` with why (never `holds`).
 
     With `assume`, only runs along which those conditions hold at every step are searched (for witnesses that
-    one condition does not imply another).
+    one condition does not imply another). Without `lemmas`, the search skips proving structural invariants first:
+    cheaper for a few steps, exponentially dearer for many.
     """
     pending = [c for c in CONDITIONS if c in set(conditions)]
+    if not pending:
+        return ()
     assume = tuple(assume)
     model = Model(policy, spans, token_domain=token_domain)
-    invariant = inductive_lemmas(model, timeout)
+    invariant = inductive_lemmas(model, timeout) if lemmas else None
     solver = new_solver(timeout * 1000)
     states, actions, steps = [model.state(0)], [], []
     solver.add(model.encode_init(states[0]))
@@ -50,7 +53,8 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
             step = model.encode_step(states[k - 1], actions[k - 1], states[k])
             steps.append(step)
             solver.add(step.constraints)
-            solver.add(lemma_terms(model, states[k], invariant))
+            if invariant is not None:
+                solver.add(lemma_terms(model, states[k], invariant))
         for c in assume:
             held = _bad(model, c, states, actions, steps, k)
             if held is not None:

@@ -21,6 +21,9 @@ from .result import Report, Result, Verdict
 from .variants import distinct_counterexamples
 
 
+QUICK_DEPTH = 4
+
+
 def policy_document(policy: Policy) -> dict:
     """The parsed policy as a canonical mapping; parsing it back (as JSON) gives an equal Policy."""
     doc = {"name": policy.name}
@@ -71,17 +74,26 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
 
 def _check(policy, wanted, depth, spans, timeout, prove, token_domain) -> Report:
     doc, digest = policy_document(policy), policy_hash(policy)
-    proofs = {c: prove_condition(policy, c, doc, digest, timeout) for c in wanted} if prove else {}
-    open_conditions = [c for c in wanted if c not in proofs or proofs[c].verdict != Verdict.HOLDS]
+    refuted = {}
+    if prove:
+        # Most violations are a few steps deep: find those first, so the prover only sees what may hold.
+        quick = check_bounded(policy, min(depth, QUICK_DEPTH), spans, wanted, timeout, token_domain=token_domain,
+                              lemmas=False)
+        refuted = {r.condition: r for r in quick if r.verdict == Verdict.VIOLATED}
+    proofs = {c: prove_condition(policy, c, doc, digest, timeout) for c in wanted if c not in refuted} if prove \
+        else {}
+    open_conditions = [c for c in wanted
+                       if c not in refuted and (c not in proofs or proofs[c].verdict != Verdict.HOLDS)]
     bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout,
                                                      token_domain=token_domain)}
+    bounded.update(refuted)
     results = []
     for c in wanted:
         if c in proofs and proofs[c].verdict == Verdict.HOLDS:
             results.append(proofs[c])
             continue
         r = bounded[c]
-        if not prove or r.verdict != Verdict.UNKNOWN:
+        if not prove or r.verdict != Verdict.UNKNOWN or c not in proofs:
             results.append(r)
             continue
         # Neither proved by induction nor refuted within the bound: give Spacer the condition's time.
