@@ -16,7 +16,7 @@ USES_SLOT = ("edit", "read", "pin", "unpin", "undo")
 
 def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
     """(variable, values in preference order) for the arguments the step's action actually uses."""
-    name = str(model.eval(a.act, model_completion=True)).removeprefix("do_")
+    name = model.eval(a.act, model_completion=True).decl().name().removeprefix("do_")
     out = []
     if name in USES_SLOT:
         out.append((a.arg, list(slot_sort(spans)[1])))

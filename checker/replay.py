@@ -22,11 +22,11 @@ def _int(model: z3.ModelRef, term) -> int:
 
 def _name(model: z3.ModelRef, term) -> str:
     """The name of an enumeration-sort value: an action, kind or namespace name."""
-    return ENUM_NAMES.get(str(model.eval(term, model_completion=True)), "")
+    return ENUM_NAMES.get(model.eval(term, model_completion=True).decl().name(), "")
 
 
 def _slot(model: z3.ModelRef, term) -> int:
-    text = str(model.eval(term, model_completion=True))
+    text = model.eval(term, model_completion=True).decl().name()
     return int(text[1:text.index("of")])
 
 
@@ -46,7 +46,7 @@ def _bool(model: z3.ModelRef, term) -> bool:
 
 
 def decode_action(model: z3.ModelRef, a: SymAction):
-    name = str(model.eval(a.act, model_completion=True)).removeprefix("do_")
+    name = model.eval(a.act, model_completion=True).decl().name().removeprefix("do_")
     arg = _slot(model, a.arg)
     if name == "append":
         return Append(_name(model, a.kind), _int(model, a.tokens))

@@ -1,0 +1,243 @@
+"""Benchmark for the speed targets: per-policy medians, symbolic vs explicit, growth in depth and spans, memory.
+
+Run: python benchmarks/bench_speed.py [--runs 5] [--generated 40] [--write benchmarks/RESULTS.md] [--quick]
+
+Sections (all in one run, on the same machine, printed and written as Markdown with the machine and versions):
+1. `check` (all five conditions, depth 12, 6 spans, bounded search plus proof), median of --runs, for every example
+   and for generated policies grouped by class; targets: median under 1 s for every policy and class, under 0.3 s
+   where a counterexample exists within 4 steps.
+2. The symbolic bounded search against the explicit-state engine on the same policies, bounds and token domain
+   (depth 6, 5 spans, tokens 1,2): the ratio per policy (target 100x), and for two policies the depth at which the
+   explicit engine stops finishing in 60 s while the symbolic one still answers.
+3. Growth: time of the bounded search (no proof: the proof does not depend on the bounds) against depth 4..32 and
+   spans 4..16, for a safe and an unsafe policy, as a table and a PNG plot (matplotlib); the fitted exponent of time
+   against depth (target: no worse than quadratic).
+4. Memory: peak resident memory of a fresh process checking each example at the defaults (target under 300 MB).
+The batch figures (1,000 policies, --jobs 2, warm cache) come from benchmarks/bench_batch.py (BATCH.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from prunecheck.checker.bmc import check_bounded
+from prunecheck.checker.check import check
+from prunecheck.checker.explicit import domains_for, explore
+from prunecheck.checker.loader import load_policy, parse_policy_text
+from prunecheck.checker.result import Verdict
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_batch import generated_policies, machine  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "policies"
+SAFE = "name: growth-safe\nevict: kind == 'tool_output' and idle > 3\nbudget: 50\n"
+UNSAFE = ("name: growth-unsafe\nevict: not pinned and recency * frequency < 0.25\nbudget: 50\n"
+          "deployment: {records: window, pins: self, audit: policy}\n")
+EXPLICIT_LIMIT = 60.0
+
+
+def median_time(fn, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def shortest(report) -> int:
+    lengths = [r.depth for r in report.results if r.verdict == Verdict.VIOLATED]
+    return min(lengths) if lengths else 0
+
+
+def policy_class(policy, report) -> str:
+    shape = ("ranked+budget" if policy.rank is not None and policy.budget is not None
+             else "budget" if policy.budget is not None else "no budget")
+    unsafe = policy.deployment.records == "window" or policy.deployment.rationale == "window"
+    return f"{report.verdict}, {shape}, {'reachable' if unsafe else 'separated'} records/rationale"
+
+
+def section_policies(runs: int, generated: int, lines: list) -> list:
+    rows = []
+    for path in sorted(EXAMPLES.iterdir()):
+        policy = load_policy(path)
+        report = check(policy)
+        rows.append((path.name, "example", median_time(lambda: check(policy), runs), shortest(report),
+                     str(report.verdict)))
+        print(f"{rows[-1][0]:45s} {rows[-1][2]:6.3f} s  {rows[-1][4]}", flush=True)
+    for policy in generated_policies(generated, seed=0):
+        report = check(policy)
+        rows.append((policy.name, policy_class(policy, report), median_time(lambda: check(policy), runs),
+                     shortest(report), str(report.verdict)))
+        print(f"{rows[-1][0][:45]:45s} {rows[-1][2]:6.3f} s  {rows[-1][1]}", flush=True)
+    lines += ["## 1. One policy, all five conditions, depth 12, 6 spans, bounded search plus proof", "",
+              f"Median of {runs} in-process runs. Target: under 1 s; under 0.3 s when a counterexample exists "
+              "within 4 steps.", "", "| policy | class | median s | shortest cex | verdict | target |",
+              "|---|---|---:|---:|---|---|"]
+    for name, cls, seconds, short, verdict in rows:
+        limit = 0.3 if 0 < short <= 4 else 1.0
+        lines.append(f"| {name} | {cls} | {seconds:.3f} | {short or '-'} | {verdict} | "
+                     f"{'met' if seconds < limit else 'MISSED'} (< {limit} s) |")
+    classes = {}
+    for name, cls, seconds, short, _ in rows:
+        classes.setdefault(cls, []).append(seconds)
+    lines += ["", "| class | policies | median s | max s |", "|---|---:|---:|---:|"]
+    for cls, values in sorted(classes.items()):
+        lines.append(f"| {cls} | {len(values)} | {statistics.median(values):.3f} | {max(values):.3f} |")
+    quick = [s for _, _, s, short, _ in rows if 0 < short <= 4]
+    slow = [s for _, _, s, short, _ in rows if not 0 < short <= 4]
+    lines += ["", f"Counterexample within 4 steps: {len(quick)} policies, median {statistics.median(quick):.3f} s, "
+              f"max {max(quick):.3f} s, {sum(s >= 0.3 for s in quick)} at or over 0.3 s.",
+              f"Others: {len(slow)} policies, median {statistics.median(slow):.3f} s, max {max(slow):.3f} s, "
+              f"{sum(s >= 1.0 for s in slow)} at or over 1 s.", ""]
+    return rows
+
+
+def section_explicit(lines: list, quick: bool) -> None:
+    depth, spans, tokens = 6, 5, (1, 2)
+    lines += ["## 2. Symbolic bounded search against the explicit-state engine", "",
+              f"Same policy, depth {depth}, {spans} spans, append tokens {{1,2}} for both, all five conditions; "
+              f"explicit time limit {EXPLICIT_LIMIT:.0f} s. Target: symbolic at least 100x faster.", "",
+              "| policy | symbolic s | explicit s | ratio | same verdicts and lengths |", "|---|---:|---:|---:|---|"]
+    ratios = []
+    for path in sorted(EXAMPLES.iterdir())[: 3 if quick else None]:
+        policy = load_policy(path)
+        started = time.perf_counter()
+        symbolic = check_bounded(policy, depth, spans, token_domain=tokens)
+        sym = time.perf_counter() - started
+        started = time.perf_counter()
+        explicit = explore(policy, depth, spans, domains=domains_for(policy, tokens), time_limit=EXPLICIT_LIMIT)
+        exp = time.perf_counter() - started
+        finished = all("time limit" not in r.reason for r in explicit)
+        same = [(r.verdict, r.depth if r.verdict == Verdict.VIOLATED else None) for r in symbolic] == \
+               [(r.verdict, r.depth if r.verdict == Verdict.VIOLATED else None) for r in explicit]
+        ratio = exp / sym
+        ratios.append(ratio)
+        lines.append(f"| {path.name} | {sym:.3f} | {exp:.2f}{'' if finished else ' (limit)'} | {ratio:.0f}x | "
+                     f"{'yes' if same else 'no' if finished else 'n/a (explicit stopped)'} |")
+        print(lines[-1], flush=True)
+    lines += ["", f"Ratio: median {statistics.median(ratios):.0f}x, min {min(ratios):.0f}x.", "",
+              "Depth at which the explicit engine stops finishing in 60 s (5 spans), symbolic time at that depth:", "",
+              "| policy | depth | explicit s | symbolic s |", "|---|---:|---:|---:|"]
+    for text in (SAFE, UNSAFE):
+        policy = parse_policy_text(text, "growth.yaml")
+        for d in range(4, 13):
+            started = time.perf_counter()
+            explicit = explore(policy, d, spans, domains=domains_for(policy, tokens), time_limit=EXPLICIT_LIMIT)
+            exp = time.perf_counter() - started
+            started = time.perf_counter()
+            check_bounded(policy, d, spans, token_domain=tokens)
+            sym = time.perf_counter() - started
+            print(f"  {policy.name} depth {d}: explicit {exp:.1f} s, symbolic {sym:.2f} s", flush=True)
+            if any("time limit" in r.reason for r in explicit):
+                lines.append(f"| {policy.name} | {d} | > {EXPLICIT_LIMIT:.0f} (stopped) | {sym:.2f} |")
+                break
+        else:
+            lines.append(f"| {policy.name} | > 12 | finished | - |")
+    lines.append("")
+
+
+def section_growth(lines: list, quick: bool, png: Path) -> None:
+    depths = [4, 8, 12] if quick else [4, 8, 12, 16, 20, 24, 28, 32]
+    widths = [4, 8] if quick else [4, 8, 12, 16]
+    table = {}
+    for text in (SAFE, UNSAFE):
+        policy = parse_policy_text(text, "growth.yaml")
+        for spans in widths:
+            for depth in depths:
+                started = time.perf_counter()
+                check_bounded(policy, depth, spans, timeout=600)
+                table[(policy.name, spans, depth)] = time.perf_counter() - started
+                print(f"  {policy.name} spans {spans} depth {depth}: {table[(policy.name, spans, depth)]:.2f} s",
+                      flush=True)
+    lines += ["## 3. Growth of the bounded search (all five conditions, no proof)", "",
+              "| policy | spans | " + " | ".join(f"d={d}" for d in depths) + " | exponent in depth |",
+              "|---|---:|" + "---:|" * len(depths) + "---:|"]
+    for name in ("growth-safe", "growth-unsafe"):
+        for spans in widths:
+            values = [table[(name, spans, d)] for d in depths]
+            lines.append(f"| {name} | {spans} | " + " | ".join(f"{v:.2f}" for v in values) +
+                         f" | {exponent(depths, values):.2f} |")
+    lines += ["", "The exponent is the slope of log(time) against log(depth) over the last half of the depths "
+              "(2 means quadratic).", f"Plot: `{png.name}`.", ""]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        lines.append("(matplotlib is not installed: no plot; pip install 'prunecheck[bench]')")
+        return
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for axis, name in zip(axes, ("growth-safe", "growth-unsafe")):
+        for spans in widths:
+            axis.plot(depths, [table[(name, spans, d)] for d in depths], marker="o", label=f"{spans} spans")
+        axis.set_title(name)
+        axis.set_xlabel("depth")
+        axis.set_ylabel("seconds (bounded search)")
+        axis.legend()
+        axis.grid(True, alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(png, dpi=110)
+
+
+def exponent(depths, values) -> float:
+    half = len(depths) // 2
+    xs = [math.log(d) for d in depths[half:]]
+    ys = [math.log(max(v, 1e-6)) for v in values[half:]]
+    if len(xs) < 2:
+        return float("nan")
+    mx, my = statistics.mean(xs), statistics.mean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+MEMORY_PROBE = ("import resource, sys; from prunecheck.checker.check import check; "
+                "from prunecheck.checker.loader import load_policy; check(load_policy(sys.argv[1])); "
+                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+
+
+def section_memory(lines: list) -> None:
+    lines += ["## 4. Peak resident memory per policy (fresh process, defaults)", "",
+              "| policy | peak MB | target (< 300 MB) |", "|---|---:|---|"]
+    for path in sorted(EXAMPLES.iterdir()):
+        done = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(path)], capture_output=True, text=True,
+                              timeout=600)
+        mb = int(done.stdout.split()[-1]) / 1024
+        lines.append(f"| {path.name} | {mb:.0f} | {'met' if mb < 300 else 'MISSED'} |")
+        print(lines[-1], flush=True)
+    lines.append("")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--generated", type=int, default=40, help="generated policies in section 1")
+    parser.add_argument("--write", metavar="FILE", default=str(ROOT / "benchmarks" / "RESULTS.md"))
+    parser.add_argument("--quick", action="store_true", help="small bounds, to try the script")
+    parser.add_argument("--sections", default="1234")
+    args = parser.parse_args(argv)
+    lines = ["# Speed (generated by benchmarks/bench_speed.py)", "", f"Machine: {machine()}", ""]
+    started = time.perf_counter()
+    if "1" in args.sections:
+        section_policies(args.runs, 4 if args.quick else args.generated, lines)
+    if "2" in args.sections:
+        section_explicit(lines, args.quick)
+    if "3" in args.sections:
+        section_growth(lines, args.quick, Path(args.write).with_name("growth.png"))
+    if "4" in args.sections:
+        section_memory(lines)
+    lines.append(f"Total benchmark time {time.perf_counter() - started:.0f} s. Batch: see BATCH.md.")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    Path(args.write).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
