@@ -7,6 +7,8 @@ obligations itself (initiation, consecution, safety) and asks cvc5; only `unsat`
 
 from __future__ import annotations
 
+import copy
+
 import json
 from dataclasses import dataclass
 
@@ -78,6 +80,12 @@ class Encoding:
             else:
                 self.trans += [z3.Not(self.violation(other)), z3.Not(self.violation(other, self.post))]
 
+    def for_condition(self, condition: str) -> "Encoding":
+        """The same model with another condition's Bad: what a fresh Encoding for that condition would be."""
+        other = copy.copy(self)
+        other.condition, other.bad, other._text = condition, self.violation(condition), None
+        return other
+
     def violation(self, condition: str, state=None):
         """The condition's violation term: on `state` (default pre) for state conditions, on the step otherwise."""
         state = self.pre if state is None else state
@@ -86,6 +94,11 @@ class Encoding:
                 "C3": lambda: self.model.bad_c3(self.step)}[condition]()
 
     def model_text(self) -> str:
+        if getattr(self, "_text", None) is None:
+            self._text = self._model_text()
+        return self._text
+
+    def _model_text(self) -> str:
         variables = self.pre.variables() + self.act.variables() + self.post.variables()
         lines = ["(set-logic ALL)"] + _datatypes() + [_declare(v) for v in variables]
         lines.append(f"(define-fun Init () Bool {z3.And(self.init).sexpr()})")
@@ -124,18 +137,22 @@ def certificate_document(policy_doc: dict, policy_hash: str, encoding: Encoding,
     }
 
 
-def _cvc5(script: str, timeout_ms: int) -> str:
+def _cvc5(prefix: str, queries: list, timeout_ms: int) -> list:
+    """cvc5's answer to each query (assertions) on top of `prefix`, in one incremental solver: the model is parsed
+    once, each query between push and pop."""
     try:
         import cvc5
     except ImportError:
-        return "unavailable"
+        return ["unavailable"] * len(queries)
     tm = cvc5.TermManager()
     solver = cvc5.Solver(tm)
     solver.setOption("tlimit-per", str(timeout_ms))
+    solver.setOption("incremental", "true")
     symbols = cvc5.SymbolManager(tm)
     parser = cvc5.InputParser(solver, symbols)
+    script = prefix + "".join(f"(push 1)\n{q}\n(check-sat)\n(pop 1)\n" for q in queries)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, script, "certificate")
-    answer = "no answer"
+    answers = []
     try:
         while True:
             command = parser.nextCommand()
@@ -143,10 +160,10 @@ def _cvc5(script: str, timeout_ms: int) -> str:
                 break
             out = command.invoke(solver, symbols).strip()
             if out:
-                answer = out
+                answers.append(out)
     except RuntimeError as exc:
-        return f"error: {' '.join(str(exc).split())[:200]}"
-    return answer
+        return [f"error: {' '.join(str(exc).split())[:200]}"] * len(queries)
+    return (answers + ["no answer"] * len(queries))[: len(queries)]
 
 
 def _z3(script: str, timeout_ms: int) -> str:
@@ -169,9 +186,11 @@ def recheck(document: dict, encoding: Encoding, timeout_ms: int = 10000) -> Rech
     if not isinstance(invariant, str) or not invariant.startswith("(define-fun Inv "):
         return Recheck("refuted", (), "no invariant definition")
     results = []
-    for name, asserts in encoding.obligations().items():
-        script = document["model_smt2"] + invariant + "\n".join(asserts) + "\n(check-sat)\n"
-        by_cvc5 = _cvc5(script, timeout_ms)
+    prefix = document["model_smt2"] + invariant
+    obligations = encoding.obligations()
+    answers = _cvc5(prefix, ["\n".join(a) for a in obligations.values()], timeout_ms)
+    for (name, asserts), by_cvc5 in zip(obligations.items(), answers):
+        script = prefix + "\n".join(asserts) + "\n(check-sat)\n"
         by_z3 = _z3(script, timeout_ms) if by_cvc5 != "unsat" else "not asked"
         results.append(Obligation(name, by_cvc5, by_z3))
     if all(o.cvc5 == "unsat" for o in results):

@@ -15,7 +15,7 @@ from prunecheck.spec.policy import Policy
 from .bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT, check_bounded
 from .explicit import DEFAULT_TOKENS, domains_for, explore
 from .printer import to_text
-from .prove import prove as prove_condition
+from .prove import prove_all
 from .spacer import prove_with_spacer
 from .result import Report, Result, Verdict
 from .variants import distinct_counterexamples
@@ -80,8 +80,7 @@ def _check(policy, wanted, depth, spans, timeout, prove, token_domain) -> Report
         quick = check_bounded(policy, min(depth, QUICK_DEPTH), spans, wanted, timeout, token_domain=token_domain,
                               lemmas=False)
         refuted = {r.condition: r for r in quick if r.verdict == Verdict.VIOLATED}
-    proofs = {c: prove_condition(policy, c, doc, digest, timeout) for c in wanted if c not in refuted} if prove \
-        else {}
+    proofs = prove_all(policy, [c for c in wanted if c not in refuted], doc, digest, timeout) if prove else {}
     open_conditions = [c for c in wanted
                        if c not in refuted and (c not in proofs or proofs[c].verdict != Verdict.HOLDS)]
     bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout,

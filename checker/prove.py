@@ -14,36 +14,57 @@ from .result import Result, Verdict
 from .solver import new_solver, query
 
 
-def _induction(policy, condition: str, free_policy: bool, timeout: float):
-    """(encoding, names of the proved invariant, proved?, why not) for one attempt."""
-    enc = Encoding(policy, condition, free_policy)
-    at_init = dict(pair_candidates(enc.model, enc.pre))
-    before = dict(pair_candidates(enc.model, enc.pre))
-    after = dict(pair_candidates(enc.model, enc.post))
-    invariant = houdini(enc.init, at_init, enc.trans, before, after, timeout)
-    if not invariant.complete:
-        return enc, (), False, invariant.reason
-    names = invariant.names
-    solver = new_solver(timeout * 1000)
-    solver.add([before[n] for n in names])
-    if condition in STEP_CONDITIONS:
-        solver.add(enc.trans)
-    solver.add(enc.bad)
-    answer = query(solver)
-    if answer.status == "unsat":
-        return enc, names, True, ""
-    if answer.status == "unknown":
-        return enc, names, False, f"safety check gave up: {answer.reason}"
-    return enc, names, False, "not inductive relative to the invariant templates"
+class _Attempts:
+    """One encoding and one Houdini run per (policy, free_policy), shared by every condition checked: the candidate
+    lemmas and the transition relation do not depend on the condition, only the final safety query does."""
+
+    def __init__(self, policy, timeout: float):
+        self.policy, self.timeout, self.done = policy, timeout, {}
+
+    def base(self, free_policy: bool):
+        if free_policy not in self.done:
+            enc = Encoding(self.policy, "C1", free_policy)
+            at_init = dict(pair_candidates(enc.model, enc.pre))
+            before = dict(pair_candidates(enc.model, enc.pre))
+            after = dict(pair_candidates(enc.model, enc.post))
+            self.done[free_policy] = (enc, before, houdini(enc.init, at_init, enc.trans, before, after,
+                                                           self.timeout))
+        return self.done[free_policy]
+
+    def induction(self, condition: str, free_policy: bool):
+        """(encoding, names of the proved invariant, proved?, why not) for one attempt."""
+        base, before, invariant = self.base(free_policy)
+        enc = base.for_condition(condition)
+        if not invariant.complete:
+            return enc, (), False, invariant.reason
+        names = invariant.names
+        solver = new_solver(self.timeout * 1000)
+        solver.add([before[n] for n in names])
+        if condition in STEP_CONDITIONS:
+            solver.add(enc.trans)
+        solver.add(enc.bad)
+        answer = query(solver)
+        if answer.status == "unsat":
+            return enc, names, True, ""
+        if answer.status == "unknown":
+            return enc, names, False, f"safety check gave up: {answer.reason}"
+        return enc, names, False, "not inductive relative to the invariant templates"
+
+
+def prove_all(policy, conditions, policy_doc: dict, policy_hash: str, timeout: float = 30.0) -> dict:
+    """{condition: prove(...)} with the encodings and Houdini runs shared between conditions."""
+    attempts = _Attempts(policy, timeout)
+    return {c: prove(policy, c, policy_doc, policy_hash, timeout, attempts=attempts) for c in conditions}
 
 
 def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
-          recheck_timeout_ms: int = 10000) -> Result:
+          recheck_timeout_ms: int = 10000, attempts: "_Attempts" = None) -> Result:
     """`holds` with a re-checked certificate, or `unknown` with why; never `violated` (that is the bounded engine's)."""
     started = time.perf_counter()
+    attempts = attempts or _Attempts(policy, timeout)
     reasons = []
     for free_policy in (True, False):
-        enc, names, proved, why = _induction(policy, condition, free_policy, timeout)
+        enc, names, proved, why = attempts.induction(condition, free_policy)
         if not proved:
             reasons.append(f"{'any policy' if free_policy else 'this policy'}: {why}")
             continue
