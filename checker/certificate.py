@@ -18,6 +18,8 @@ from prunecheck.spec.model import ActionSort
 from prunecheck.spec.parametric import AllocSort, GhostSort, PairAction, PairModel, PairState
 from prunecheck.spec.symbolic import KindSort, NamespaceSort
 
+from .solver import new_solver, query
+
 FORMAT = "prunecheck-certificate/1"
 STEP_CONDITIONS = ("C2", "C3")
 OBLIGATIONS = ("initiation", "consecution", "safety")
@@ -167,13 +169,12 @@ def _cvc5(prefix: str, queries: list, timeout_ms: int) -> list:
 
 
 def _z3(script: str, timeout_ms: int) -> str:
-    solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
+    solver = new_solver(timeout_ms)
     try:
         solver.from_string(script)
     except z3.Z3Exception as exc:
         return f"error: {exc}"
-    return str(solver.check())
+    return query(solver).status
 
 
 def recheck(document: dict, encoding: Encoding, timeout_ms: int = 10000) -> Recheck:
