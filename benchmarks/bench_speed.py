@@ -41,6 +41,7 @@ SAFE = "name: growth-safe\nevict: kind == 'tool_output' and idle > 3\nbudget: 50
 UNSAFE = ("name: growth-unsafe\nevict: not pinned and recency * frequency < 0.25\nbudget: 50\n"
           "deployment: {records: window, pins: self, audit: policy}\n")
 EXPLICIT_LIMIT = 60.0
+GROWTH_CAP = 60.0
 
 
 def median_time(fn, runs: int) -> float:
@@ -152,6 +153,9 @@ def section_growth(lines: list, quick: bool, png: Path) -> None:
         policy = parse_policy_text(text, "growth.yaml")
         for spans in widths:
             for depth in depths:
+                if table.get((policy.name, spans, depth - 4), 0.0) > GROWTH_CAP:
+                    table[(policy.name, spans, depth)] = math.nan
+                    continue
                 started = time.perf_counter()
                 check_bounded(policy, depth, spans, timeout=600)
                 table[(policy.name, spans, depth)] = time.perf_counter() - started
@@ -163,10 +167,13 @@ def section_growth(lines: list, quick: bool, png: Path) -> None:
     for name in ("growth-safe", "growth-unsafe"):
         for spans in widths:
             values = [table[(name, spans, d)] for d in depths]
-            lines.append(f"| {name} | {spans} | " + " | ".join(f"{v:.2f}" for v in values) +
-                         f" | {exponent(depths, values):.2f} |")
-    lines += ["", "The exponent is the slope of log(time) against log(depth) over the last half of the depths "
-              "(2 means quadratic).", f"Plot: `{png.name}`.", ""]
+            measured = [(d, v) for d, v in zip(depths, values) if not math.isnan(v)]
+            lines.append(f"| {name} | {spans} | " + " | ".join("skipped" if math.isnan(v) else f"{v:.2f}"
+                                                             for v in values) +
+                         f" | {exponent([d for d, _ in measured], [v for _, v in measured]):.2f} |")
+    lines += ["", "The exponent is the slope of log(time) against log(depth) over the last half of the measured "
+              f"depths (2 means quadratic). A point is skipped once the previous depth took over {GROWTH_CAP:.0f} s.",
+              f"Plot: `{png.name}`.", ""]
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -177,7 +184,8 @@ def section_growth(lines: list, quick: bool, png: Path) -> None:
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for axis, name in zip(axes, ("growth-safe", "growth-unsafe")):
         for spans in widths:
-            axis.plot(depths, [table[(name, spans, d)] for d in depths], marker="o", label=f"{spans} spans")
+            points = [(d, table[(name, spans, d)]) for d in depths if not math.isnan(table[(name, spans, d)])]
+            axis.plot([d for d, _ in points], [v for _, v in points], marker="o", label=f"{spans} spans")
         axis.set_title(name)
         axis.set_xlabel("depth")
         axis.set_ylabel("seconds (bounded search)")
