@@ -205,9 +205,10 @@ def exponent(depths, values) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
-MEMORY_PROBE = ("import resource, sys; from prunecheck.checker.check import check; "
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec, so a child reports at least its parent's peak.
+MEMORY_PROBE = ("import sys; from prunecheck.checker.check import check; "
                 "from prunecheck.checker.loader import load_policy; check(load_policy(sys.argv[1])); "
-                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+                "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
 
 
 def section_memory(lines: list) -> None:
