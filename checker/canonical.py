@@ -29,13 +29,13 @@ def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
 
 def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymAction], model: z3.ModelRef,
                 spans: int, deadline: float) -> z3.ModelRef:
-    """A model of `assumptions` whose actions are lexicographically least (action name, then span slot, kind, and
-    transform before destroy, step by step), starting from `model`. Token counts are left to the reduction.
+    """A model of `assumptions` whose actions are lexicographically least (action name, then span slot, kind,
+    transform before destroy, and an append's token count, step by step), starting from `model`.
 
     The solver picks among equally short counterexamples by its internal state, which depends on everything the
     process asked z3 before; this makes the reported trace a function of the policy and the bounds alone. Only
-    values smaller than the current model's are tried, one query each; if a query gives up (time), the current
-    value is kept, which is still a valid run."""
+    values smaller than the current model's are tried, one query each (token counts by bisection); if a query gives
+    up (time), the current value is kept, which is still a valid run."""
     fixed = list(assumptions)
 
     def settle(variable, values):
@@ -50,8 +50,26 @@ def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymA
                 break
         fixed.append(variable == model.eval(variable, model_completion=True))
 
+    def least_tokens(variable):
+        nonlocal model
+        low, high = 1, model.eval(variable, model_completion=True).as_long()
+        while low < high and deadline > time.monotonic():
+            middle = (low + high) // 2
+            left = deadline - time.monotonic()
+            answer = query(solver, fixed + [variable <= middle], int(left * 1000)) if left > 0 else None
+            if answer is not None and answer.status == "sat":
+                model = solver.model()
+                high = model.eval(variable, model_completion=True).as_long()
+            elif answer is not None and answer.status == "unsat":
+                low = middle + 1
+            else:
+                break
+        fixed.append(variable == model.eval(variable, model_completion=True))
+
     for a in actions:
         settle(a.act, [ACT[n] for n in ACTIONS])
         for variable, values in _arguments(model, a, spans):
             settle(variable, values)
+        if model.eval(a.act, model_completion=True).decl().name() == "do_append":
+            least_tokens(a.tokens)
     return model

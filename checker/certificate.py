@@ -110,8 +110,12 @@ class Encoding:
 
     def invariant_text(self, invariant) -> str:
         """`invariant` is a z3 term over the parameter state `p`."""
-        params = " ".join(f"({v.sexpr()} {_sort_name(v.sort())})" for v in self.param.variables())
-        return f"(define-fun Inv ({params}) Bool {invariant.sexpr()})\n"
+        texts = self.__dict__.setdefault("_invariant_texts", {})
+        key = invariant.get_id()
+        if key not in texts:
+            params = " ".join(f"({v.sexpr()} {_sort_name(v.sort())})" for v in self.param.variables())
+            texts[key] = (invariant, f"(define-fun Inv ({params}) Bool {invariant.sexpr()})\n")
+        return texts[key][1]
 
     def obligations(self) -> dict:
         inv_pre, inv_post = _apply("Inv", self.pre.variables()), _apply("Inv", self.post.variables())
@@ -139,9 +143,26 @@ def certificate_document(policy_doc: dict, policy_hash: str, encoding: Encoding,
     }
 
 
+_ANSWERS_SIZE = 128
+_answers: dict = {}
+
+
 def _cvc5(prefix: str, queries: list, timeout_ms: int) -> list:
     """cvc5's answer to each query (assertions) on top of `prefix`, in one incremental solver: the model is parsed
-    once, each query between push and pop."""
+    once, each query between push and pop. Decisive answers are remembered per exact script for this process (a
+    certificate whose policy is abstracted has the same text for every policy of a deployment)."""
+    key = (prefix, tuple(queries), timeout_ms)
+    if key in _answers:
+        return list(_answers[key])
+    answers = _ask_cvc5(prefix, queries, timeout_ms)
+    if all(a in ("sat", "unsat") for a in answers):
+        if len(_answers) >= _ANSWERS_SIZE:
+            _answers.clear()
+        _answers[key] = tuple(answers)
+    return answers
+
+
+def _ask_cvc5(prefix: str, queries: list, timeout_ms: int) -> list:
     try:
         import cvc5
     except ImportError:

@@ -6,12 +6,13 @@ import shutil
 import subprocess
 import unicodedata
 from pathlib import Path
-from typing import Sequence
-
-import networkx as nx
+from typing import TYPE_CHECKING, Sequence
 
 from prunecheck.spec.errors import PrunecheckError, ReplayMismatch, TraceFormatError
 from prunecheck.spec.runtime import Transition, action_text, is_candidate
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 FORMATS = ("dot", "svg", "png")
 DOT_TIMEOUT = 60.0
@@ -43,7 +44,7 @@ def _role(kind: str) -> str:
     return kind if kind in ("record", "rationale") else "content"
 
 
-def edit_graph(policy, transitions: Sequence[Transition]) -> nx.DiGraph:
+def edit_graph(policy, transitions: Sequence[Transition]) -> "nx.DiGraph":
     """Spans and edits of a run as nodes; edges edit→target, record→edit, rationale→edit; steps are 1-based.
 
     Span nodes: node="span", span, kind (at creation), final_kind, role (content/record/rationale), namespace,
@@ -54,6 +55,8 @@ def edit_graph(policy, transitions: Sequence[Transition]) -> nx.DiGraph:
     since the record was taken, else None), undo_attempts ((step, outcome), ...), record_lost (first step that ended
     with the edit live and its record dead, or None). graph.graph["steps"] holds, per step, a dict
     with action, outcome, evicted and truncated (sorted span ids)."""
+    import networkx as nx  # imported here: it costs a fifth of a second of every command's start-up
+
     graph = nx.DiGraph()
     steps = []
     for index, t in enumerate(transitions, start=1):
@@ -176,7 +179,7 @@ def _step_label(index: int, step: dict) -> str:
     return "\n".join(lines)
 
 
-def graph_dot(graph: nx.DiGraph, title: str = "", id_prefix: str = "", legend: bool = True) -> str:
+def graph_dot(graph: "nx.DiGraph", title: str = "", id_prefix: str = "", legend: bool = True) -> str:
     """DOT text (written directly, no pydot) for an edit_graph: one column per step, left to right.
 
     Each step has a header node (its action) and shares `rank=same` with the nodes it created; edit edges do not

@@ -9,6 +9,7 @@ import z3
 
 from prunecheck.spec.lemmas import candidate_lemmas
 from prunecheck.spec.model import Model
+from prunecheck.spec.template import step_template
 
 from .solver import new_solver, query
 
@@ -52,18 +53,35 @@ def houdini(init, at_init, step: Sequence, before: dict, after: dict, timeout: f
     return Invariant(tuple(alive), rounds, True)
 
 
-def inductive_lemmas(model: Model, timeout: float = 10.0) -> Invariant:
-    """The structural lemmas of the N-slot model that are inductive: sound to assume at every BMC depth."""
+def inductive_lemmas(model: Model, timeout: float = 10.0, any_policy: bool = True) -> Invariant:
+    """The structural lemmas of the N-slot model that are inductive: sound to assume at every BMC depth.
+
+    With any_policy (the default) the policy's per-slot verdicts, ranks and budget are left free: the lemmas hold
+    for every policy of the model's shape, so one Houdini run serves them all in this process. Lemmas that only this
+    policy makes inductive (a record the policy never selects stays alive) are lost: the search is no less sound.
+    """
+    if not any_policy:
+        pre, act, post = model.generic_state("pre"), model.action("pre"), model.state("post")
+        return _houdini_step(model, model.encode_step(pre, act, post).constraints, pre, post, timeout)
+    template = step_template(model)
+    known = template.lemmas.get(timeout)
+    if known is None:
+        known = _houdini_step(model, template.step.constraints, template.pre, template.post, timeout)
+        if known.complete:
+            template.lemmas[timeout] = known
+    return known
+
+
+def _houdini_step(model: Model, constraints, pre, post, timeout: float) -> Invariant:
     init = model.state(0)
     model.encode_init(init)
-    pre, act, post = model.generic_state("pre"), model.action("pre"), model.state("post")
-    step = model.encode_step(pre, act, post)
     # The initial state is all constants: a candidate either simplifies to true there or is dropped.
     at_init = [name for name, term in candidate_lemmas(model, init) if z3.is_true(z3.simplify(term))]
     before = {name: term for name, term in candidate_lemmas(model, pre) if name in at_init}
     after = {name: term for name, term in candidate_lemmas(model, post) if name in at_init}
-    return houdini(None, None, step.constraints, before, after, timeout)
+    return houdini(None, None, constraints, before, after, timeout)
 
 
 def lemma_terms(model: Model, state, invariant: Invariant) -> list:
-    return [term for _, term in candidate_lemmas(model, state, frozenset(invariant.names))]
+    keep = frozenset(invariant.names)
+    return model.at(state, ("lemmas", keep), lambda g: [term for _, term in candidate_lemmas(model, g, keep)])

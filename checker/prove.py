@@ -14,12 +14,26 @@ from .result import Result, Verdict
 from .solver import new_solver, query
 
 
+_SHARED_SIZE = 32
+# Attempts with the policy abstracted to a free predicate depend only on the deployment and on whether the policy
+# ranks and budgets, not on its expressions: one per shape serves every policy checked in this process.
+_shared: dict = {}
+
+
+def free_shape(policy, timeout: float) -> tuple:
+    return (policy.deployment, policy.rank is not None and policy.budget is not None, policy.budget is not None,
+            timeout)
+
+
 class _Attempts:
     """One encoding and one Houdini run per (policy, free_policy), shared by every condition checked: the candidate
     lemmas and the transition relation do not depend on the condition, only the final safety query does."""
 
     def __init__(self, policy, timeout: float):
-        self.policy, self.timeout, self.done = policy, timeout, {}
+        self.policy, self.timeout, self.done, self.proved = policy, timeout, {}, {}
+        self.done[True], self.proved[True] = _shared.get(free_shape(policy, timeout), (None, {}))
+        if self.done[True] is None:
+            del self.done[True]
 
     def base(self, free_policy: bool):
         if free_policy not in self.done:
@@ -29,11 +43,38 @@ class _Attempts:
             after = dict(pair_candidates(enc.model, enc.post))
             self.done[free_policy] = (enc, before, houdini(enc.init, at_init, enc.trans, before, after,
                                                            self.timeout))
+            self.proved[free_policy] = {}
+            if free_policy and self.done[True][2].complete:
+                # Only complete runs: an incomplete one gave up on time, which another run may not.
+                if len(_shared) >= _SHARED_SIZE:
+                    _shared.clear()
+                _shared[free_shape(self.policy, self.timeout)] = (self.done[True], self.proved[True])
         return self.done[free_policy]
 
     def induction(self, condition: str, free_policy: bool):
         """(encoding, names of the proved invariant, proved?, why not) for one attempt."""
         base, before, invariant = self.base(free_policy)
+        known = self.proved[free_policy]
+        if condition not in known:
+            known[condition] = self._induction(condition, base, before, invariant)
+        outcome = known[condition]
+        if outcome[3].startswith("safety check gave up"):
+            del known[condition]
+        return outcome
+
+    def invariant(self, free_policy: bool, names: tuple):
+        """The proved lemmas over the certificate's parameter state, as one term and as readable lines."""
+        enc, _, _ = self.base(free_policy)
+        if getattr(enc, "invariants", None) is None:
+            enc.invariants = {"params": dict(pair_candidates(enc.model, enc.param))}
+        if names not in enc.invariants:
+            params = enc.invariants["params"]
+            term = z3.And([params[n] for n in names]) if names else z3.BoolVal(True)
+            # SMT-LIB text: z3's Python pretty-printer costs a quarter of a proof.
+            enc.invariants[names] = (term, [f"{n}: {params[n].sexpr()}" for n in names])
+        return enc.invariants[names]
+
+    def _induction(self, condition, base, before, invariant):
         enc = base.for_condition(condition)
         if not invariant.complete:
             return enc, (), False, invariant.reason
@@ -68,10 +109,7 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
         if not proved:
             reasons.append(f"{'any policy' if free_policy else 'this policy'}: {why}")
             continue
-        params = dict(pair_candidates(enc.model, enc.param))
-        invariant = z3.And([params[n] for n in names]) if names else z3.BoolVal(True)
-        # SMT-LIB text: z3's Python pretty-printer costs a quarter of a proof.
-        readable = [f"{n}: {params[n].sexpr()}" for n in names]
+        invariant, readable = attempts.invariant(free_policy, names)
         engine = "induction" + (", policy abstracted to a free predicate" if free_policy else "")
         document = certificate_document(policy_doc, policy_hash, enc, invariant, readable, engine)
         check = recheck(document, enc, recheck_timeout_ms)

@@ -8,6 +8,7 @@ import z3
 
 from .policy import CONTENT_KINDS, KIND, NAMESPACE, Policy
 from .symbolic import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort
+from .template import Substitution, state_vars, step_template
 
 ACTIONS = ("append", "edit", "read", "pin", "unpin", "compact", "undo", "audit")
 # Constructors are prefixed so that SMT-LIB text stays unambiguous (`undo` is also a namespace).
@@ -57,12 +58,13 @@ def attribute_env(clock, span: dict, window_tokens: Frac, budget) -> dict:
 class SymState:
     """One state: its clock (a numeral when unrolled from the empty window) and a z3 term per slot field."""
 
-    def __init__(self, k, n: int, tag: str = "", clock=None):
+    def __init__(self, k, n: int, tag: str = "", clock=None, variables: bool = True):
+        """Without `variables` the fields are left empty, for encode_init or encode_step to fill."""
         self.k, self.n = k, n
         if clock is None:
             clock = z3.IntVal(k) if isinstance(k, int) else z3.Int(f"{tag}clock@{k}")
         self.clock = clock
-        self.fields = {name: [z3.Const(f"{tag}{name}{i}@{k}", sort) for i in range(n)]
+        self.fields = {name: [z3.Const(f"{tag}{name}{i}@{k}", sort) if variables else None for i in range(n)]
                        for name, sort in span_fields(n).items()}
 
     def __getattr__(self, name):
@@ -121,9 +123,13 @@ class Model:
         self.dep = policy.deployment
         self.slots = slot_sort(n)[1]
         self._policy_terms: dict = {}
+        self._at: dict = {}
+        self._generic_terms: dict = {}
+        self._generic = None
 
     def state(self, k: int) -> SymState:
-        return SymState(k, self.n, self.tag)
+        """State k of an unrolling, its fields to be filled by encode_init or encode_step."""
+        return SymState(k, self.n, self.tag, variables=False)
 
     def action(self, k) -> SymAction:
         return SymAction(k, self.n, self.tag)
@@ -136,35 +142,74 @@ class Model:
         """The empty window: every field of every slot is its default value (no variables)."""
         defaults = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
                     NamespaceSort: NS["window"], slot_sort(self.n)[0]: self.slots[0]}
-        for name, values in s.fields.items():
-            s.fields[name] = [defaults[v.sort()] for v in values]
+        for name, sort in span_fields(self.n).items():
+            s.fields[name] = [defaults[sort]] * self.n
         return []
+
+    def generic(self) -> SymState:
+        """This model's own generic state, over which state terms are built once and then instantiated."""
+        if self._generic is None:
+            self._generic = self.generic_state("generic")
+        return self._generic
+
+    def at(self, s: SymState, key, build):
+        """build(generic state), a term or a list of terms, instantiated at s; build runs once per key."""
+        g = self.generic()
+        if key not in self._generic_terms:
+            self._generic_terms[key] = build(g)
+        terms = self._generic_terms[key]
+        if s is g:
+            return terms
+        sub = self.substitution(s)
+        return [sub(x) for x in terms] if isinstance(terms, list) else sub(terms)
+
+    def substitution(self, s: SymState) -> Substitution:
+        """The generic state replaced by s (made once per state)."""
+        key = id(s)
+        if key not in self._at:
+            self._at[key] = (s, Substitution(state_vars(self.generic()), state_vars(s)))
+        return self._at[key][1]
 
     def policy_terms(self, s: SymState):
         """Per slot: (evict term, rank Frac or None) in state s; built once per state."""
         key = id(s)
         if key not in self._policy_terms:
-            w = Frac(s.window_tokens())
-            terms = []
-            for i in range(self.n):
-                env = attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w,
-                                    self.policy.budget)
-                encoder = ExprEncoder(env)
-                rank = encoder.encode(self.policy.rank) if self.policy.rank is not None else None
-                terms.append((encoder.encode(self.policy.evict), rank))
+            g = self.generic()
+            if s is g:
+                terms = self._build_policy_terms(g)
+            else:
+                sub = self.substitution(s)
+                terms = [(sub(evict), None if rank is None else Frac(sub(rank.num), sub(rank.den)))
+                         for evict, rank in self.policy_terms(g)]
             self._policy_terms[key] = (s, terms)
         return self._policy_terms[key][1]
+
+    def _build_policy_terms(self, s: SymState) -> list:
+        w = Frac(s.window_tokens())
+        terms = []
+        for i in range(self.n):
+            env = attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w,
+                                self.policy.budget)
+            encoder = ExprEncoder(env)
+            rank = encoder.encode(self.policy.rank) if self.policy.rank is not None else None
+            terms.append((encoder.encode(self.policy.evict), rank))
+        return terms
 
     def candidate(self, s: SymState, i: int):
         return z3.And(s.in_window(i), self.policy_terms(s)[i][0])
 
-    def compaction(self, s: SymState):
-        """Per slot: (evicted by the policy, truncated by the budget) for a compaction from s."""
-        n, budget = self.n, self.policy.budget
-        cand = [self.candidate(s, i) for i in range(n)]
+    def compaction(self, s: SymState, terms=None, budget=None):
+        """Per slot: (evicted by the policy, truncated by the budget) for a compaction from s.
+
+        terms and budget default to the policy's; a step template passes placeholders for both.
+        """
+        n = self.n
+        terms = self.policy_terms(s) if terms is None else terms
+        budget = self.policy.budget if budget is None else budget
+        cand = [z3.And(s.in_window(i), terms[i][0]) for i in range(n)]
         total = s.window_tokens()
-        if self.policy.rank is not None and budget is not None:
-            ranks = [t[1] for t in self.policy_terms(s)]
+        if terms[0][1] is not None and budget is not None:
+            ranks = [t[1] for t in terms]
 
             def ahead(j, i):
                 left, right = ranks[j].scaled_num(ranks[i].den), ranks[i].scaled_num(ranks[j].den)
@@ -189,6 +234,11 @@ class Model:
 
     def encode_step(self, s: SymState, a: SymAction, t: SymState) -> StepTerms:
         """Fills t's fields with terms over s and a; returns the step's guards and named sub-terms."""
+        return step_template(self).instantiate(self, s, a, t)
+
+    def build_step(self, s: SymState, a: SymAction, t: SymState, picks=None, terms=None, budget=None) -> StepTerms:
+        """encode_step built term by term through z3py (a template's one-time construction): the constants chosen
+        by `pick` are appended to picks; terms and budget are the policy's, or placeholders."""
         n, dep, slots = self.n, self.dep, self.slots
         now = z3.simplify(s.clock + 1)
         t.clock = now
@@ -198,6 +248,8 @@ class Model:
 
         def pick(values, index, name):
             chosen = z3.Const(f"{self.tag}{name}@{s.k}", values[0].sort())
+            if picks is not None:
+                picks.append(chosen)
             out.extend(z3.Implies(index == slots[i], chosen == values[i]) for i in range(n))
             return chosen
 
@@ -226,7 +278,7 @@ class Model:
 
         fresh = a_target_version == a_rversion
         reverted = z3.And(is_["undo"], a_alive, fresh if dep.undo == "versioned" else z3.BoolVal(True))
-        evicted, truncated = self.compaction(s)
+        evicted, truncated = self.compaction(s, terms, budget)
         record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
         rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
         new_kind = z3.If(a.destroy, K["diff"], K["summary"])
@@ -272,7 +324,7 @@ class Model:
     # Violations: each is a Bool term that holds iff the condition fails at state t (or on the step into t).
 
     def bad_c1(self, t: SymState):
-        return z3.Or([z3.And(t.live_edit(i), self.candidate(t, i)) for i in range(self.n)])
+        return self.at(t, "C1", lambda g: z3.Or([z3.And(g.live_edit(i), self.candidate(g, i)) for i in range(self.n)]))
 
     def bad_c2(self, s: SymState, a: SymAction, t: SymState):
         return z3.And(a.act == ACT["compact"],
@@ -294,7 +346,8 @@ class Model:
         return z3.And(known)
 
     def bad_c4(self, t: SymState):
-        return z3.And(self.says_reversible(t), self.gap(t))
+        return self.at(t, "C4", lambda g: z3.And(self.says_reversible(g), self.gap(g)))
 
     def bad_p1(self, t: SymState):
-        return z3.Or([z3.And(t.live_edit(i), z3.Not(t.alive[i + 1])) for i in range(self.n - 1)])
+        return self.at(t, "P1", lambda g: z3.Or([z3.And(g.live_edit(i), z3.Not(g.alive[i + 1]))
+                                                 for i in range(self.n - 1)]))
