@@ -42,13 +42,15 @@ class CheckOptions:
     memory_mb: int = 0
     deployment: Optional[Deployment] = None
     counterexamples: int = 1
+    cache_unknown: bool = False
 
     def settings(self, policy_hash: str) -> dict:
-        """The cache key's fields: what changes the answer (memory only ever turns answers into unknown, which is
-        never cached), as JSON values."""
+        """The cache key's fields: what changes the answer, including the budgets that can turn an answer into
+        `unknown`, as JSON values."""
         from .check import versions
         return {"policy_hash": policy_hash, "depth": self.depth, "spans": self.spans,
                 "only": [c for c in CONDITIONS if c in set(self.only)], "timeout": float(self.timeout),
+                "memory_mb": int(self.memory_mb),
                 "prove": bool(self.prove), "tokens": None if self.tokens is None else sorted(self.tokens),
                 "engine": self.engine, "counterexamples": self.counterexamples, "versions": dict(versions())}
 
@@ -128,14 +130,14 @@ def batch_item(path: str, options: CheckOptions, cache_dir: Optional[str] = None
         policy = load_policy(path, options.deployment)
         cache = ReportCache(cache_dir) if cache_dir is not None else None
         settings = options.settings(policy_hash(policy))
-        cached = cache.report(settings) if cache is not None else None
+        cached = cache.report(settings, options.cache_unknown) if cache is not None else None
         if cached is not None:
             # The hash covers the parsed policy, not where it was read from.
             return BatchItem(path, replace(cached, source=policy.source), cached=True,
                              seconds=time.perf_counter() - started)
         report = report_for(policy, options)
         if cache is not None:
-            cache.store(settings, report)
+            cache.store(settings, report, options.cache_unknown)
         return BatchItem(path, report, seconds=time.perf_counter() - started)
     except ReplayMismatch as exc:
         return BatchItem(path, None, f"checker bug: {exc.one_line()}", seconds=time.perf_counter() - started,
@@ -151,16 +153,20 @@ def _died(path: str, why: str = "the checker process died (crash or out of memor
     return BatchItem(path, None, why, internal=True)
 
 
+TASKS_PER_WORKER = 200
+
+
 def _pool(jobs: int) -> ProcessPoolExecutor:
     # Never fork a process that has used z3: workers fork from a forkserver that has only imported the checker
-    # (one thread, no solver run), or are spawned. One fresh process per policy also makes a report independent of
-    # what ran before: z3's models, so the counterexamples, depend on the process's term history.
+    # (one thread, no solver run), or are spawned. A worker checks up to TASKS_PER_WORKER policies, so the step
+    # templates and the proofs that do not depend on the policy are built once per worker, not once per policy;
+    # reports do not depend on what a worker checked before (counterexamples are canonical, tests/test_batch.py).
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__, "prunecheck.checker.check", "prunecheck.checker.loader"])
     else:
         context = multiprocessing.get_context("spawn")
-    extra = {"max_tasks_per_child": 1} if sys.version_info >= (3, 11) else {}
+    extra = {"max_tasks_per_child": TASKS_PER_WORKER} if sys.version_info >= (3, 11) else {}
     return ProcessPoolExecutor(max_workers=jobs, mp_context=context, **extra)
 
 
@@ -210,8 +216,8 @@ def _dasked(paths, worker, args, jobs, scheduler, done) -> None:
 def check_many(paths: Sequence, options: CheckOptions, jobs: int = 1, executor: str = "process",
                scheduler: Optional[str] = None, cache_dir=None, progress=None,
                worker: Callable = batch_item) -> tuple:
-    """A BatchItem per path, in the order given. jobs=1 (process executor) checks in this process; otherwise each
-    policy is checked in a fresh worker process, or on the Dask cluster at scheduler (a local one of `jobs` worker
+    """A BatchItem per path, in the order given. jobs=1 (process executor) checks in this process; otherwise in
+    `jobs` worker processes (each replaced after TASKS_PER_WORKER policies), or on the Dask cluster at scheduler (a local one of `jobs` worker
     processes if None). progress: a text stream for a rich progress bar (plain, unanimated if not a terminal)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}")
@@ -353,7 +359,7 @@ def _positive(text: str) -> int:
 def add_batch_arguments(check_parser) -> None:
     """--jobs, --executor, --scheduler, --cache, --no-cache on the `check` subparser."""
     check_parser.add_argument("--jobs", "-j", type=_positive, default=1, metavar="N",
-                              help="check N policies at a time, each in a fresh worker process (default 1: in-process)")
+                              help="check N policies at a time in N worker processes (default 1: in-process)")
     check_parser.add_argument("--executor", choices=EXECUTORS, default="process",
                               help="local worker processes (default) or a Dask cluster")
     check_parser.add_argument("--scheduler", metavar="ADDRESS",
@@ -363,6 +369,9 @@ def add_batch_arguments(check_parser) -> None:
                               help="report cache directory (default $XDG_CACHE_HOME/prunecheck or ~/.cache/prunecheck)")
     check_parser.add_argument("--no-cache", dest="no_cache", action="store_true",
                               help="neither read nor write the report cache")
+    check_parser.add_argument("--cache-unknown", dest="cache_unknown", action="store_true",
+                              help="also cache reports with an unknown result (keyed by --timeout and --memory), so "
+                                   "a re-run does not spend the same budget again; without it they are re-solved")
 
 
 def options_from_args(args) -> CheckOptions:
@@ -373,7 +382,8 @@ def options_from_args(args) -> CheckOptions:
                         prove=bool(args.prove), tokens=None if args.tokens is None else tuple(args.tokens),
                         engine=args.engine, memory_mb=getattr(args, "memory", 0) or 0,
                         deployment=load_deployment(deployment) if deployment else None,
-                        counterexamples=getattr(args, "max_counterexamples", 1) or 1)
+                        counterexamples=getattr(args, "max_counterexamples", 1) or 1,
+                        cache_unknown=bool(getattr(args, "cache_unknown", False)))
 
 
 def run_batch_cli(args, stdout, stderr) -> int:

@@ -102,9 +102,10 @@ def _digest(doc) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def cacheable(report: Report) -> bool:
-    """No `unknown` (it depends on time limits and the machine), and the JSON form reads back as an equal Report."""
-    if any(r.verdict == Verdict.UNKNOWN for r in report.results):
+def cacheable(report: Report, unknown: bool = False) -> bool:
+    """No `unknown` unless asked for (it depends on the time limits, which are in the key, and on the machine, which
+    is not), and the JSON form reads back as an equal Report."""
+    if not unknown and any(r.verdict == Verdict.UNKNOWN for r in report.results):
         return False
     try:
         return report_from_json(json.loads(json.dumps(report_json(report)))) == report
@@ -122,8 +123,9 @@ class ReportCache:
     def _path(self, key: str) -> Path:
         return self.directory / f"v{FORMAT}" / key[:2] / f"{key}.json"
 
-    def report(self, settings: dict) -> Optional[Report]:
-        """The cached report for settings, or None; an unreadable, corrupt or mismatched entry counts as absent."""
+    def report(self, settings: dict, unknown: bool = False) -> Optional[Report]:
+        """The cached report for settings, or None; an unreadable, corrupt or mismatched entry counts as absent, and
+        so does one with an `unknown` result unless `unknown`."""
         try:
             entry = json.loads(self._path(cache_key(settings)).read_text(encoding="utf-8"))
             if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("settings") != settings \
@@ -132,13 +134,13 @@ class ReportCache:
             report = report_from_json(entry.get("report"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError, ReportFormatError):
             return None
-        if report.policy_hash != settings.get("policy_hash") or not cacheable(report):
+        if report.policy_hash != settings.get("policy_hash") or not cacheable(report, unknown):
             return None
         return report
 
-    def store(self, settings: dict, report: Report) -> bool:
+    def store(self, settings: dict, report: Report, unknown: bool = False) -> bool:
         """Write the entry (temp file, then os.replace); False if the report is not cacheable or the write failed."""
-        if not cacheable(report) or report.policy_hash != settings.get("policy_hash"):
+        if not cacheable(report, unknown) or report.policy_hash != settings.get("policy_hash"):
             return False
         path = self._path(cache_key(settings))
         doc = report_json(report)

@@ -47,6 +47,18 @@ def versions() -> tuple:
     return (("prunecheck", __version__), ("z3", z3.get_version_string()))
 
 
+def clear_caches() -> None:
+    """Forget what this process shares between checks: step templates (with their lemmas), proofs with the policy
+    abstracted, and cvc5's answers. Reports do not change; only the time of the next checks does."""
+    from prunecheck.spec import template
+
+    from . import certificate, prove
+
+    template._templates.clear()
+    prove._shared.clear()
+    certificate._answers.clear()
+
+
 def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
           only: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0,
           prove: bool = True, token_domain=None, counterexamples: int = 1) -> Report:

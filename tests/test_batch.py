@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from prunecheck.checker.batch import (BatchItem, CheckOptions, batch_item, check_many,
-                                      exit_code, expand_policy_paths, run_batch_cli, summary_table, summary_text)
+                                      exit_code, expand_policy_paths, options_from_args, run_batch_cli, summary_table,
+                                      summary_text)
 from prunecheck.checker.cache import ReportCache, ReportFormatError, cache_key, cacheable, report_from_json
 from prunecheck.checker.check import policy_hash
 from prunecheck.checker.cli import UsageError, build_parser
@@ -20,7 +21,7 @@ from prunecheck.spec.errors import PolicySyntaxError
 
 from conftest import EXAMPLES
 
-# rationale_in_window's P1 counterexample at depth 6 depends on what the process checked before (z3 term history).
+# rationale_in_window's P1 counterexample at depth 6 once depended on what the process had checked before.
 NAMES = ("seed_flawed.yaml", "seed_safe_design.yaml", "blind_undo.yaml", "rationale_in_window.yaml")
 OPTIONS = CheckOptions(depth=6, spans=4, timeout=20.0)
 
@@ -94,7 +95,7 @@ def test_report_from_json_inverts_report_json(batch):
 
 def test_reports_do_not_depend_on_worker_history(batch):
     paths, _, cold, _ = batch
-    # In the cold batch it was the fourth of four policies on two workers: each policy gets a fresh process.
+    # In the cold batch it was the fourth of four policies on two workers, after others; here it is alone.
     (alone,) = check_many([paths[3]], OPTIONS, jobs=2)
     assert alone.report == cold[3].report and alone.report.result("P1").trace is not None
 
@@ -108,7 +109,7 @@ def test_cache_ignores_corrupt_entries_and_keys_every_option(batch, tmp_path):
     assert cache.store(settings, report) and cache.report(settings) == report
     for changed in (replace(OPTIONS, depth=5), replace(OPTIONS, prove=False), replace(OPTIONS, tokens=(1, 2)),
                     replace(OPTIONS, engine="explicit"), replace(OPTIONS, timeout=21.0), replace(OPTIONS, only=("C1",)),
-                    replace(OPTIONS, counterexamples=2)):
+                    replace(OPTIONS, counterexamples=2), replace(OPTIONS, memory_mb=512)):
         assert cache.report(changed.settings(policy_hash(policy))) is None
     (entry,) = tmp_path.rglob("*.json")
     text = entry.read_text()
@@ -122,6 +123,22 @@ def test_cache_ignores_corrupt_entries_and_keys_every_option(batch, tmp_path):
     assert not cacheable(unknown)
     assert not cache.store(OPTIONS.settings(unknown.policy_hash), unknown)
     assert cache_key(settings) != cache_key({**settings, "versions": {"prunecheck": "0", "z3": "0"}})
+
+
+def test_unknown_reports_are_cached_only_when_asked(batch, tmp_path):
+    paths, _, cold, _ = batch
+    unknown = cold[2].report
+    assert any(r.verdict == Verdict.UNKNOWN for r in unknown.results)
+    cache, settings = ReportCache(tmp_path), OPTIONS.settings(unknown.policy_hash)
+    assert cacheable(unknown, unknown=True) and cache.store(settings, unknown, unknown=True)
+    assert cache.report(settings) is None and cache.report(settings, unknown=True) == unknown
+    asked = replace(OPTIONS, cache_unknown=True)
+    (item,) = check_many([paths[2]], asked, jobs=1, cache_dir=tmp_path)
+    assert item.cached and item.report == unknown
+    shorter = replace(asked, timeout=10.0)
+    assert cache.report(shorter.settings(unknown.policy_hash), unknown=True) is None
+    args = build_parser().parse_args(["check", "x.yaml", "--cache-unknown"])
+    assert options_from_args(args).cache_unknown
 
 
 def test_cached_report_takes_the_path_it_was_read_from(batch, tmp_path):
