@@ -15,7 +15,6 @@ from collections import Counter
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from prunecheck.checker.bmc import check_bounded
 from prunecheck.checker.explicit import domains_for, explore

@@ -7,7 +7,6 @@ import glob
 import json
 import multiprocessing
 import os
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -153,21 +152,18 @@ def _died(path: str, why: str = "the checker process died (crash or out of memor
     return BatchItem(path, None, why, internal=True)
 
 
-TASKS_PER_WORKER = 200
-
-
 def _pool(jobs: int) -> ProcessPoolExecutor:
     # Never fork a process that has used z3: workers fork from a forkserver that has only imported the checker
-    # (one thread, no solver run), or are spawned. A worker checks up to TASKS_PER_WORKER policies, so the step
-    # templates and the proofs that do not depend on the policy are built once per worker, not once per policy;
-    # reports do not depend on what a worker checked before (counterexamples are canonical, tests/test_batch.py).
+    # (one thread, no solver run), or are spawned. Workers live for the whole batch, so the step templates and the
+    # proofs that do not depend on the policy are built once per worker, not once per policy; reports do not depend
+    # on what a worker checked before (counterexamples are canonical, tests/test_batch.py). No max_tasks_per_child:
+    # with it, Python 3.11's executor can hang when it replaces a worker (seen here after 200 policies per worker).
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__, "prunecheck.checker.check", "prunecheck.checker.loader"])
     else:
         context = multiprocessing.get_context("spawn")
-    extra = {"max_tasks_per_child": TASKS_PER_WORKER} if sys.version_info >= (3, 11) else {}
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, **extra)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=context)
 
 
 def _pooled(paths, worker, args, jobs, done) -> None:
@@ -217,7 +213,7 @@ def check_many(paths: Sequence, options: CheckOptions, jobs: int = 1, executor: 
                scheduler: Optional[str] = None, cache_dir=None, progress=None,
                worker: Callable = batch_item) -> tuple:
     """A BatchItem per path, in the order given. jobs=1 (process executor) checks in this process; otherwise in
-    `jobs` worker processes (each replaced after TASKS_PER_WORKER policies), or on the Dask cluster at scheduler (a local one of `jobs` worker
+    `jobs` worker processes that live for the whole batch, or on the Dask cluster at scheduler (a local one of `jobs` worker
     processes if None). progress: a text stream for a rich progress bar (plain, unanimated if not a terminal)."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}")

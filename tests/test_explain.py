@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from prunecheck.checker.check import check, check_explicit
 from prunecheck.checker.cli import main
-from prunecheck.checker.emit import pytest_module, write_pytest_files
+from prunecheck.checker.emit import write_pytest_files
 from prunecheck.checker.explain import deciding_atoms, explain
 from prunecheck.checker.loader import expected_verdicts, load_policy, parse_policy_text
 from prunecheck.checker.minimize import minimize, violation_prefix, without_step

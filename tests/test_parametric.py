@@ -2,7 +2,6 @@
 
 import z3
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from prunecheck.spec.conditions import state_violations, transition_violations
 from prunecheck.spec.model import ACT
@@ -10,7 +9,7 @@ from prunecheck.spec.parametric import DEFAULTS, FIELDS, GHOSTS, PairAction, Pai
 from prunecheck.spec.runtime import State, step
 from prunecheck.spec.symbolic import ENUM_CODES
 
-from test_model import POLICIES, TARGETED, _policy, deployments, runs
+from test_model import TARGETED, _policy, runs
 
 
 def _span_values(state: State, i: int) -> dict:
