@@ -13,6 +13,7 @@ cache). Prints a Markdown table and writes it, with the machine, to --write.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -74,6 +75,12 @@ def machine() -> str:
             f"prunecheck {__version__}")
 
 
+def _conditions(item) -> list:
+    if item.report is None:
+        return ["error"]
+    return [str(r.verdict) for r in item.report.results]
+
+
 def timed(label: str, paths, options, jobs: int, cache_dir) -> tuple:
     started = time.perf_counter()
     items = check_many(paths, options, jobs=jobs, cache_dir=cache_dir, progress=sys.stderr)
@@ -91,6 +98,9 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per condition (default 30)")
     parser.add_argument("--serial", action="store_true",
                         help="also time jobs=1 in-process (long: every policy on one core)")
+    parser.add_argument("--save-verdicts", metavar="FILE", help="write the cold run's verdicts per condition (JSON)")
+    parser.add_argument("--compare-verdicts", metavar="FILE",
+                        help="report how the cold run's verdicts compare with those saved in FILE by another run")
     parser.add_argument("--write", metavar="FILE", default=str(ROOT / "benchmarks" / "BATCH.md"),
                         help="Markdown output (default benchmarks/BATCH.md; '' for none)")
     args = parser.parse_args(argv)
@@ -135,6 +145,19 @@ def main(argv=None) -> int:
         f"cached reports equal to the cold run's: {cached_equal}/{sum(c.cached for c in warm)} (warm run), "
         f"{kept_equal}/{sum(c.cached for c in kept)} (--cache-unknown run)",
     ]
+    mine = {Path(i.path).name: _conditions(i) for i in cold}
+    if args.save_verdicts:
+        Path(args.save_verdicts).write_text(json.dumps(mine, indent=0, sort_keys=True), encoding="utf-8")
+    if args.compare_verdicts:
+        other = json.loads(Path(args.compare_verdicts).read_text(encoding="utf-8"))
+        shared = sorted(set(mine) & set(other))
+        same = sum(mine[k] == other[k] for k in shared)
+        decided_here = sum(1 for k in shared for a, b in zip(mine[k], other[k]) if b == "unknown" != a)
+        lost_here = sum(1 for k in shared for a, b in zip(mine[k], other[k]) if a == "unknown" != b)
+        clash = sum(1 for k in shared for a, b in zip(mine[k], other[k]) if {a, b} == {"holds", "violated"})
+        facts.append(f"against {args.compare_verdicts}: same verdict on every condition for {same}/{len(shared)} "
+                     f"policies; conditions decided here but unknown there {decided_here}, unknown here but "
+                     f"decided there {lost_here}, holds against violated {clash}")
     if args.serial:
         same_reports = sum(a.report == b.report for a, b in zip(first, cold) if a.report is not None)
         facts.append(f"identical reports, in-process vs worker processes: {same_reports}/{len(first)} "
