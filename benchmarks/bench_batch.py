@@ -98,6 +98,7 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per condition (default 30)")
     parser.add_argument("--serial", action="store_true",
                         help="also time jobs=1 in-process (long: every policy on one core)")
+    parser.add_argument("--cold-only", action="store_true", help="time only the cold run")
     parser.add_argument("--save-verdicts", metavar="FILE", help="write the cold run's verdicts per condition (JSON)")
     parser.add_argument("--compare-verdicts", metavar="FILE",
                         help="report how the cold run's verdicts compare with those saved in FILE by another run")
@@ -120,16 +121,18 @@ def main(argv=None) -> int:
         keep_unknown = replace(options, cache_unknown=True)
         runs = [timed("jobs=1, in-process, no cache", paths, options, 1, None)] if args.serial else []
         # The cold run also stores reports with an unknown result; only the --cache-unknown run reads them.
-        runs += [timed(f"jobs={args.jobs}, cold cache", paths, keep_unknown, args.jobs, cache),
-                 timed(f"jobs={args.jobs}, warm cache", paths, options, args.jobs, cache),
-                 timed(f"jobs={args.jobs}, warm cache, --cache-unknown", paths, keep_unknown, args.jobs, cache)]
+        runs += [timed(f"jobs={args.jobs}, cold cache", paths, keep_unknown, args.jobs, cache)]
+        if not args.cold_only:
+            runs += [timed(f"jobs={args.jobs}, warm cache", paths, options, args.jobs, cache),
+                     timed(f"jobs={args.jobs}, warm cache, --cache-unknown", paths, keep_unknown, args.jobs, cache)]
 
     lines = ["| run | policies | seconds | policies/s | from cache |", "|---|---:|---:|---:|---:|"]
     for label, items, seconds in runs:
         lines.append(f"| {label} | {len(items)} | {seconds:.1f} | {len(items) / seconds:.2f} | "
                      f"{sum(i.cached for i in items)} |")
     table = "\n".join(lines)
-    cold, warm, kept = (items for _, items, _ in runs[-3:])
+    cold = runs[1 if args.serial else 0][1]
+    warm, kept = (runs[-2][1], runs[-1][1]) if not args.cold_only else ([], [])
     first = runs[0][1] if args.serial else cold
     verdicts = Counter(verdict_label(i) for i in cold)
     same_verdicts = sum(len({verdict_label(i) for i in group}) == 1 for group in zip(*(r[1] for r in runs)))
@@ -142,9 +145,10 @@ def main(argv=None) -> int:
         f"policies with at least one unknown condition (cold run): {len(partly_unknown)}, their time "
         f"{sum(i.seconds for i in partly_unknown):.1f} s of worker time",
         f"same verdict in all {len(runs)} runs: {same_verdicts}/{len(cold)}",
-        f"cached reports equal to the cold run's: {cached_equal}/{sum(c.cached for c in warm)} (warm run), "
-        f"{kept_equal}/{sum(c.cached for c in kept)} (--cache-unknown run)",
     ]
+    if not args.cold_only:
+        facts.append(f"cached reports equal to the cold run's: {cached_equal}/{sum(c.cached for c in warm)} (warm "
+                     f"run), {kept_equal}/{sum(c.cached for c in kept)} (--cache-unknown run)")
     mine = {Path(i.path).name: _conditions(i) for i in cold}
     if args.save_verdicts:
         Path(args.save_verdicts).write_text(json.dumps(mine, indent=0, sort_keys=True), encoding="utf-8")
