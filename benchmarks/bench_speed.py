@@ -35,6 +35,7 @@ from prunecheck.checker.result import Verdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_batch import generated_policies, machine  # noqa: E402
+from bench_check import median_seconds as median_time  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "policies"
@@ -43,15 +44,6 @@ UNSAFE = ("name: growth-unsafe\nevict: not pinned and recency * frequency < 0.25
           "deployment: {records: window, pins: self, audit: policy}\n")
 EXPLICIT_LIMIT = 60.0
 GROWTH_CAP = 60.0
-
-
-def median_time(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def shortest(report) -> int:
@@ -73,13 +65,8 @@ def cold_check(policy):
 
 def cli_seconds(path: Path, runs: int) -> float:
     """Wall time of `prunecheck check FILE` in a fresh interpreter (start-up and imports included)."""
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "prunecheck.checker", "check", str(path)], capture_output=True,
-                       timeout=600)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return median_time(lambda: subprocess.run([sys.executable, "-m", "prunecheck.checker", "check", str(path)],
+                                              capture_output=True, timeout=600), runs)
 
 
 def _verdict_of(seconds: float, limit: float) -> str:
