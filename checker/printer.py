@@ -82,127 +82,94 @@ def _prec(node) -> int:
     return P_ATOM
 
 
-def _fmt(node, min_prec: int) -> str:
-    text = _bare(node)
-    return f"({text})" if _prec(node) < min_prec else text
+class _Printer:
+    """One walker for both printed forms: the same precedence and parentheses; subclasses spell the leaves."""
 
+    def fmt(self, node, min_prec: int) -> str:
+        text = self.bare(node)
+        return f"({text})" if _prec(node) < min_prec else text
 
-def _bare(node) -> str:
-    if isinstance(node, Num):
-        return number_text(node.value)
-    if isinstance(node, BoolLit):
-        return "true" if node.value else "false"
-    if isinstance(node, EnumLit):
-        return _quote(node.value)
-    if isinstance(node, Attr):
+    def bare(self, node) -> str:
+        if isinstance(node, Num):
+            return number_text(node.value)
+        if isinstance(node, (BoolLit, EnumLit, Attr)):
+            return self.leaf(node)
+        if isinstance(node, Unary):
+            if node.op == "not":
+                if isinstance(node.arg, InSet):  # `x not in [...]` parses back to not (x in [...])
+                    return self.in_text(node.arg, "not in")
+                # parenthesise comparisons for readability: not (kind == 'diff')
+                return f"not {self.fmt(node.arg, P_CMP + 1) if _prec(node.arg) != P_NOT else self.bare(node.arg)}"
+            if node.op != "-":
+                raise ValueError(f"unknown unary operator {node.op!r}")
+            arg = self.fmt(node.arg, P_NEG)
+            if arg.startswith("-"):
+                arg = f"({arg})"
+            return f"-{arg}"
+        if isinstance(node, Binary):
+            prec = _BINARY_PREC.get(node.op)
+            if prec is None:
+                raise ValueError(f"unknown operator {node.op!r}")
+            if prec == P_CMP:  # comparisons do not chain (Python's would): parenthesise comparison operands
+                return f"{self.fmt(node.left, P_ADD)} {node.op} {self.fmt(node.right, P_ADD)}"
+            if node.op == "or":  # a or (b and c), for readability
+                left, right = (f"({self.bare(c)})" if _is_and(c) else None for c in (node.left, node.right))
+                return f"{left or self.fmt(node.left, prec)} or {right or self.fmt(node.right, prec + 1)}"
+            return f"{self.fmt(node.left, prec)} {node.op} {self.fmt(node.right, prec + 1)}"
+        if isinstance(node, InSet):
+            return self.in_text(node, "in")
+        if isinstance(node, Call):
+            return f"{node.fn}({', '.join(self.fmt(a, P_COND) for a in node.args)})"
+        if isinstance(node, Cond):
+            return f"{self.fmt(node.then, P_OR)} if {self.fmt(node.test, P_OR)} else {self.fmt(node.orelse, P_OR)}"
+        raise ValueError(f"not a policy expression: {type(node).__name__}")
+
+    def in_text(self, node: InSet, keyword: str) -> str:
+        values = ", ".join(self.fmt(v, P_COND) for v in node.values)
+        return f"{self.fmt(node.arg, P_ADD)} {keyword} [{values}]"
+
+    def leaf(self, node) -> str:
+        if isinstance(node, BoolLit):
+            return "true" if node.value else "false"
+        if isinstance(node, EnumLit):
+            return _quote(node.value)
         return node.name
-    if isinstance(node, Unary):
-        if node.op == "not":
-            if isinstance(node.arg, InSet):  # `x not in [...]` parses back to not (x in [...])
-                return _in_text(node.arg, "not in")
-            # parenthesise comparisons for readability: not (kind == 'diff')
-            return f"not {_fmt(node.arg, P_CMP + 1) if _prec(node.arg) != P_NOT else _bare(node.arg)}"
-        arg = _fmt(node.arg, P_NEG)
-        if arg.startswith("-"):
-            arg = f"({arg})"
-        return f"{node.op}{arg}"
-    if isinstance(node, Binary):
-        prec = _BINARY_PREC.get(node.op)
-        if prec is None:
-            raise ValueError(f"unknown operator {node.op!r}")
-        if prec == P_CMP:  # comparisons do not chain: parenthesise comparison operands
-            return f"{_fmt(node.left, P_ADD)} {node.op} {_fmt(node.right, P_ADD)}"
-        if node.op == "or":  # a or (b and c), for readability
-            left, right = (f"({_bare(c)})" if _is_and(c) else None for c in (node.left, node.right))
-            return f"{left or _fmt(node.left, prec)} or {right or _fmt(node.right, prec + 1)}"
-        return f"{_fmt(node.left, prec)} {node.op} {_fmt(node.right, prec + 1)}"
-    if isinstance(node, InSet):
-        return _in_text(node, "in")
-    if isinstance(node, Call):
-        return f"{node.fn}({', '.join(_fmt(a, P_COND) for a in node.args)})"
-    if isinstance(node, Cond):
-        return f"{_fmt(node.then, P_OR)} if {_fmt(node.test, P_OR)} else {_fmt(node.orelse, P_OR)}"
-    raise ValueError(f"not a policy expression: {type(node).__name__}")
+
+
+class _PythonPrinter(_Printer):
+    """The restricted-Python spellings: True/False, repr'd enum names, span.x and window.x."""
+
+    def leaf(self, node) -> str:
+        if isinstance(node, BoolLit):
+            return "True" if node.value else "False"
+        if isinstance(node, EnumLit):
+            if not isinstance(node.value, str):
+                raise ValueError(f"enum name must be a string, got {type(node.value).__name__}")
+            return repr(node.value)
+        if node.name in SPAN_ATTRS:
+            return f"span.{node.name}"
+        if node.name in WINDOW_ATTRS:
+            return f"window.{node.name}"
+        raise ValueError(f"unknown attribute {node.name!r}")
+
+
+_TEXT, _PYTHON = _Printer(), _PythonPrinter()
 
 
 def _is_and(node) -> bool:
     return isinstance(node, Binary) and node.op == "and"
 
 
-def _in_text(node: InSet, keyword: str) -> str:
-    values = ", ".join(_fmt(v, P_COND) for v in node.values)
-    return f"{_fmt(node.arg, P_ADD)} {keyword} [{values}]"
-
-
 def to_text(expr) -> str:
     """Canonical mini-language text for expr: parenthesised where precedence requires, plus `a or (b and c)`
     and `not (a == b)` for readability; `not (x in [...])` prints as `x not in [...]`."""
-    return _fmt(expr, P_COND)
-
-
-# --------------------------------------------------------------------------- restricted-Python form
-
-
-def _py_fmt(node, min_prec: int) -> str:
-    text = _py_bare(node)
-    return f"({text})" if _prec(node) < min_prec else text
-
-
-def _py_bare(node) -> str:
-    """Python twin of _bare: same precedence and parentheses, Python spellings for leaves."""
-    if isinstance(node, Num):
-        return number_text(node.value)
-    if isinstance(node, BoolLit):
-        return "True" if node.value else "False"
-    if isinstance(node, EnumLit):
-        if not isinstance(node.value, str):
-            raise ValueError(f"enum name must be a string, got {type(node.value).__name__}")
-        return repr(node.value)
-    if isinstance(node, Attr):
-        if node.name in SPAN_ATTRS:
-            return f"span.{node.name}"
-        if node.name in WINDOW_ATTRS:
-            return f"window.{node.name}"
-        raise ValueError(f"unknown attribute {node.name!r}")
-    if isinstance(node, Unary):
-        if node.op == "not":
-            if isinstance(node.arg, InSet):
-                return _py_in_text(node.arg, "not in")
-            return f"not {_py_fmt(node.arg, P_CMP + 1) if _prec(node.arg) != P_NOT else _py_bare(node.arg)}"
-        if node.op != "-":
-            raise ValueError(f"unknown unary operator {node.op!r}")
-        arg = _py_fmt(node.arg, P_NEG)
-        if arg.startswith("-"):
-            arg = f"({arg})"
-        return f"-{arg}"
-    if isinstance(node, Binary):
-        prec = _BINARY_PREC.get(node.op)
-        if prec is None:
-            raise ValueError(f"unknown operator {node.op!r}")
-        if prec == P_CMP:  # Python chains a < b < c: comparison operands are parenthesised
-            return f"{_py_fmt(node.left, P_ADD)} {node.op} {_py_fmt(node.right, P_ADD)}"
-        if node.op == "or":
-            left, right = (f"({_py_bare(c)})" if _is_and(c) else None for c in (node.left, node.right))
-            return f"{left or _py_fmt(node.left, prec)} or {right or _py_fmt(node.right, prec + 1)}"
-        return f"{_py_fmt(node.left, prec)} {node.op} {_py_fmt(node.right, prec + 1)}"
-    if isinstance(node, InSet):
-        return _py_in_text(node, "in")
-    if isinstance(node, Call):
-        return f"{node.fn}({', '.join(_py_fmt(a, P_COND) for a in node.args)})"
-    if isinstance(node, Cond):
-        return f"{_py_fmt(node.then, P_OR)} if {_py_fmt(node.test, P_OR)} else {_py_fmt(node.orelse, P_OR)}"
-    raise ValueError(f"not a policy expression: {type(node).__name__}")
-
-
-def _py_in_text(node: InSet, keyword: str) -> str:
-    values = ", ".join(_py_fmt(v, P_COND) for v in node.values)
-    return f"{_py_fmt(node.arg, P_ADD)} {keyword} [{values}]"
+    return _TEXT.fmt(expr, P_COND)
 
 
 def to_python(expr) -> str:
     """expr in the restricted Python form (span.x, window.x, True/False, exact numbers); it re-parses to an
     AST equal to what to_text(expr) re-parses to (and to expr itself when its Nums are non-negative decimals)."""
-    return _py_fmt(expr, P_COND)
+    return _PYTHON.fmt(expr, P_COND)
 
 
 # --------------------------------------------------------------------------- whole policy files
