@@ -53,16 +53,13 @@ def houdini(init, at_init, step: Sequence, before: dict, after: dict, timeout: f
     return Invariant(tuple(alive), rounds, True)
 
 
-def inductive_lemmas(model: Model, timeout: float = 10.0, any_policy: bool = True) -> Invariant:
+def inductive_lemmas(model: Model, timeout: float = 10.0) -> Invariant:
     """The structural lemmas of the N-slot model that are inductive: sound to assume at every BMC depth.
 
-    With any_policy (the default) the policy's per-slot verdicts, ranks and budget are left free: the lemmas hold
-    for every policy of the model's shape, so one Houdini run serves them all in this process. Lemmas that only this
-    policy makes inductive (a record the policy never selects stays alive) are lost: the search is no less sound.
+    The policy's per-slot verdicts, ranks and budget are left free (the step template's placeholders): the lemmas
+    hold for every policy of the model's shape, so one Houdini run serves them all in this process. Lemmas that only
+    this policy makes inductive (a record the policy never selects stays alive) are lost; the search is no less sound.
     """
-    if not any_policy:
-        pre, act, post = model.generic_state("pre"), model.action("pre"), model.state("post")
-        return _houdini_step(model, model.encode_step(pre, act, post).constraints, pre, post, timeout)
     template = step_template(model)
     known = template.lemmas.get(timeout)
     if known is None:

@@ -31,9 +31,9 @@ class _Attempts:
 
     def __init__(self, policy, timeout: float):
         self.policy, self.timeout, self.done, self.proved = policy, timeout, {}, {}
-        self.done[True], self.proved[True] = _shared.get(free_shape(policy, timeout), (None, {}))
-        if self.done[True] is None:
-            del self.done[True]
+        shared = _shared.get(free_shape(policy, timeout))
+        if shared is not None:
+            self.done[True], self.proved[True] = shared
 
     def base(self, free_policy: bool):
         if free_policy not in self.done:
@@ -55,11 +55,12 @@ class _Attempts:
         """(encoding, names of the proved invariant, proved?, why not) for one attempt."""
         base, before, invariant = self.base(free_policy)
         known = self.proved[free_policy]
-        if condition not in known:
-            known[condition] = self._induction(condition, base, before, invariant)
-        outcome = known[condition]
-        if outcome[3].startswith("safety check gave up"):
-            del known[condition]
+        if condition in known:
+            return known[condition]
+        outcome, decided = self._induction(condition, base, before, invariant)
+        if decided:
+            # A safety check that gave up on time is not remembered: another attempt may decide it.
+            known[condition] = outcome
         return outcome
 
     def invariant(self, free_policy: bool, names: tuple):
@@ -75,9 +76,10 @@ class _Attempts:
         return enc.invariants[names]
 
     def _induction(self, condition, base, before, invariant):
+        """((encoding, names, proved?, why not), whether the outcome is decided rather than a solver giving up)."""
         enc = base.for_condition(condition)
         if not invariant.complete:
-            return enc, (), False, invariant.reason
+            return (enc, (), False, invariant.reason), True
         names = invariant.names
         solver = new_solver(self.timeout * 1000)
         solver.add([before[n] for n in names])
@@ -86,10 +88,10 @@ class _Attempts:
         solver.add(enc.bad)
         answer = query(solver)
         if answer.status == "unsat":
-            return enc, names, True, ""
+            return (enc, names, True, ""), True
         if answer.status == "unknown":
-            return enc, names, False, f"safety check gave up: {answer.reason}"
-        return enc, names, False, "not inductive relative to the invariant templates"
+            return (enc, names, False, f"safety check gave up: {answer.reason}"), False
+        return (enc, names, False, "not inductive relative to the invariant templates"), True
 
 
 def prove_all(policy, conditions, policy_doc: dict, policy_hash: str, timeout: float = 30.0) -> dict:
