@@ -119,16 +119,18 @@ def _budget_words(policy: Policy, action) -> str:
     return f"the policy's budget of {policy.budget}"
 
 
-def _budget_point(policy: Policy, where: Dict[str, Loc], t: Transition) -> Point:
-    held = t.before.window_tokens()
-    if _host_decides(policy, t.action):
-        return Point(f"compact(budget={t.action.budget})", where.get("budget", Loc(1, 1)),
-                     f"the host imposed a budget of {t.action.budget} tokens on this compaction (a host may impose "
-                     f"any budget at any compaction); the window held {held} tokens, over it; truncation removes the "
-                     "oldest spans in the window first, pinned or not")
+def _budget_point(policy: Policy, where: Dict[str, Loc], before: State) -> Point:
     return Point(f"budget: {policy.budget}", where.get("budget", Loc(1, 1)),
-                 f"the window held {held} tokens, over the budget; truncation removes the oldest "
+                 f"the window held {before.window_tokens()} tokens, over the budget; truncation removes the oldest "
                  "spans in the window first")
+
+
+def _truncation_words(policy: Policy, t: Transition) -> str:
+    """How a span was truncated; a host budget is named here, since it is nowhere in the policy's file."""
+    if _host_decides(policy, t.action):
+        return (f"truncated to the host budget of {t.action.budget}: a host may impose any budget at any "
+                f"compaction, and the window held {t.before.window_tokens()} tokens")
+    return f"truncated to {_budget_words(policy, t.action)}"
 
 
 def _role(state: State, span_id: int) -> str:
@@ -190,8 +192,10 @@ def _removal_points(policy, transitions, index, span_id, where, placement: str) 
     if span_id in t.evicted:
         return tuple(predicate_points(policy, t.before, span_id)) + (
             _setting(policy, placement, where, f"puts the {_role(t.before, span_id).split()[0]} in the policy's reach"),)
-    return (_budget_point(policy, where, t),
-            _setting(policy, placement, where, "puts it among the spans truncation may remove"))
+    placed = _setting(policy, placement, where, "puts it among the spans truncation may remove")
+    if _host_decides(policy, t.action):
+        return (placed,)
+    return (_budget_point(policy, where, t.before), placed)
 
 
 def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) -> Cause:
@@ -211,7 +215,7 @@ def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) 
         gone = sorted(e.record for e in t.before.edits
                       if t.before.span(e.record).alive and not after.span(e.record).alive)
         record = gone[0]
-        how = "evicted by the policy" if record in t.evicted else f"truncated to {_budget_words(policy, t.action)}"
+        how = "evicted by the policy" if record in t.evicted else _truncation_words(policy, t)
         points = _removal_points(policy, transitions, last - 1, record, where, "records")
         return Cause(condition, last, f"the compaction removes record #{record} of edit {record} ({how})", points)
     if condition == "C3":
@@ -231,8 +235,7 @@ def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) 
         return Cause(condition, last, f"status says '{REVERSIBLE}' while record #{info.record} of edit {info.record} "
                      f"is gone{removed}", points)
     info = next(e for e in after.live_edits() if not after.span(e.rationale).alive)
-    how = ("evicted by the policy" if info.rationale in t.evicted
-           else f"truncated to {_budget_words(policy, t.action)}")
+    how = "evicted by the policy" if info.rationale in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, last - 1, info.rationale, where, "rationale")
     return Cause(condition, last, f"the compaction removes rationale #{info.rationale} of live edit {info.record} "
                  f"({how})", points)
