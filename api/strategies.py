@@ -34,7 +34,7 @@ from prunecheck.spec.policy import (
     Policy,
     Unary,
 )
-from prunecheck.spec.runtime import ACTION_TYPES, CONTENT_KINDS, Append, State, enabled_actions, step
+from prunecheck.spec.runtime import ACTION_TYPES, CONTENT_KINDS, Append, Compact, State, enabled_actions, step
 
 FORMS = ("yaml", "python", "json")
 TYPES = (BOOL, NUM, KIND, NAMESPACE)
@@ -272,6 +272,8 @@ def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_
         name = draw(st.sampled_from([n for n in ACTION_TYPES if n in by_name]))  # compact, audit: never empty
         if name == "append":
             action = Append(draw(st.sampled_from(CONTENT_KINDS)), draw(st.integers(1, max_tokens)))
+        elif name == "compact":
+            action = Compact(draw(st.none() | st.integers(1, state.window_tokens() + 1)))
         else:
             action = draw(st.sampled_from(by_name[name]))
         state = step(policy, state, action, max_spans).after
@@ -282,7 +284,8 @@ def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_
 def traces(policy: Policy, max_steps: int = 10, max_spans: Optional[int] = 8, *, max_tokens: int = 4) -> st.SearchStrategy:
     """Lists of at most max_steps runtime actions, each enabled (see spec.runtime.enabled_actions) in the state
     the previous ones reach from State() under policy with max_spans; each step draws the action name first,
-    then its arguments (appends carry 1..max_tokens tokens)."""
+    then its arguments (appends carry 1..max_tokens tokens; a compaction has no host budget or one of 1 up to the
+    window's tokens + 1)."""
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
         raise ValueError(f"max_steps must be an integer >= 0, got {max_steps!r}")
     if max_spans is not None and (isinstance(max_spans, bool) or not isinstance(max_spans, int) or max_spans < 0):

@@ -43,7 +43,8 @@ def _action(entry, where: str):
             f"{where}: bad action")
     cls = ACTION_TYPES[entry["action"]]
     args = entry["args"]
-    _expect(set(args) == set(cls.__dataclass_fields__), f"{where}: wrong arguments for {entry['action']}")
+    fields = set(cls.__dataclass_fields__)  # a compaction's host budget is optional
+    _expect(fields - {"budget"} <= set(args) <= fields, f"{where}: wrong arguments for {entry['action']}")
     _expect(all(_integer(v) or isinstance(v, str) for v in args.values()), f"{where}: bad argument value")
     return cls(**args)
 

@@ -24,13 +24,16 @@ def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
         out.append((a.kind, list(CONTENT)))
     if name == "edit":
         out.append((a.destroy, [z3.BoolVal(False), z3.BoolVal(True)]))
+    if name == "compact":
+        out.append((a.hosted, [z3.BoolVal(False), z3.BoolVal(True)]))
     return out
 
 
 def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymAction], model: z3.ModelRef,
                 spans: int, deadline: float) -> z3.ModelRef:
     """A model of `assumptions` whose actions are lexicographically least (action name, then span slot, kind,
-    transform before destroy, and an append's token count, step by step), starting from `model`.
+    transform before destroy, an append's token count, and a compaction without a host budget before one with the
+    least host budget, step by step), starting from `model`.
 
     The solver picks among equally short counterexamples by its internal state, which depends on everything the
     process asked z3 before; this makes the reported trace a function of the policy and the bounds alone. Only
@@ -50,7 +53,7 @@ def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymA
                 break
         fixed.append(variable == model.eval(variable, model_completion=True))
 
-    def least_tokens(variable):
+    def least_int(variable):
         nonlocal model
         low, high = 1, model.eval(variable, model_completion=True).as_long()
         while low < high and deadline > time.monotonic():
@@ -70,6 +73,9 @@ def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymA
         settle(a.act, [ACT[n] for n in ACTIONS])
         for variable, values in _arguments(model, a, spans):
             settle(variable, values)
-        if model.eval(a.act, model_completion=True).decl().name() == "do_append":
-            least_tokens(a.tokens)
+        name = model.eval(a.act, model_completion=True).decl().name()
+        if name == "do_append":
+            least_int(a.tokens)
+        if name == "do_compact" and z3.is_true(model.eval(a.hosted, model_completion=True)):
+            least_int(a.host)
     return model

@@ -107,10 +107,30 @@ def _setting(policy: Policy, key: str, where: Dict[str, Loc], why: str) -> Point
     return Point(f"{key}: {value}", deployment_location(policy, key, where), why)
 
 
+def _host_decides(policy: Policy, action) -> bool:
+    """The compaction truncated to the host's budget, not the policy's (the least of the two applies)."""
+    host = getattr(action, "budget", None)
+    return host is not None and (policy.budget is None or host < policy.budget)
+
+
+def _budget_words(policy: Policy, action) -> str:
+    if _host_decides(policy, action):
+        return f"the host budget of {action.budget}"
+    return f"the policy's budget of {policy.budget}"
+
+
 def _budget_point(policy: Policy, where: Dict[str, Loc], before: State) -> Point:
     return Point(f"budget: {policy.budget}", where.get("budget", Loc(1, 1)),
                  f"the window held {before.window_tokens()} tokens, over the budget; truncation removes the oldest "
                  "spans in the window first")
+
+
+def _truncation_words(policy: Policy, t: Transition) -> str:
+    """How a span was truncated; a host budget is named here, since it is nowhere in the policy's file."""
+    if _host_decides(policy, t.action):
+        return (f"truncated to the host budget of {t.action.budget}: a host may impose any budget at any "
+                f"compaction, and the window held {t.before.window_tokens()} tokens")
+    return f"truncated to {_budget_words(policy, t.action)}"
 
 
 def _role(state: State, span_id: int) -> str:
@@ -143,7 +163,7 @@ def step_label(policy: Policy, t: Transition) -> str:
         if t.evicted:
             parts.append("evicted by the policy: " + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.evicted)))
         if t.truncated:
-            parts.append("truncated to the budget: "
+            parts.append(f"truncated to {_budget_words(policy, a)}: "
                          + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.truncated)))
         return "compaction: " + ("; ".join(parts) if parts else "nothing removed")
     if isinstance(a, Undo):
@@ -172,8 +192,10 @@ def _removal_points(policy, transitions, index, span_id, where, placement: str) 
     if span_id in t.evicted:
         return tuple(predicate_points(policy, t.before, span_id)) + (
             _setting(policy, placement, where, f"puts the {_role(t.before, span_id).split()[0]} in the policy's reach"),)
-    return (_budget_point(policy, where, t.before),
-            _setting(policy, placement, where, "puts it among the spans truncation may remove"))
+    placed = _setting(policy, placement, where, "puts it among the spans truncation may remove")
+    if _host_decides(policy, t.action):
+        return (placed,)
+    return (_budget_point(policy, where, t.before), placed)
 
 
 def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) -> Cause:
@@ -193,7 +215,7 @@ def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) 
         gone = sorted(e.record for e in t.before.edits
                       if t.before.span(e.record).alive and not after.span(e.record).alive)
         record = gone[0]
-        how = "evicted by the policy" if record in t.evicted else "truncated to the budget"
+        how = "evicted by the policy" if record in t.evicted else _truncation_words(policy, t)
         points = _removal_points(policy, transitions, last - 1, record, where, "records")
         return Cause(condition, last, f"the compaction removes record #{record} of edit {record} ({how})", points)
     if condition == "C3":
@@ -213,7 +235,7 @@ def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) 
         return Cause(condition, last, f"status says '{REVERSIBLE}' while record #{info.record} of edit {info.record} "
                      f"is gone{removed}", points)
     info = next(e for e in after.live_edits() if not after.span(e.rationale).alive)
-    how = "evicted by the policy" if info.rationale in t.evicted else "truncated to the budget"
+    how = "evicted by the policy" if info.rationale in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, last - 1, info.rationale, where, "rationale")
     return Cause(condition, last, f"the compaction removes rationale #{info.rationale} of live edit {info.record} "
                  f"({how})", points)

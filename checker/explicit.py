@@ -24,7 +24,8 @@ class Domains:
     kinds: tuple
 
     def describe(self) -> str:
-        return f"tokens {{{', '.join(map(str, self.tokens))}}}, kinds {{{', '.join(self.kinds)}}}"
+        return (f"tokens {{{', '.join(map(str, self.tokens))}}}, kinds {{{', '.join(self.kinds)}}}, "
+                "host budgets: one per distinct compaction")
 
 
 def kind_representatives(policy: Policy) -> tuple:

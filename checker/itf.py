@@ -15,6 +15,8 @@ from prunecheck.spec.conditions import violations
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 VARS = ("step", "spans", "edits", "status", "outcome", "violations", "mbt::actionTaken", "mbt::nondetPicks")
 PICKS = ("kind", "tokens", "target", "mode", "span", "edit")
+# Written only when set (a compaction's host budget), so that traces without one are as before and old files replay.
+OPTIONAL_PICKS = ("budget",)
 
 
 def _int(value: int) -> dict:
@@ -36,6 +38,7 @@ def _span(span: Span) -> dict:
 def _state(policy, state: State, action_name: str, args: dict, outcome: str, bad) -> dict:
     picks = {key: ({"tag": "Some", "value": _value(args[key])} if key in args else {"tag": "None", "value": {"#tup": []}})
              for key in PICKS}
+    picks.update({key: {"tag": "Some", "value": _value(args[key])} for key in OPTIONAL_PICKS if key in args})
     return {
         "step": _int(state.step),
         "spans": [_span(s) for s in state.spans],
@@ -118,6 +121,8 @@ def actions_of(document) -> tuple:
         kwargs = {}
         for field_name, field_def in cls.__dataclass_fields__.items():
             pick = picks.get(field_name) if isinstance(picks, dict) else None
+            if field_name in OPTIONAL_PICKS and (pick is None or pick == {"tag": "None", "value": {"#tup": []}}):
+                continue
             if not isinstance(pick, dict) or pick.get("tag") != "Some":
                 raise TraceFormatError(f"{where}: action {name} needs argument {field_name}")
             value = pick.get("value")

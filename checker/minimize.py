@@ -6,7 +6,9 @@ from dataclasses import replace
 from typing import Optional, Sequence, Tuple
 
 from prunecheck.spec.policy import CONTENT_KINDS, Policy
-from prunecheck.spec.runtime import ActionRefused, Append, Edit, Pin, Read, State, Undo, Unpin, step
+from prunecheck.spec.runtime import (
+    ActionRefused, Append, Compact, Edit, Pin, Read, State, Undo, Unpin, host_budgets, step,
+)
 
 from .replay import first_violation
 
@@ -103,9 +105,29 @@ def _fewer_tokens(policy, actions: tuple, index: int, condition: str, max_spans)
     return best
 
 
+def _milder_budget(policy, actions: tuple, index: int, condition: str, max_spans) -> tuple:
+    """A host budget as mild as the violation allows: none if possible, else the largest that still violates (the
+    top of the least truncating budget interval; each probe replayed)."""
+    action = actions[index]
+    if not isinstance(action, Compact) or action.budget is None:
+        return actions
+    state = State()
+    for before in actions[:index]:
+        state = step(policy, state, before, max_spans).after
+    for host in (None,) + host_budgets(policy, state):
+        if host is not None and host < action.budget:
+            break
+        candidate = actions[:index] + (Compact(host),) + actions[index + 1:]
+        reduced = violation_prefix(policy, candidate, condition, max_spans)
+        if reduced is not None and len(reduced) == len(actions):
+            return reduced
+    return actions
+
+
 def minimize(policy: Policy, actions: Sequence, condition: str, max_spans: Optional[int] = None) -> tuple:
     """A reduced counterexample: no step can be dropped and no value made simpler while `condition` is still violated
-    on the runtime at the last step. Never longer than `actions`; returns `actions` unchanged if they do not violate."""
+    on the runtime at the last step (a host budget is dropped or enlarged as far as the violation allows). Never
+    longer than `actions`; returns `actions` unchanged if they do not violate."""
     current = violation_prefix(policy, actions, condition, max_spans)
     if current is None:
         return tuple(actions)
@@ -120,6 +142,7 @@ def minimize(policy: Policy, actions: Sequence, condition: str, max_spans: Optio
                 current, changed = shorter, True
     for index in range(len(current)):
         current = _fewer_tokens(policy, current, index, condition, max_spans)
+        current = _milder_budget(policy, current, index, condition, max_spans)
         for field, values in _simpler_choices(current[index]):
             for value in values:
                 simpler = replace(current[index], **{field: value})

@@ -46,7 +46,7 @@ class Change:
             return f"exclude {words} from eviction: add `and {test}` to evict"
         if self.kind == "deployment":
             return f"deployment: set {self.key} to {self.value}"
-        return "drop the token budget (no truncation)"
+        return "drop the token budget (truncation only to a host's budget)"
 
     def as_dict(self, form: str = "yaml") -> dict:
         doc = {"kind": self.kind, "description": self.describe(form)}

@@ -57,7 +57,9 @@ def decode_action(model: z3.ModelRef, a: SymAction):
     simple = {"read": Read, "pin": Pin, "unpin": Unpin}
     if name in simple:
         return simple[name](arg)
-    return Compact() if name == "compact" else Audit()
+    if name == "compact":
+        return Compact(_int(model, a.host) if _bool(model, a.hosted) else None)
+    return Audit()
 
 
 def decode_state(model: z3.ModelRef, s: SymState) -> State:

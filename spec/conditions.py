@@ -8,7 +8,7 @@ from .runtime import REVERSIBLE, Compact, State, Transition, Undo, is_candidate,
 CONDITIONS = ("C1", "C2", "C3", "C4", "P1")
 DESCRIPTIONS = {
     "C1": "separation: no recovery record of a live edit is ever a compaction candidate",
-    "C2": "budget independence: no compaction removes a recovery record",
+    "C2": "budget independence: no compaction, at any budget, removes a recovery record",
     "C3": "tested undo: no undo reverts a span re-edited since its record was taken",
     "C4": "independent audit: status is never 'reversible' while a live edit lacks its record",
     "P1": "provenance: the rationale of a live edit is never evicted",

@@ -102,6 +102,13 @@ class SymAction:
         self.kind = z3.Const(f"{tag}akind@{k}", KindSort)
         self.tokens = z3.Int(f"{tag}atokens@{k}")
         self.destroy = z3.Bool(f"{tag}adestroy@{k}")
+        # A compaction's host budget: `hosted` says the host imposes one, `host` is its value (free per step).
+        self.hosted = z3.Bool(f"{tag}ahosted@{k}")
+        self.host = z3.Int(f"{tag}ahost@{k}")
+
+    def variables(self) -> list:
+        """The action's variables, in the fixed order the step template substitutes them."""
+        return [self.act, self.arg, self.kind, self.tokens, self.destroy, self.hosted, self.host]
 
 
 class StepTerms:
@@ -198,10 +205,11 @@ class Model:
     def candidate(self, s: SymState, i: int):
         return z3.And(s.in_window(i), self.policy_terms(s)[i][0])
 
-    def compaction(self, s: SymState, terms=None, budget=None):
-        """Per slot: (evicted by the policy, truncated by the budget) for a compaction from s.
+    def compaction(self, s: SymState, a: SymAction, terms=None, budget=None):
+        """Per slot: (evicted by the policy, truncated to the effective budget) for a compaction from s by a.
 
-        terms and budget default to the policy's; a step template passes placeholders for both.
+        terms and budget default to the policy's; a step template passes placeholders for both. The ranked
+        eviction stops at the policy's budget; truncation walks to the least of it and a's host budget, if any.
         """
         n = self.n
         terms = self.policy_terms(s) if terms is None else terms
@@ -223,13 +231,15 @@ class Model:
         else:
             evicted = cand
         if budget is None:
-            return evicted, [z3.BoolVal(False)] * n
+            limited, limit = a.hosted, a.host
+        else:
+            limited, limit = z3.BoolVal(True), z3.If(z3.And(a.hosted, a.host < budget), a.host, budget)
         rest = total - z3.Sum([z3.If(evicted[i], s.tokens[i], 0) for i in range(n)])
         remaining = [z3.And(s.in_window(i), z3.Not(evicted[i])) for i in range(n)]
         truncated = []
         for i in range(n):
             older = z3.Sum([z3.IntVal(0)] + [z3.If(remaining[j], s.tokens[j], 0) for j in range(i)])
-            truncated.append(z3.And(remaining[i], rest - older > budget))
+            truncated.append(z3.And(limited, remaining[i], rest - older > limit))
         return evicted, truncated
 
     def encode_step(self, s: SymState, a: SymAction, t: SymState) -> StepTerms:
@@ -275,10 +285,11 @@ class Model:
             guard = [a_used, a_alive, a_pinned == want] + ([content] if dep.pins == "host" else [])
             out.append(z3.Implies(is_[name], z3.And(guard)))
         out.append(z3.Implies(is_["undo"], z3.And(a_used, a_kind == K["record"], z3.Not(a_undone))))
+        out.append(z3.Implies(z3.And(is_["compact"], a.hosted), a.host >= 1))
 
         fresh = a_target_version == a_rversion
         reverted = z3.And(is_["undo"], a_alive, fresh if dep.undo == "versioned" else z3.BoolVal(True))
-        evicted, truncated = self.compaction(s, terms, budget)
+        evicted, truncated = self.compaction(s, a, terms, budget)
         record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
         rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
         new_kind = z3.If(a.destroy, K["diff"], K["summary"])

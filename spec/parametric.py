@@ -1,8 +1,9 @@
 """The parametric model: one arbitrary span pair (r, r+1) tracked exactly, every other span abstracted away.
 
 For any number of spans, any run of the runtime projects onto any pair of ids (r, r+1) as a run of this
-system: the actions on other spans become nondeterministic choices, `window_tokens` is free, and a ranked or
-budgeted compaction may evict or truncate the pair's spans whenever the runtime could. An invariant of this
+system: the actions on other spans become nondeterministic choices, `window_tokens` is free, a ranked compaction
+may evict the pair's candidates whenever the runtime could, and any compaction may truncate the pair's live window
+spans (a host may impose any budget at any compaction). An invariant of this
 system over the pair therefore holds for every pair, at every depth, in windows of every size.
 """
 
@@ -170,8 +171,9 @@ class PairModel:
             restored = z3.And(any_revert, selected(a.restore, g))
             candidate = self.candidate(s, g, a)
             evicted = z3.And(candidate, a.chosen[g]) if ranked else candidate
-            truncated = (z3.And(f["alive"], f["ns"] == NS["window"], z3.Not(evicted), a.truncate[g])
-                         if self.policy.budget is not None else z3.BoolVal(False))
+            # The host may impose any budget at any compaction, so truncation is a free choice with or without a
+            # policy budget.
+            truncated = z3.And(f["alive"], f["ns"] == NS["window"], z3.Not(evicted), a.truncate[g])
             gone = z3.And(is_["compact"], z3.Or(evicted, truncated))
             if g == "r":
                 removes_record_r = z3.And(is_["compact"], self_is_record(f), f["alive"], z3.Or(evicted, truncated))

@@ -113,8 +113,10 @@ class Unpin:
 
 @dataclass(frozen=True)
 class Compact:
-    """Evict the policy's candidates, then truncate oldest-first to the budget."""
+    """Evict the policy's candidates, then truncate oldest-first to the effective budget: the least of the policy's
+    budget and the host's (`budget`, None when the host imposes none; it may differ at every compaction)."""
 
+    budget: Optional[int] = None
     name = "compact"
 
 
@@ -138,11 +140,21 @@ ACTION_TYPES = {cls.name: cls for cls in (Append, Edit, Read, Pin, Unpin, Compac
 
 
 def action_args(action: Action) -> dict:
-    return {key: getattr(action, key) for key in action.__dataclass_fields__}
+    """The action's arguments; a compaction without a host budget has none."""
+    return {key: getattr(action, key) for key in action.__dataclass_fields__
+            if not (isinstance(action, Compact) and getattr(action, key) is None)}
 
 
 def action_text(action: Action) -> str:
+    if isinstance(action, Compact):
+        return "compact()" if action.budget is None else f"compact(budget={action.budget!r})"
     return f"{action.name}({', '.join(repr(v) for v in action_args(action).values())})"
+
+
+def effective_budget(policy: Policy, host: Optional[int]) -> Optional[int]:
+    """The budget truncation walks to: the least of the policy's and the host's, None when neither is set."""
+    budgets = [b for b in (policy.budget, host) if b is not None]
+    return min(budgets) if budgets else None
 
 
 class ActionRefused(Exception):
@@ -255,7 +267,10 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
         info = state.edit(action.edit) if isinstance(action.edit, int) else None
         _require(info is not None, f"no edit {action.edit}")
         _require(not info.undone, f"edit {action.edit} already undone")
-    elif not isinstance(action, (Compact, Audit)):
+    elif isinstance(action, Compact):
+        host = action.budget
+        _require(host is None or (type(host) is int and host >= 1), "a host budget is an integer >= 1")
+    elif not isinstance(action, Audit):
         raise ActionRefused(f"not an action: {action!r}")
 
 
@@ -291,13 +306,15 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
         after = _set(state, replace(state.span(action.span), pinned=isinstance(action, Pin)))
         return Transition(state, action, replace(after, step=now), "ok")
     if isinstance(action, Compact):
-        return _compact(policy, state, now)
+        return _compact(policy, state, action, now)
     if isinstance(action, Undo):
         return _undo(policy, state, action, now)
     return Transition(state, action, replace(state, step=now), status(policy, state))
 
 
-def _compact(policy: Policy, state: State, now: int) -> Transition:
+def _evict(policy: Policy, state: State) -> tuple:
+    """Step 2 of a compaction: the evicted ids in order, and the window's tokens after them (the host's budget plays
+    no part: the ranked walk stops at the policy's own budget)."""
     chosen = [state.span(i) for i in candidates(policy, state)]
     budget = policy.budget
     tokens = state.window_tokens()
@@ -310,21 +327,50 @@ def _compact(policy: Policy, state: State, now: int) -> Transition:
                 break
             evicted.append(span.id)
             tokens -= span.tokens
-    else:
-        evicted = [s.id for s in chosen]
-        tokens -= sum(s.tokens for s in chosen)
+        return evicted, tokens
+    return [s.id for s in chosen], tokens - sum(s.tokens for s in chosen)
+
+
+def _truncate(state: State, evicted: list, tokens: int, limit: Optional[int]) -> list:
+    """Step 3: the ids truncated oldest-first until the window is within `limit` (none without a limit)."""
     truncated = []
-    if budget is not None:
-        for span in state.spans:
-            if tokens <= budget:
-                break
-            if addressable(span) and span.id not in evicted:
-                truncated.append(span.id)
-                tokens -= span.tokens
+    if limit is None:
+        return truncated
+    for span in state.spans:
+        if tokens <= limit:
+            break
+        if addressable(span) and span.id not in evicted:
+            truncated.append(span.id)
+            tokens -= span.tokens
+    return truncated
+
+
+def _compact(policy: Policy, state: State, action: Compact, now: int) -> Transition:
+    evicted, tokens = _evict(policy, state)
+    truncated = _truncate(state, evicted, tokens, effective_budget(policy, action.budget))
     after = state
     for span_id in evicted + truncated:
         after = _set(after, replace(after.span(span_id), alive=False))
-    return Transition(state, Compact(), replace(after, step=now), "ok", frozenset(evicted), frozenset(truncated))
+    return Transition(state, action, replace(after, step=now), "ok", frozenset(evicted), frozenset(truncated))
+
+
+def host_budgets(policy: Policy, state: State) -> tuple:
+    """Host budgets whose compactions differ from compact() and from each other, one per distinct outcome (the
+    largest budget of each), largest first: every compact(budget=H) from `state` has the outcome of one of them
+    or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed."""
+    evicted, rest = _evict(policy, state)
+    remaining = [s.tokens for s in state.spans if addressable(s) and s.id not in evicted]
+    tops = {rest - sum(remaining[:k]) - 1 for k in range(len(remaining))}
+    if policy.budget is not None:
+        tops.add(policy.budget - 1)
+    seen = {frozenset(_truncate(state, evicted, rest, policy.budget))}
+    out = []
+    for host in sorted((h for h in tops if h >= 1), reverse=True):
+        outcome = frozenset(_truncate(state, evicted, rest, effective_budget(policy, host)))
+        if outcome not in seen:
+            seen.add(outcome)
+            out.append(host)
+    return tuple(out)
 
 
 def _undo(policy: Policy, state: State, action: Undo, now: int) -> Transition:
@@ -351,9 +397,11 @@ def undo(policy: Policy, state: State, edit_id: int) -> State:
 
 
 def enabled_actions(policy: Policy, state: State, max_spans: Optional[int] = None, token_choices=(1,)) -> tuple:
-    """Every enabled action in `state`, appends drawn from CONTENT_KINDS x token_choices."""
+    """Every enabled action in `state`, appends drawn from CONTENT_KINDS x token_choices, and compact() plus one
+    compact(budget=H) per distinct outcome of a host budget (see host_budgets)."""
     options = [Append(kind, tokens) for kind in CONTENT_KINDS for tokens in token_choices]
     for span in state.spans:
         options += [Edit(span.id, "transform"), Edit(span.id, "destroy"), Read(span.id), Pin(span.id), Unpin(span.id)]
-    options += [Undo(e.record) for e in state.edits] + [Compact(), Audit()]
+    options += [Undo(e.record) for e in state.edits] + [Compact()]
+    options += [Compact(host) for host in host_budgets(policy, state)] + [Audit()]
     return tuple(a for a in options if enabled(policy, state, a, max_spans))

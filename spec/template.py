@@ -79,15 +79,13 @@ class StepTemplate:
         self.picks: list = []
         self.lemmas: dict = {}
         self.step = model.build_step(self.pre, self.act, self.post, self.picks, terms, self.budget)
-        self.sources = (state_vars(self.pre) + [self.act.act, self.act.arg, self.act.kind, self.act.tokens,
-                                                 self.act.destroy]
-                        + self.picks + self.evict + self.rank_num + self.rank_den
+        self.sources = (state_vars(self.pre) + self.act.variables() + self.picks + self.evict + self.rank_num + self.rank_den
                         + ([self.budget] if self.budget is not None else []))
 
     def instantiate(self, model, s, a, t):
         """Fills t's fields with the step's terms over s and a, and returns the step's StepTerms."""
         terms = model.policy_terms(s)
-        targets = (state_vars(s) + [a.act, a.arg, a.kind, a.tokens, a.destroy]
+        targets = (state_vars(s) + a.variables()
                    + [z3.Const(f"{c.decl().name().rsplit('@', 1)[0]}@{s.k}", c.sort()) for c in self.picks]
                    + [evict for evict, _ in terms]
                    + ([rank.num for _, rank in terms] if self.rank_num else [])

@@ -7,7 +7,8 @@ from prunecheck.checker.loader import expected_verdicts
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "policies"
 
 INLINE = {
-    # A policy whose only violation lies beyond the default depth: it may never be reported `holds`.
+    # A policy whose C1 violation lies beyond the default depth: it may never be reported `holds` (its C2 violation,
+    # truncation at a host budget, is found within 3 steps).
     "late_violation.yaml": (
         "name: late-violation\n"
         "evict: kind == 'record' and age > 20\n"

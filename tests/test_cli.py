@@ -82,6 +82,23 @@ def test_itf_traces_replay_and_tampering_is_detected(tmp_path):
     assert code == 1 and "state 1 differs" in out
 
 
+def test_a_counterexample_names_the_host_budget_everywhere(tmp_path):
+    policy = str(EXAMPLES / "kind_excludes_records.json")
+    code, out, _ = run("check", policy, "--only", "C2", "--no-prove", "--out", str(tmp_path))
+    assert code == 1 and "C2  violated" in out and "compact(budget=" in out
+    code, out, _ = run("check", policy, "--only", "C2", "--no-prove", "--format", "json")
+    trace = json.loads(out)["conditions"]["C2"]["trace"]
+    budget = trace[-1]["args"]["budget"]
+    assert trace[-1]["action"] == "compact" and budget >= 1
+    (written,) = tmp_path.glob("*.C2.itf.json")
+    picks = json.loads(written.read_text())["states"][-1]["mbt::nondetPicks"]
+    assert picks["budget"] == {"tag": "Some", "value": {"#bigint": str(budget)}}
+    code, out, _ = run("replay", str(written))
+    assert code == 0 and f"compact(budget={budget})" in out
+    code, out, _ = run("check", policy, "--only", "C2", "--no-prove", "--python")
+    assert f"Compact(budget={budget})" in out
+
+
 def test_deployment_override_replaces_the_files_section(tmp_path):
     deployment = tmp_path / "safe.yaml"
     deployment.write_text("deployment:\n  records: undo_region\n  pins: host\n  audit: independent\n")

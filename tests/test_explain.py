@@ -15,7 +15,7 @@ from prunecheck.checker.cli import main
 from prunecheck.checker.emit import write_pytest_files
 from prunecheck.checker.explain import deciding_atoms, explain
 from prunecheck.checker.loader import expected_verdicts, load_policy, parse_policy_text
-from prunecheck.checker.minimize import minimize, violation_prefix, without_step
+from prunecheck.checker.minimize import _milder_budget, minimize, violation_prefix, without_step
 from prunecheck.checker.replay import confirm, first_violation, replay
 from prunecheck.checker.result import Verdict
 from prunecheck.checker.variants import distinct_counterexamples
@@ -231,3 +231,22 @@ def test_a_trace_does_not_depend_on_what_the_process_solved_before():
         check(load_policy(EXAMPLES / name), depth=6, spans=6, prove=False)
     after = check(load_policy(target), depth=6, spans=6, only=("P1",), prove=False).result("P1").trace.actions
     assert fresh.stdout.strip() == repr(after)
+
+
+def test_a_host_budget_is_raised_to_the_largest_that_still_violates():
+    policy = load_policy(EXAMPLES / "kind_excludes_records.json")
+    actions = (Append("message", 1), Edit(0, "destroy"), Append("message", 5), Compact(1))
+    # window: #0 1, record 1, rationale 1, #3 5 tokens: the record goes with the oldest two at any budget up to 6
+    assert _milder_budget(policy, actions, 3, "C2", 6)[-1] == Compact(6)
+    assert violation_prefix(policy, actions[:3] + (Compact(7),), "C2", 6) is None
+    assert _milder_budget(policy, actions[:3] + (Compact(),), 3, "C2", 6)[-1] == Compact()
+
+
+def test_a_truncation_at_a_host_budget_is_explained_by_that_budget():
+    policy = load_policy(EXAMPLES / "kind_excludes_records.json")
+    result = {r.condition: r for r in check_explicit(policy, depth=3, spans=4).results}["C2"]
+    assert result.verdict == Verdict.VIOLATED and result.trace.actions[-1].budget is not None
+    explanation = explain(policy, result.trace.actions, "C2", 4)
+    budget = result.trace.actions[-1].budget
+    assert f"host budget of {budget}" in explanation.cause.summary
+    assert f"truncated to the host budget of {budget}" in explanation.steps[-1]

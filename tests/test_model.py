@@ -42,7 +42,8 @@ def runs(draw, max_steps=8):
     policy = _policy(draw(st.sampled_from(POLICIES)), draw(deployments))
     state, actions = State(), []
     for _ in range(draw(st.integers(1, max_steps))):
-        options = enabled_actions(policy, state, N, token_choices=(1, 2, 3, 4))
+        # Besides each distinct outcome's representative, any host budget at all.
+        options = enabled_actions(policy, state, N, token_choices=(1, 2, 3, 4)) + (Compact(draw(st.integers(1, 12))),)
         name = draw(st.sampled_from(sorted({a.name for a in options})))
         action = draw(st.sampled_from([a for a in options if a.name == name]))
         actions.append(action)
@@ -62,6 +63,9 @@ def _pin(model, a, action):
         out.append(a.tokens == args["tokens"])
     if "mode" in args:
         out.append(a.destroy == (args["mode"] == "destroy"))
+    if isinstance(action, Compact):
+        out.append(a.hosted == (action.budget is not None))
+        out.extend([a.host == action.budget] if action.budget is not None else [])
     return out
 
 
@@ -136,6 +140,11 @@ TARGETED = [
     ("evict: false", WINDOW, (Append("message", 1), Edit(0, "transform"), Edit(0, "destroy"), Undo(1))),
     # the self-certified status misses an evicted record whose rationale is gone too
     ("evict: kind in ['record', 'rationale']", WINDOW, (Append("message", 1), Edit(0, "destroy"), Compact(), Audit())),
+    # a host budget truncates without a policy budget, and below a policy budget (never above it)
+    ("evict: false", WINDOW, (Append("message", 3), Edit(0, "destroy"), Compact(2))),
+    ("evict: false\nbudget: 5", WINDOW, (Append("message", 3), Append("message", 2), Compact(9), Compact(1))),
+    ("evict: true\nrank: tokens\nbudget: 4", WINDOW,
+     (Append("message", 3), Append("message", 2), Append("message", 1), Compact(1))),
     # pins and reads
     ("evict: not pinned and reads == 0", WINDOW,
      (Append("message", 1), Edit(0, "transform"), Pin(1), Read(2), Unpin(1), Compact())),

@@ -176,39 +176,47 @@ def assert_proved(result):
     assert parse_policy_text(result.text, result.original.source) == result.policy
 
 
-def test_yaml_repair_is_one_proved_conjunct_printed_as_a_diff(tmp_path):
+def test_yaml_repair_moves_records_out_of_the_window_printed_as_a_diff(tmp_path):
     source = str(EXAMPLES / "seed_flawed.yaml")
     out = tmp_path / "fixed.yaml"
     code, stdout, err = cli(source, "--format", "json", "--out", str(out), "--alternatives", "0")
     assert code == 0 and f"wrote {out}" in err
     doc = json.loads(stdout)
     assert doc["status"] == "repaired" and doc["original"]["conditions"]["C1"] == "violated"
-    assert [c["kind"] for c in doc["changes"]] == ["exclude"] and doc["changes"][0]["kinds"] == ["record"]
+    # A conjunct excluding records keeps them from eviction, not from truncation at a host budget (C2).
+    assert [(c["kind"], c["key"], c["value"]) for c in doc["changes"]] == [("deployment", "records", "undo_region")]
     assert all(c["verdict"] == "holds" and "re-checked by cvc5" in c["reason"] for c in doc["conditions"].values())
     assert doc["diff"].startswith(f"--- a/{source.lstrip('/')}\n+++ b/{source.lstrip('/')}\n")
-    assert '+evict: not pinned and recency * frequency < 0.25 and kind != "record"\n' in doc["diff"]
+    assert '-  records: window\n+  records: undo_region\n' in doc["diff"]
     assert out.read_text() == doc["text"]
-    assert load_policy(out) == repaired_policy(load_policy(source), (RECORDS,), "yaml")
+    assert load_policy(out) == repaired_policy(load_policy(source), (flip("records", "undo_region"),), "yaml")
 
 
 def test_python_repair_is_proved_and_text_output_names_each_condition():
     code, stdout, _ = cli(str(EXAMPLES / "seed_flawed.py"), "--alternatives", "0")
     assert code == 0
-    assert 'exclude recovery records from eviction: evict first returns False when `span.kind == "record"`' in stdout
+    assert "deployment: set records to undo_region" in stdout
     assert sum(f"  {c}  holds  " in stdout for c in CONDITIONS) == 5
     assert stdout.count("certificate re-checked by cvc5") == 5
-    assert '+    if span.kind == "record":\n+        return False\n' in stdout
+    assert '+DEPLOYMENT = {"records": "undo_region", "pins": "self", "audit": "policy"}\n' in stdout
     assert "expect table still says violated for C1, C2, C4" in stdout
 
 
-def test_json_repair_excludes_rationale_from_eviction():
+def test_json_repair_moves_rationale_out_of_the_window():
     text = ('{"name": "j", "evict": "kind != \'record\' and not edited and age >= 3",\n'
             ' "deployment": {"rationale": "window"}}\n')
     policy = parse_policy_text(text, "p.json")
     result = repair(policy, text, "p.json", alternatives=0)
     assert_proved(result)
-    assert result.changes == (RATIONALE,) and result.original.result("P1").verdict == Verdict.VIOLATED
-    assert json.loads(result.text)["evict"] == "kind != 'record' and not edited and age >= 3 and kind != 'rationale'"
+    # Excluding rationale from evict is not enough: a host budget truncates it (P1).
+    assert result.changes == (flip("rationale", "decision_log"),)
+    assert result.original.result("P1").verdict == Verdict.VIOLATED
+    assert json.loads(result.text)["deployment"] == {"rationale": "decision_log"}
+
+
+def test_text_only_repair_of_records_in_the_window_is_impossible_and_says_why():
+    code, stdout, _ = cli(str(EXAMPLES / "kind_excludes_records.json"), "--text-only", "--alternatives", "0")
+    assert code == 1 and "no text repair can exist for C2" in stdout and "compact(budget=1)" in stdout
 
 
 def test_text_only_repair_of_blind_undo_is_impossible_and_says_why():
@@ -244,7 +252,8 @@ def test_every_unsafe_example_has_a_proved_repair(path):
     policy = load_policy(path)
     result = repair(policy, path.read_text(), str(path))
     assert_proved(result)
-    assert not result.reprinted and len(result.changes) == 1
+    # Records and rationale both in the window need both moved out: no text keeps them from a host budget.
+    assert not result.reprinted and len(result.changes) <= 2
 
 
 @pytest.mark.parametrize("form", ["yaml", "json", "python"])

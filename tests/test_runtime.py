@@ -16,7 +16,8 @@ from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import CONTENT_KINDS, DEPLOYMENT_CHOICES, Deployment
 from prunecheck.spec.runtime import (
     REVERSIBLE, UNKNOWN, ActionRefused, Append, Audit, Compact, Edit, EditInfo, Pin, Read, Span, State, Undo,
-    Unpin, addressable, candidates, enabled, enabled_actions, span_env, status, step, undo,
+    Unpin, addressable, candidates, effective_budget, enabled, enabled_actions, host_budgets, span_env, status, step,
+    undo,
 )
 
 SAFE = Deployment()
@@ -503,8 +504,9 @@ def test_budgeted_compaction_leaves_the_window_within_budget(run):
             assert not (t.evicted & t.truncated)
             assert all(addressable(t.before.span(i)) for i in t.truncated)
             assert {s.id for s in t.before.spans if s.alive and not t.after.span(s.id).alive} == t.evicted | t.truncated
-            if policy.budget is not None:
-                assert t.after.window_tokens() <= policy.budget
+            limit = effective_budget(policy, t.action.budget)
+            if limit is not None:
+                assert t.after.window_tokens() <= limit
             else:
                 assert not t.truncated and t.evicted == set(candidates(policy, t.before))
 
@@ -528,9 +530,10 @@ def test_status_matches_the_gap(run):
             assert t.after == replace(t.before, step=t.before.step + 1)
 
 
-def _closed_form(policy, state):
+def _closed_form(policy, state, host=None):
     """SPEC section 4's closed form of compaction (what the z3 model encodes): (evicted, truncated)."""
     spans, budget, total = state.spans, policy.budget, state.window_tokens()
+    limit = budget if host is None else min(host, budget if budget is not None else host)
     chosen = set(candidates(policy, state))
     if policy.rank is not None and budget is not None:
         rank = {i: evaluate(policy.rank, span_env(policy, state, spans[i])) for i in chosen}
@@ -545,8 +548,8 @@ def _closed_form(policy, state):
     rest = total - sum(spans[i].tokens for i in evicted)
     remaining = [s.id for s in spans if addressable(s) and s.id not in evicted]
     truncated = set()
-    if budget is not None:
-        truncated = {i for i in remaining if rest - sum(spans[j].tokens for j in remaining if j < i) > budget}
+    if limit is not None:
+        truncated = {i for i in remaining if rest - sum(spans[j].tokens for j in remaining if j < i) > limit}
     return evicted, truncated
 
 
@@ -557,7 +560,29 @@ def test_compaction_matches_the_closed_form(run):
     policy, _, transitions = run
     compactions = [t for t in transitions if t.action.name == "compact"]
     for t in compactions:
-        assert (set(t.evicted), set(t.truncated)) == _closed_form(policy, t.before)
+        assert (set(t.evicted), set(t.truncated)) == _closed_form(policy, t.before, t.action.budget)
+
+
+@settings(max_examples=100)
+@with_fixed_runs
+@given(runs())
+def test_host_budgets_list_every_distinct_compaction_once(run):
+    policy, _, transitions = run
+    for t in transitions:
+        state = t.after
+        listed = host_budgets(policy, state)
+        outcomes = [step(policy, state, Compact(h)).after for h in (None,) + listed]
+        assert len(set(outcomes)) == len(outcomes), listed
+        for host in range(1, state.window_tokens() + 2):
+            assert step(policy, state, Compact(host)).after in outcomes, host
+
+
+def test_a_host_budget_is_an_integer_of_at_least_one():
+    policy = _policy("evict: false")
+    for bad in (0, -1, True, 1.5, "2"):
+        assert not enabled(policy, State(), Compact(bad))
+    transition = step(policy, _run(policy, [Append("message", 3)])[0], Compact(2))
+    assert transition.truncated == {0} and transition.action == Compact(2)
 
 
 def _expected_undo_outcome(policy, state, edit_id):
