@@ -351,3 +351,19 @@ def test_any_generated_expression_is_refused_or_evaluates_as_cpython_does(evict,
         assert "\n" not in str(err) and err.line >= 1 and err.col >= 1
         return
     _agree(evict, rank, samples)
+
+
+def test_the_readme_adapter_builds_the_contract_views():
+    readme = (EXAMPLES.parent.parent / "README.md").read_text()
+    start = readme.index("from fractions import Fraction\nfrom types import SimpleNamespace as View")
+    adapter = readme[start: readme.index("```", start)]
+    scope = {}
+    exec(adapter, scope)  # the README's own reference code, not a policy
+    host_span = SimpleNamespace(tokens=3, age=4, idle=1, reads=2, pinned=False, edited=True, kind="diff",
+                                namespace="window")
+    span, window = scope["policy_views"](host_span, SimpleNamespace(window_tokens=9, budget=8, step=4))
+    expected, _ = contract(tokens=3, age=4, idle=1, reads=2, edited=True, kind="diff", window_tokens=9, budget=8,
+                           step=4)
+    assert vars(span) == vars(expected)
+    assert {k: type(v) for k, v in vars(span).items()} == {k: type(v) for k, v in vars(expected).items()}
+    assert (window.window_tokens, window.budget, window.step) == (9, 8, 4)
