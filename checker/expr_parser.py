@@ -63,7 +63,7 @@ def _short_enough(literal: str) -> bool:
     whole, _, places = literal.partition(".")
     if len(whole) + len(places) <= MAX_DIGITS:
         return True
-    if len(whole.lstrip("0")) > MAX_DIGITS or len(places) > MAX_PLACES:
+    if len(whole) > MAX_DIGITS or len(places) > MAX_PLACES:
         return False
     value = Fraction(literal)
     return value.numerator < 10**MAX_DIGITS and value.denominator < 10**MAX_DIGITS

@@ -122,6 +122,7 @@ REFUSED = [
     ("1e400 > span.tokens", None, 12, "`1e400` is infinite"),
     ("1e-20 < span.recency", None, 12, "needs more than 30 digits"),
     ("1e30 < span.tokens", None, 12, "needs more than 30 digits"),
+    ("1" * 400 + ".5 > span.tokens", None, 12, "is infinite"),
     ("True", "span.reads / (1 + span.age)", 23, "`/` between two integers"),
     ("True", "span.recency + 0.25", 25, "`+` with a float operand"),
 ]
@@ -239,7 +240,7 @@ def test_the_mini_language_reads_a_double_s_exact_decimal_and_bounds_it():
     assert parse_expr("recency < " + to_text(Num(POINT_ONE))).right == Num(POINT_ONE)
     tiny = Fraction(1, 2**99)  # the smallest power of two whose denominator has at most 30 digits
     assert parse_expr(to_text(Num(tiny))) == Num(tiny)
-    for text in ("0." + "1" * 40, "1" + "0" * 40, "0." + "0" * 100 + "1"):
+    for text in ("0." + "1" * 40, "1" + "0" * 40, "0." + "0" * 100 + "1", "0" * 5000 + "1", "1." + "0" * 5000):
         with pytest.raises(PolicySyntaxError, match="too long"):
             parse_expr(text)
 
