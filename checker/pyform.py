@@ -42,7 +42,7 @@ from prunecheck.spec.policy import (
 
 from .expr_parser import Builder, is_literal, too_deep_message
 from .printer import to_python
-from .typecheck import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
+from .typecheck import MAX_DEPTH, MAX_DIGITS, MAX_NAME, _children, suggestion
 
 MODULE_CONSTANTS = ("NAME", "BUDGET", "DEPLOYMENT", "EXPECT")
 POLICY_FUNCTIONS = ("evict", "rank")
@@ -588,7 +588,7 @@ class _Converter:
             self.fail("bytes literal is not allowed in a policy", node)
         self.fail(f"{value!r} is not allowed in a policy", node)
 
-    def double(self, node) -> Fraction:
+    def double(self, node) -> Num:
         """A float literal means its IEEE-754 double, exactly as CPython reads it (`0.1` is not 1/10)."""
         value, text = node.value, self.segment(node)
         if not math.isfinite(value):
@@ -712,7 +712,7 @@ class _Converter:
 
 
 # --------------------------------------------------------------------------- CPython's numeric types
-# Under the host contract (README, "Python form") integer attributes are int, recency and frequency are
+# Under the host contract (README, "What a Python-form policy means") integer attributes are int, recency and frequency are
 # fractions.Fraction, and a float literal is a float.  int and Fraction arithmetic is exact in CPython, and
 # so are comparisons, min, max, abs and negation of any of the three; everything else below is refused.
 
@@ -747,7 +747,7 @@ class _NumericTypes:
         if isinstance(node, Cond):
             self.types(node.test)
             return self.types(node.then) | self.types(node.orelse)
-        found = [self.types(child) for child in _operands(node)]
+        found = [self.types(child) for child in _children(node)]
         if isinstance(node, Call) or (isinstance(node, Unary) and node.op == "-"):
             return frozenset().union(*found)  # min/max return an operand; abs and minus keep the type
         return _NONE  # comparisons, in, not, and, or: exact in CPython, and bool
@@ -774,18 +774,6 @@ class _NumericTypes:
         except ValueError:
             text = type(node).__name__
         return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _operands(node) -> tuple:
-    if isinstance(node, Unary):
-        return (node.arg,)
-    if isinstance(node, Binary):
-        return (node.left, node.right)
-    if isinstance(node, InSet):
-        return (node.arg,) + tuple(node.values)
-    if isinstance(node, Call):
-        return tuple(node.args)
-    return ()
 
 
 def check_python_arithmetic(exprs, floats, file: str = "<policy>") -> None:
