@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional, Union
 
@@ -46,6 +47,16 @@ _ENUM_ATTR = {KIND: "kind", NAMESPACE: "namespace"}
 _SHIFTABLE = ("idle", "age", "reads", "frequency", "step", "window_tokens")
 # Attributes whose interval already excludes zero.
 _NONZERO = ("recency", "tokens")
+# What the Python form's host passes as fractions.Fraction (the README's host contract); the rest are ints.
+_FRACTION_ATTRS = ("recency", "frequency")
+# What a numeric operand of the Python form may be: a float too (only compared), int or Fraction, a Fraction.
+ANY, EXACT, FRACTION = "any", "exact", "fraction"
+
+
+@dataclass(frozen=True)
+class _Mode:
+    budget: bool  # `budget` may be referenced
+    python: bool = False  # keep the meaning CPython gives the Python form (see expressions)
 
 
 def _check_depth(max_depth) -> int:
@@ -84,13 +95,41 @@ def _divisors(depth: int, with_budget: bool) -> st.SearchStrategy:
     return st.one_of(leaves)
 
 
+def _integers(positive: bool = False) -> st.SearchStrategy:
+    return st.integers(1 if positive else 0, 100).map(lambda n: Num(Fraction(n)))
+
+
+def _doubles() -> st.SearchStrategy:
+    """Nums as the Python form reads float literals: 0.5 and 12.25 exactly, 0.1 as its double 3602879701896397/2**55."""
+    return st.one_of(
+        st.builds(lambda n, k: Num(Fraction(n, 2**k)), st.integers(0, 100), st.sampled_from((0, 1, 2, 3))),
+        st.builds(lambda n, k: Num(Fraction(n / 10**k)), st.integers(0, 100), st.sampled_from((1, 2))),
+    )
+
+
 @lru_cache(maxsize=None)
-def _literals(type_: str, depth: int) -> st.SearchStrategy:
+def _python_divisors(depth: int, with_budget: bool, fraction: bool) -> st.SearchStrategy:
+    """Divisors whose interval excludes zero, in integers and Fractions only; Fraction-valued when fraction."""
+    positive = _integers(positive=True)
+    if fraction:
+        leaves, shifted = [st.just(Attr("recency"))], st.just(Attr("frequency"))
+    else:
+        leaves = [positive, st.sampled_from(_NONZERO + (("budget",) if with_budget else ())).map(Attr)]
+        shifted = st.sampled_from(_SHIFTABLE).map(Attr)
+    if depth >= 2:
+        leaves.append(st.builds(lambda a, c: Binary("+", c, a), shifted, positive))
+        leaves.append(st.builds(lambda a, c: Binary("+", a, c), shifted, positive))
+    return st.one_of(leaves)
+
+
+@lru_cache(maxsize=None)
+def _literals(type_: str, depth: int, python: bool = False) -> st.SearchStrategy:
     """Literals allowed in an `in` list for an argument of type_, of depth <= depth."""
     if type_ == NUM:
+        base = _doubles() if python else numbers()
         if depth >= 2:
-            return st.one_of(numbers(), numbers().map(lambda n: Unary("-", n)))
-        return numbers()
+            return st.one_of(base, base.map(lambda n: Unary("-", n)))
+        return base
     if type_ == BOOL:
         return st.booleans().map(BoolLit)
     return st.sampled_from(ENUM_VALUES[type_]).map(EnumLit)
@@ -106,96 +145,129 @@ def _shape(draw, shapes, depth: int) -> str:
     return shapes[0] if depth <= 1 else draw(st.sampled_from(shapes))
 
 
-def _draw_num(draw, depth: int, b: bool):
+def _draw_num(draw, depth: int, m: "_Mode"):
+    if m.python:
+        return _draw_python_num(draw, depth, m, ANY)
     shape = _shape(draw, _NUM_SHAPES, depth)
     d = depth - 1
     if shape == "leaf":
-        return draw(st.one_of(numbers(), _num_attrs(b)))
+        return draw(st.one_of(numbers(), _num_attrs(m.budget)))
     if shape == "arith":
         op = draw(st.sampled_from(("+", "-", "*")))
-        return Binary(op, _draw_num(draw, d, b), _draw_num(draw, d, b))
+        return Binary(op, _draw_num(draw, d, m), _draw_num(draw, d, m))
     if shape == "divide":
-        return Binary("/", _draw_num(draw, d, b), draw(_divisors(d, b)))
+        return Binary("/", _draw_num(draw, d, m), draw(_divisors(d, m.budget)))
     if shape == "negate":
-        return Unary("-", _draw_num(draw, d, b))
+        return Unary("-", _draw_num(draw, d, m))
     if shape == "abs":
-        return Call("abs", (_draw_num(draw, d, b),))
+        return Call("abs", (_draw_num(draw, d, m),))
     if shape == "minmax":
         fn = draw(st.sampled_from(("min", "max")))
-        return Call(fn, tuple(_draw_num(draw, d, b) for _ in range(draw(st.integers(2, 3)))))
-    return Cond(_draw_bool(draw, d, b), _draw_num(draw, d, b), _draw_num(draw, d, b))
+        return Call(fn, tuple(_draw_num(draw, d, m) for _ in range(draw(st.integers(2, 3)))))
+    return Cond(_draw_bool(draw, d, m), _draw_num(draw, d, m), _draw_num(draw, d, m))
 
 
-def _draw_enum(draw, type_: str, depth: int, b: bool):
+def _draw_python_num(draw, depth: int, m: "_Mode", want: str):
+    """A numeric expression that CPython computes exactly under the host contract: arithmetic on ints and
+    Fractions only, `/` with a Fraction operand, a non-integer literal (a float) only where want is ANY."""
+    shape = _shape(draw, _NUM_SHAPES, depth)
+    d = depth - 1
+    if shape == "leaf":
+        if want == FRACTION:
+            return Attr(draw(st.sampled_from(_FRACTION_ATTRS)))
+        return draw(st.one_of(_doubles() if want == ANY else _integers(), _num_attrs(m.budget)))
+    if shape == "arith":
+        op = draw(st.sampled_from(("+", "-", "*")))
+        wants = draw(st.permutations((FRACTION, EXACT))) if want == FRACTION else (EXACT, EXACT)
+        return Binary(op, *(_draw_python_num(draw, d, m, w) for w in wants))
+    if shape == "divide":
+        by_fraction = draw(st.booleans())
+        left = _draw_python_num(draw, d, m, EXACT if by_fraction else FRACTION)
+        return Binary("/", left, draw(_python_divisors(d, m.budget, by_fraction)))
+    if shape in ("negate", "abs"):
+        arg = _draw_python_num(draw, d, m, want)
+        return Unary("-", arg) if shape == "negate" else Call("abs", (arg,))
+    if shape == "minmax":
+        fn = draw(st.sampled_from(("min", "max")))
+        return Call(fn, tuple(_draw_python_num(draw, d, m, want) for _ in range(draw(st.integers(2, 3)))))
+    return Cond(_draw_bool(draw, d, m), _draw_python_num(draw, d, m, want), _draw_python_num(draw, d, m, want))
+
+
+def _draw_enum(draw, type_: str, depth: int, m: "_Mode"):
     """An enum-valued operand, never a bare literal: the attribute, or a conditional with such a branch."""
     if _shape(draw, _ENUM_SHAPES, depth) == "attr":
         return Attr(_ENUM_ATTR[type_])
     d = depth - 1
-    test = _draw_bool(draw, d, b)
-    operand = _draw_enum(draw, type_, d, b)
-    other = draw(_literals(type_, 1)) if draw(st.booleans()) else _draw_enum(draw, type_, d, b)
+    test = _draw_bool(draw, d, m)
+    operand = _draw_enum(draw, type_, d, m)
+    other = draw(_literals(type_, 1)) if draw(st.booleans()) else _draw_enum(draw, type_, d, m)
     return Cond(test, other, operand) if draw(st.booleans()) else Cond(test, operand, other)
 
 
-def _draw_operand(draw, type_: str, depth: int, b: bool):
+def _draw_operand(draw, type_: str, depth: int, m: "_Mode"):
     if type_ == NUM:
-        return _draw_num(draw, depth, b)
+        return _draw_num(draw, depth, m)
     if type_ == BOOL:
-        return _draw_bool(draw, depth, b)
-    return _draw_enum(draw, type_, depth, b)
+        return _draw_bool(draw, depth, m)
+    return _draw_enum(draw, type_, depth, m)
 
 
-def _draw_bool(draw, depth: int, b: bool):
+def _draw_bool(draw, depth: int, m: "_Mode"):
     shape = _shape(draw, _BOOL_SHAPES, depth)
     d = depth - 1
     if shape == "leaf":
         return draw(st.one_of(st.booleans().map(BoolLit), st.sampled_from(_BOOL_ATTRS).map(Attr)))
     if shape == "compare":
         op = draw(st.sampled_from(COMPARE_OPS))
-        return Binary(op, _draw_num(draw, d, b), _draw_num(draw, d, b))
+        return Binary(op, _draw_num(draw, d, m), _draw_num(draw, d, m))
     if shape == "bool_eq":
         op = draw(st.sampled_from(("==", "!=")))
-        return Binary(op, _draw_bool(draw, d, b), _draw_bool(draw, d, b))
+        return Binary(op, _draw_bool(draw, d, m), _draw_bool(draw, d, m))
     if shape == "enum_compare":
         type_ = draw(st.sampled_from((KIND, NAMESPACE)))
         op = draw(st.sampled_from(("==", "!=")))
-        left = _draw_enum(draw, type_, d, b)
+        left = _draw_enum(draw, type_, d, m)
         form = draw(st.sampled_from(("name", "name_first", "operands")))
         if form == "operands":
-            return Binary(op, left, _draw_enum(draw, type_, d, b))
+            return Binary(op, left, _draw_enum(draw, type_, d, m))
         name = draw(_literals(type_, 1))
         return Binary(op, name, left) if form == "name_first" else Binary(op, left, name)
     if shape == "in":
         negated = depth >= 3 and draw(st.booleans())  # `x not in [...]`, one level more
         d = d - 1 if negated else d
         type_ = draw(st.sampled_from((KIND, NAMESPACE, NUM, BOOL)))
-        arg = _draw_operand(draw, type_, d, b)
-        inset = InSet(arg, tuple(draw(st.lists(_literals(type_, d), min_size=1, max_size=3))))
+        arg = _draw_operand(draw, type_, d, m)
+        inset = InSet(arg, tuple(draw(st.lists(_literals(type_, d, m.python), min_size=1, max_size=3))))
         return Unary("not", inset) if negated else inset
     if shape == "not":
-        return Unary("not", _draw_bool(draw, d, b))
+        return Unary("not", _draw_bool(draw, d, m))
     if shape == "connective":
         op = draw(st.sampled_from(BOOL_OPS))
-        return Binary(op, _draw_bool(draw, d, b), _draw_bool(draw, d, b))
-    return Cond(_draw_bool(draw, d, b), _draw_bool(draw, d, b), _draw_bool(draw, d, b))
+        return Binary(op, _draw_bool(draw, d, m), _draw_bool(draw, d, m))
+    return Cond(_draw_bool(draw, d, m), _draw_bool(draw, d, m), _draw_bool(draw, d, m))
 
 
 @st.composite
-def _expressions(draw, type_: str, depth: int, b: bool):
-    return _draw_operand(draw, type_, depth, b)
+def _expressions(draw, type_: str, depth: int, m: "_Mode"):
+    return _draw_operand(draw, type_, depth, m)
 
 
-def expressions(type: str = BOOL, max_depth: int = 3, *, with_budget: bool = True) -> st.SearchStrategy:
+def expressions(
+    type: str = BOOL, max_depth: int = 3, *, with_budget: bool = True, python: bool = False
+) -> st.SearchStrategy:
     """Well-typed expressions of `type` ("bool", "num", "kind" or "namespace") with AST depth <= max_depth.
 
     They range over every attribute and operator; a division's divisor is provably nonzero (a positive
     constant, recency, tokens, budget, or `1 + idle`-style sums), Nums are non-negative decimals as the
     parsers produce them, and `budget` appears only when with_budget is true.
+
+    With python, every expression means in CPython what it means to prunecheck (the Python form accepts it):
+    arithmetic is on ints and the Fractions recency and frequency only, every `/` has a Fraction operand, and
+    non-integer Nums are doubles (0.5, 0.1 as 3602879701896397/2**55) that are only compared, never computed with.
     """
     max_depth = _check_depth(max_depth)
-    with_budget = bool(with_budget)
     if type in TYPES:
-        return _expressions(type, max_depth, with_budget)
+        return _expressions(type, max_depth, _Mode(bool(with_budget), bool(python)))
     raise ValueError(f"type must be one of {', '.join(TYPES)}, got {type!r}")
 
 
@@ -205,11 +277,11 @@ def policy_names() -> st.SearchStrategy:
 
 
 @st.composite
-def _policies(draw, max_depth: int, deployment) -> Policy:
+def _policies(draw, max_depth: int, deployment, python: bool) -> Policy:
     budget = draw(st.one_of(st.none(), st.integers(2, 12)))
     with_budget = budget is not None
-    evict = draw(expressions(BOOL, max_depth, with_budget=with_budget))
-    rank = draw(st.one_of(st.none(), expressions(NUM, max_depth, with_budget=with_budget)))
+    evict = draw(expressions(BOOL, max_depth, with_budget=with_budget, python=python))
+    rank = draw(st.one_of(st.none(), expressions(NUM, max_depth, with_budget=with_budget, python=python)))
     if deployment is None:
         chosen = draw(deployments())
     elif isinstance(deployment, Deployment):
@@ -222,17 +294,18 @@ def _policies(draw, max_depth: int, deployment) -> Policy:
 
 
 def policies(
-    max_depth: int = 3, *, deployment: Union[None, Deployment, st.SearchStrategy] = None
+    max_depth: int = 3, *, deployment: Union[None, Deployment, st.SearchStrategy] = None, python: bool = False
 ) -> st.SearchStrategy:
     """Parsed, type-checked Policies: evict (depth <= max_depth), optional rank, optional budget in 2..12
     (`budget` is referenced only when set) and a deployment (drawn, fixed, or from the given strategy).
 
-    Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one.
+    Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one; with
+    python, the expressions are those of expressions(python=True), which the Python form accepts too.
     """
     _check_depth(max_depth)
     if deployment is not None and not isinstance(deployment, (Deployment, st.SearchStrategy)):
         raise TypeError("deployment must be None, a Deployment or a strategy of Deployments")
-    return _policies(max_depth, deployment)
+    return _policies(max_depth, deployment, bool(python))
 
 
 def policy_json(policy: Policy) -> str:
@@ -254,11 +327,11 @@ EXTENSION = {"yaml": ".yaml", "python": ".py", "json": ".json"}
 
 
 def policy_texts(form: str = "yaml", max_depth: int = 3) -> st.SearchStrategy:
-    """Complete policy files in `form` ("yaml", "python" or "json") for policies(max_depth); parse them with a
-    filename ending in EXTENSION[form]."""
+    """Complete policy files in `form` ("yaml", "python" or "json") for policies(max_depth), with python=True for
+    the Python form; parse them with a filename ending in EXTENSION[form]."""
     if form not in _PRINTERS:
         raise ValueError(f"form must be one of {', '.join(FORMS)}, got {form!r}")
-    return policies(max_depth).map(_PRINTERS[form])
+    return policies(max_depth, python=form == "python").map(_PRINTERS[form])
 
 
 @st.composite

@@ -51,9 +51,22 @@ KEYWORDS = ("and", "or", "not", "in", "if", "else", "true", "false")
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _BINARY = {"or": P_OR, "and": P_AND, "+": P_ADD, "-": P_ADD, "*": P_MUL, "/": P_MUL}
 _DIGITS = "0123456789"
+MAX_PLACES = 100  # a denominator below 10**MAX_DIGITS that divides a power of ten divides 10**99
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 _WORD = _LETTERS + _DIGITS
 _ALL_ENUM_NAMES = tuple(v for values in ENUM_VALUES.values() for v in values)
+
+
+def _short_enough(literal: str) -> bool:
+    """At most MAX_DIGITS digits, or the exact decimal of a Num within the bounds (e.g. a double from a .py policy:
+    0.1 there is 3602879701896397/2**55, whose decimal has 55 places)."""
+    whole, _, places = literal.partition(".")
+    if len(whole) + len(places) <= MAX_DIGITS:
+        return True
+    if len(whole) > MAX_DIGITS or len(places) > MAX_PLACES:
+        return False
+    value = Fraction(literal)
+    return value.numerator < 10**MAX_DIGITS and value.denominator < 10**MAX_DIGITS
 
 
 def text_locator(text: str, line: int = 1, col: int = 1) -> Locator:
@@ -113,9 +126,13 @@ def tokenize(text: str, file: str = "<policy>", locate: Optional[Locator] = None
                 ):
                     end += 1
                 fail(f"malformed number `{text[i:end][:40]}`: numbers are plain decimals like 12 or 0.25", i)
-            digits = sum(1 for c in text[i:j] if c in _DIGITS)
-            if digits > MAX_DIGITS:
-                fail(f"number literal is too long: {digits} digits (at most {MAX_DIGITS})", i)
+            if not _short_enough(text[i:j]):
+                digits = sum(1 for c in text[i:j] if c in _DIGITS)
+                fail(
+                    f"number literal is too long: {digits} digits (at most {MAX_DIGITS}, or the exact decimal of a "
+                    f"fraction whose numerator and denominator have at most {MAX_DIGITS} digits)",
+                    i,
+                )
             tokens.append(("num", text[i:j], i))
             i = j
         elif ch in _LETTERS:

@@ -22,7 +22,7 @@ from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, BoolLit, Deployment, Loc, Policy
 
 from .expr_parser import Builder, parse_expr
-from .pyform import parse_python_policy, python_expect
+from .pyform import check_python_arithmetic, parse_python_policy, python_expect
 from .typecheck import MAX_DEPTH, MAX_DIGITS, MAX_FILE_BYTES, check_policy, suggestion
 
 TOP_KEYS = ("name", "description", "evict", "rank", "budget", "deployment", "expect")
@@ -395,7 +395,7 @@ def _yaml_policy(src: _Text) -> Tuple[Policy, Dict[str, str]]:
     return policy, expect
 
 
-def _python_policy(src: _Text) -> Tuple[Policy, Dict[str, str]]:
+def _python_policy(src: _Text) -> Tuple[Policy, Dict[str, str], tuple]:
     parts = parse_python_policy(src.text, src.file)
     values = {}
     for key, value, key_loc, value_loc in parts.deployment or ():
@@ -425,7 +425,7 @@ def _python_policy(src: _Text) -> Tuple[Policy, Dict[str, str]]:
         description=parts.description,
         source=src.file,
     )
-    return policy, parts.expect or {}
+    return policy, parts.expect or {}, parts.floats
 
 
 def _guarded(filename, fn, *args):
@@ -445,8 +445,13 @@ def _guarded(filename, fn, *args):
 def _parse(data, filename: str, deployment_override) -> Tuple[Policy, Dict[str, str]]:
     form = _form_of(filename)
     src = _Text(decode_policy_bytes(data, filename), filename, form)
-    policy, expect = _python_policy(src) if form == "python" else _yaml_policy(src)
+    if form == "python":
+        policy, expect, floats = _python_policy(src)
+    else:
+        (policy, expect), floats = _yaml_policy(src), None
     check_policy(policy, filename)
+    if floats is not None:  # after the type check, whose messages are the more specific ones
+        check_python_arithmetic((policy.evict, policy.rank), floats, filename)
     if deployment_override is not None:
         if not isinstance(deployment_override, Deployment):
             raise PolicySyntaxError("deployment_override must be a Deployment", filename, 1, 1)

@@ -62,6 +62,26 @@ def number_text(value) -> str:
     return f"{digits[:-places]}.{digits[-places:]}"
 
 
+def python_number_text(value) -> str:
+    """A Python literal with exactly this value: `7`, `0.25`, `0.1` (the double 3602879701896397/2**55), `(-2.5)`.
+
+    A non-integer prints as the repr of its double, which CPython reads back to the same double; a value no
+    double equals (1/10, 1/3) has no such literal and raises ValueError rather than print a different number.
+    """
+    value = Fraction(value)
+    if value < 0:
+        return f"(-{python_number_text(-value)})"
+    if value.denominator == 1:
+        return str(value.numerator)
+    try:
+        double = float(value)
+    except OverflowError:
+        double = None
+    if double is None or Fraction(double) != value:
+        raise ValueError(f"{value} is not a double: the Python form has no literal for it")
+    return repr(double)
+
+
 def _quote(name: str) -> str:
     if "'" not in name:
         return f"'{name}'"
@@ -91,7 +111,7 @@ class _Printer:
 
     def bare(self, node) -> str:
         if isinstance(node, Num):
-            return number_text(node.value)
+            return self.number(node.value)
         if isinstance(node, (BoolLit, EnumLit, Attr)):
             return self.leaf(node)
         if isinstance(node, Unary):
@@ -128,6 +148,9 @@ class _Printer:
         values = ", ".join(self.fmt(v, P_COND) for v in node.values)
         return f"{self.fmt(node.arg, P_ADD)} {keyword} [{values}]"
 
+    def number(self, value) -> str:
+        return number_text(value)
+
     def leaf(self, node) -> str:
         if isinstance(node, BoolLit):
             return "true" if node.value else "false"
@@ -137,7 +160,18 @@ class _Printer:
 
 
 class _PythonPrinter(_Printer):
-    """The restricted-Python spellings: True/False, repr'd enum names, span.x and window.x."""
+    """The restricted-Python spellings: True/False, repr'd enum names, span.x and window.x, doubles' reprs."""
+
+    def __init__(self, floats=()):
+        self.floats = {id(num) for num in floats}
+
+    def number(self, value) -> str:
+        return python_number_text(value)
+
+    def bare(self, node) -> str:
+        if isinstance(node, Num) and id(node) in self.floats:
+            return repr(float(node.value))
+        return super().bare(node)
 
     def leaf(self, node) -> str:
         if isinstance(node, BoolLit):
@@ -166,10 +200,13 @@ def to_text(expr) -> str:
     return _TEXT.fmt(expr, P_COND)
 
 
-def to_python(expr) -> str:
-    """expr in the restricted Python form (span.x, window.x, True/False, exact numbers); it re-parses to an
-    AST equal to what to_text(expr) re-parses to (and to expr itself when its Nums are non-negative decimals)."""
-    return _PYTHON.fmt(expr, P_COND)
+def to_python(expr, floats=()) -> str:
+    """expr in the restricted Python form (span.x, window.x, True/False, python_number_text's literals); it
+    re-parses to expr (negative Nums as negations) unless the Python form refuses it: `/` between integers and
+    arithmetic on a non-integer literal are rounded floats in CPython.  ValueError for a Num that is not a double.
+    The Nums in floats (by identity; non-negative) print as float literals even when whole: `2.0`, not `2`."""
+    printer = _PythonPrinter(floats) if floats else _PYTHON
+    return printer.fmt(expr, P_COND)
 
 
 # --------------------------------------------------------------------------- whole policy files
@@ -257,4 +294,4 @@ def policy_python(policy) -> str:
     return "\n\n".join(parts)
 
 
-__all__ = ["to_text", "number_text", "to_python", "policy_yaml", "policy_python"]
+__all__ = ["to_text", "number_text", "python_number_text", "to_python", "policy_yaml", "policy_python"]

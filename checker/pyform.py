@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import io
 import keyword
+import math
 import re
 import tokenize
 import warnings
@@ -21,7 +22,10 @@ from typing import Dict, List, Optional, Tuple
 
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import (
+    ARITH_OPS,
+    ATTRS,
     FUNCTIONS,
+    NUM,
     SPAN_ATTRS,
     WINDOW_ATTRS,
     Attr,
@@ -37,7 +41,8 @@ from prunecheck.spec.policy import (
 )
 
 from .expr_parser import Builder, is_literal, too_deep_message
-from .typecheck import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
+from .printer import to_python
+from .typecheck import MAX_DEPTH, MAX_DIGITS, MAX_NAME, _children, suggestion
 
 MODULE_CONSTANTS = ("NAME", "BUDGET", "DEPLOYMENT", "EXPECT")
 POLICY_FUNCTIONS = ("evict", "rank")
@@ -104,7 +109,6 @@ _OTHER_BINOPS = {
     ast.MatMult: "@",
 }
 _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
-_FLOAT_RE = re.compile(r"([0-9_]*)(?:\.([0-9_]*))?(?:[eE]([+-]?[0-9_]+))?")
 
 
 @dataclass
@@ -120,6 +124,7 @@ class PyPolicyParts:
     deployment: Optional[List[Tuple[str, str, Loc, Loc]]] = None
     expect: Optional[Dict[str, str]] = None
     evict_loc: Loc = field(default_factory=lambda: Loc(1, 1))
+    floats: tuple = ()  # the Num nodes of evict and rank that Python reads as floats (compared by identity)
 
 
 MAX_BLANKS = 200
@@ -312,6 +317,7 @@ class _Converter:
         self.b = Builder(file)
         self.fn = "evict"
         self.reached = {}  # id -> statement list that some path falls through into (kept alive)
+        self.floats = []  # the Nums read from float literals (by identity: Num(2) from `2.0` is a float)
 
     # -- positions and errors
     def loc(self, node) -> Loc:
@@ -384,6 +390,7 @@ class _Converter:
                 self.refuse(stmt, _module_construct(stmt))
         if parts.evict is None:
             raise PolicySyntaxError("policy defines no `def evict(span, window):`", self.file, 1, 1)
+        parts.floats = tuple(self.floats)
         return parts
 
     def once(self, seen, key, node):
@@ -570,7 +577,7 @@ class _Converter:
                 self.fail(f"number literal is too long (at most {MAX_DIGITS} digits)", node)
             return self.make(Num, Fraction(value), loc=loc)
         if isinstance(value, float):
-            return self.make(Num, self.exact_float(node), loc=loc)
+            return self.double(node)
         if isinstance(value, str):
             if len(value) > MAX_NAME:
                 self.fail(f"enum name is too long: {len(value)} characters (at most {MAX_NAME})", node)
@@ -581,23 +588,21 @@ class _Converter:
             self.fail("bytes literal is not allowed in a policy", node)
         self.fail(f"{value!r} is not allowed in a policy", node)
 
-    def exact_float(self, node) -> Fraction:
-        text = self.src.segment(node)
-        match = _FLOAT_RE.fullmatch(text)
-        if not match or not text:
-            self.fail(f"cannot read number `{text[:40]}` exactly", node)
-        whole, frac, exp = (g.replace("_", "") if g else "" for g in match.groups())
-        digits = len((whole + frac).lstrip("0")) or 1
-        if digits > MAX_DIGITS or len(exp) > 4:
-            self.fail(f"number literal is too long (at most {MAX_DIGITS} digits)", node)
-        mantissa = Fraction(int(whole + frac or "0"), 10 ** len(frac))
-        power = int(exp or "0")
-        if abs(power) > 2 * MAX_DIGITS:
-            self.fail(f"number literal exponent is too large (at most {2 * MAX_DIGITS})", node)
-        value = mantissa * Fraction(10) ** power
-        if abs(value.numerator) >= 10**MAX_DIGITS or value.denominator >= 10**MAX_DIGITS:
-            self.fail(f"number literal is too large (at most {MAX_DIGITS} digits)", node)
-        return value
+    def double(self, node) -> Num:
+        """A float literal means its IEEE-754 double, exactly as CPython reads it (`0.1` is not 1/10)."""
+        value, text = node.value, self.segment(node)
+        if not math.isfinite(value):
+            self.fail(f"float literal `{text}` is infinite in Python (it overflows a double)", node)
+        exact = Fraction(value)
+        if abs(exact.numerator) >= 10**MAX_DIGITS or exact.denominator >= 10**MAX_DIGITS:
+            self.fail(
+                f"float literal `{text}` is too large or too small to check exactly: the double it denotes needs "
+                f"more than {MAX_DIGITS} digits in its numerator or denominator",
+                node,
+            )
+        num = self.make(Num, exact, loc=self.loc(node))
+        self.floats.append(num)
+        return num
 
     def attribute(self, node: ast.Attribute):
         attr = node.attr
@@ -706,6 +711,84 @@ class _Converter:
         return self.make(Call, fn, args, loc=self.loc(node), children=args)
 
 
+# --------------------------------------------------------------------------- CPython's numeric types
+# Under the host contract (README, "What a Python-form policy means") integer attributes are int, recency and frequency are
+# fractions.Fraction, and a float literal is a float.  int and Fraction arithmetic is exact in CPython, and
+# so are comparisons, min, max, abs and negation of any of the three; everything else below is refused.
+
+INT, FRACTION, FLOAT = "int", "Fraction", "float"
+_NONE, _INT, _FRACTION, _FLOAT = frozenset(), frozenset((INT,)), frozenset((FRACTION,)), frozenset((FLOAT,))
+FRACTION_ATTRS = ("recency", "frequency")
+_CROSS = "compare cross-multiplied integers instead (a * d < c * b)"
+_SCALE = "scale by an integer instead, e.g. `4 * span.age < 3 * span.tokens`, not `span.age < 0.75 * span.tokens`"
+
+
+class _NumericTypes:
+    """The set of CPython types each numeric subexpression can have; refuses every rounded-float operator."""
+
+    def __init__(self, floats, file: str):
+        self.nums = tuple(floats)
+        self.floats = {id(num) for num in self.nums}
+        self.file = file
+
+    def fail(self, message: str, node) -> None:
+        loc = node.loc
+        raise PolicySyntaxError(message, self.file, max(loc.line, 1), max(loc.col, 1))
+
+    def types(self, node) -> frozenset:
+        if isinstance(node, Num):
+            return _FLOAT if id(node) in self.floats else _INT
+        if isinstance(node, Attr):
+            if ATTRS.get(node.name, (None,))[0] != NUM:
+                return _NONE
+            return _FRACTION if node.name in FRACTION_ATTRS else _INT
+        if isinstance(node, Binary) and node.op in ARITH_OPS:
+            return self.arith(node, self.types(node.left), self.types(node.right))
+        if isinstance(node, Cond):
+            self.types(node.test)
+            return self.types(node.then) | self.types(node.orelse)
+        found = [self.types(child) for child in _children(node)]
+        if isinstance(node, Call) or (isinstance(node, Unary) and node.op == "-"):
+            return frozenset().union(*found)  # min/max return an operand; abs and minus keep the type
+        return _NONE  # comparisons, in, not, and, or: exact in CPython, and bool
+
+    def arith(self, node: Binary, left: frozenset, right: frozenset) -> frozenset:
+        op = node.op
+        for side, types in ((node.left, left), (node.right, right)):
+            if FLOAT in types:
+                verb, hint = "is" if types == _FLOAT else "can be", _CROSS if op == "/" else _SCALE
+                why = f"`{self.shown(side)}` {verb} a float"
+                self.fail(f"`{op}` with a float operand is a rounded float in Python ({why}); {hint}", node)
+        if op == "/":
+            if INT in left and INT in right:
+                verb = "are" if left == right == _INT else "can both be"
+                why = f"`{self.shown(node.left)}` and `{self.shown(node.right)}` {verb} ints"
+                self.fail(f"`/` between two integers is a rounded float in Python ({why}); {_CROSS}", node)
+            return _FRACTION
+        out = _INT if INT in left and INT in right else _NONE
+        return out | (_FRACTION if FRACTION in left | right else _NONE)
+
+    def shown(self, node) -> str:
+        try:
+            text = to_python(node, self.nums)
+        except ValueError:
+            text = type(node).__name__
+        return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_python_arithmetic(exprs, floats, file: str = "<policy>") -> None:
+    """Refuse, at the operator, every arithmetic operation whose CPython value is a rounded float.
+
+    exprs are type-checked policy expressions read from the Python form; floats are the Num nodes that
+    were float literals (PyPolicyParts.floats).  What is accepted evaluates exactly in CPython, so its
+    deployed value is its checked value.
+    """
+    checker = _NumericTypes(floats, file)
+    for expr in exprs:
+        if expr is not None:
+            checker.types(expr)
+
+
 def _is_docstring(stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
@@ -743,4 +826,11 @@ def python_expect(text: str, file: str = "<policy>") -> Dict[str, str]:
     return found
 
 
-__all__ = ["PyPolicyParts", "parse_python_policy", "python_expect", "parse_module", "MODULE_CONSTANTS"]
+__all__ = [
+    "PyPolicyParts",
+    "parse_python_policy",
+    "python_expect",
+    "parse_module",
+    "check_python_arithmetic",
+    "MODULE_CONSTANTS",
+]

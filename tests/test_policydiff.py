@@ -113,7 +113,7 @@ def test_rank_without_budget_is_unused_so_it_does_not_block_the_proof():
 
 
 @settings(max_examples=50)
-@given(policies(max_depth=3))
+@given(policies(max_depth=3, python=True))
 def test_every_policy_is_proved_equivalent_to_its_python_form(p):
     again = parse_policy_text(policy_python(p), "again.py")
     proof = equivalence(p, again, 20)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from prunecheck.checker.expr_parser import parse_expr
 from prunecheck.checker.loader import load_policy, parse_policy_text
 from prunecheck.checker.printer import policy_python, policy_yaml, to_python, to_text
-from prunecheck.checker.pyform import parse_python_policy
+from prunecheck.checker.pyform import check_python_arithmetic, parse_python_policy
 from prunecheck.checker.typecheck import check_policy, count_nodes, type_of
 from prunecheck.spec.policy import (
     ARITH_OPS,
@@ -78,8 +78,9 @@ def python_module(expr) -> str:
 
 
 @FAST
-@given(policies())
-def test_generated_policies_parse_and_check_in_both_forms(policy):
+@given(st.booleans().flatmap(lambda python: st.tuples(st.just(python), policies(python=python))))
+def test_generated_policies_parse_and_check_in_every_form(drawn):
+    python, policy = drawn  # the Python form only for policies(python=True): others may divide ints or say 0.1
     check_policy(policy)
     assert depth(policy.evict) <= 3 and (policy.rank is None or depth(policy.rank) <= 3)
     assert policy.budget is None or 2 <= policy.budget <= 12
@@ -87,8 +88,8 @@ def test_generated_policies_parse_and_check_in_both_forms(policy):
         exprs = [policy.evict] + ([policy.rank] if policy.rank is not None else [])
         assert not any(isinstance(n, Attr) and n.name == "budget" for e in exprs for n in subexpressions(e))
     from_yaml = parse_policy_text(policy_yaml(policy), "p.yaml")
-    from_python = parse_policy_text(policy_python(policy), "p.py")
     from_json = parse_policy_text(policy_json(policy), "p.json")
+    from_python = parse_policy_text(policy_python(policy), "p.py") if python else policy
     for other in (from_yaml, from_python, from_json):
         assert (other.evict, other.rank, other.budget, other.deployment) == (
             policy.evict,
@@ -147,13 +148,20 @@ def test_printers_quote_awkward_names_and_descriptions():
 
 
 @settings(max_examples=150, database=None)
-@given(st.sampled_from((BOOL, NUM, KIND, NAMESPACE)).flatmap(lambda t: st.tuples(st.just(t), expressions(t, 4))))
+@given(
+    st.tuples(st.sampled_from((BOOL, NUM, KIND, NAMESPACE)), st.booleans()).flatmap(
+        lambda tp: st.tuples(st.just(tp[0]), st.just(tp[1]), expressions(tp[0], 4, python=tp[1]))
+    )
+)
 def test_printers_round_trip(typed):
-    type_, expr = typed
+    type_, python, expr = typed
     assert type_of(expr) == type_
     assert depth(expr) <= 4
     assert parse_expr(to_text(expr)) == expr
-    assert parse_python_policy(python_module(expr)).evict == expr
+    if python:  # and CPython computes it exactly: the Python form accepts it
+        parts = parse_python_policy(python_module(expr))
+        assert parts.evict == expr
+        check_python_arithmetic([parts.evict], parts.floats)
 
 
 @FAST
