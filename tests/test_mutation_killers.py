@@ -8,21 +8,26 @@ import z3
 
 from prunecheck.checker import invariants, prove as prove_module
 from prunecheck.checker.check import policy_document, policy_hash
+from prunecheck.checker.explain import deciding_atoms
 from prunecheck.checker.invariants import houdini
 from prunecheck.checker.loader import load_policy, parse_policy_text
+from prunecheck.checker.policydiff import equivalence
 from prunecheck.checker.printer import to_text
 from prunecheck.checker.render import state_lines
 from prunecheck.checker.repair import available_changes, candidate_sets
+from prunecheck.checker.replay import confirm
 from prunecheck.checker.result import Verdict
 from prunecheck.checker.solver import new_solver, query
 from prunecheck.checker.spacer import prove_with_spacer
-from prunecheck.checker.typecheck import check_expr
+from prunecheck.checker.typecheck import MAX_NODES, check_bounds, check_expr
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import ATTRS, BOOL, KIND, NAMESPACE, Attr, Binary, Deployment, Num
-from prunecheck.spec.runtime import Append, Compact, State, step
+from prunecheck.spec.errors import PolicySyntaxError, ReplayMismatch
+from prunecheck.spec.policy import ATTRS, BOOL, KIND, NAMESPACE, Attr, Binary, BoolLit, Deployment, Num, Unary
+from prunecheck.spec.runtime import Append, Audit, Compact, Edit, State, Undo, step
 from prunecheck.spec.symbolic import ENUM_CODES, ExprEncoder, Frac
 
 from conftest import EXAMPLES
+from test_model import _agree, _policy  # the model-against-runtime check of every state and condition
 
 EXPRESSIONS = [
     "abs(tokens - 5) > 2",
@@ -159,3 +164,61 @@ def test_repair_candidates_hold_at_most_one_exclusion(deployment):
     assert all(sum(c.kind == "exclude" for c in changes) <= 1 for changes in sets)
     exclusions = [changes for changes in sets if any(c.kind == "exclude" for c in changes)]
     assert [len(changes) for changes in exclusions[:3]] == [1, 1, 1]
+
+
+def _balanced(leaves: int):
+    nodes = [BoolLit(True)] * leaves
+    while len(nodes) > 1:
+        nodes = [Binary("and", *nodes[i:i + 2]) if i + 1 < len(nodes) else nodes[i] for i in range(0, len(nodes), 2)]
+    return nodes[0]
+
+
+def test_the_node_bound_admits_exactly_max_nodes():
+    exactly = Unary("not", _balanced(MAX_NODES // 2))  # 2k - 1 nodes of the tree, one more for `not`
+    assert check_bounds([exactly]) == MAX_NODES
+    with pytest.raises(PolicySyntaxError, match="too large"):
+        check_bounds([Unary("not", exactly)])
+
+
+WINDOW_RECORDS = Deployment(records="window", pins="self")
+
+
+@pytest.mark.parametrize("actions", [
+    # the record of an undone edit is a candidate, then evicted, then a second compaction finds it gone
+    (Append("message", 1), Edit(0, "destroy"), Undo(1), Compact(), Compact(), Audit()),
+    # a record evicted while its edit is live, then compacted again
+    (Append("message", 1), Edit(0, "transform"), Compact(), Append("diff", 1), Compact(), Audit()),
+])
+def test_model_and_runtime_agree_after_records_die(actions):
+    _agree(_policy("evict: kind == 'record'", WINDOW_RECORDS), actions, with_lemmas=False)
+
+
+def test_a_counterexample_is_confirmed_only_if_it_violates_exactly_at_its_end():
+    policy = _policy("evict: kind == 'record'", WINDOW_RECORDS)
+    violating = (Append("message", 1), Edit(0, "destroy"))
+    assert len(confirm(policy, violating, "C1", 5)) == 2
+    with pytest.raises(ReplayMismatch):
+        confirm(policy, violating + (Append("message", 1),), "C1", 5)
+    with pytest.raises(ReplayMismatch):
+        confirm(policy, violating[:1], "C1", 5)
+
+
+@pytest.mark.parametrize("text,want,expected", [
+    ("kind == 'message' and tokens > 5", False, ["tokens > 5"]),
+    ("kind == 'diff' or tokens < 5", True, ["tokens < 5"]),
+    ("not (kind == 'message' and tokens > 5)", True, ["tokens > 5"]),
+])
+def test_the_deciding_atom_is_the_operand_that_decides(text, want, expected):
+    expr = parse_policy_text(f"name: t\nevict: \"{text}\"\n", "t.yaml").evict
+    env = {"kind": "message", "tokens": Fraction(1)}
+    assert evaluate(expr, env) == want
+    assert [to_text(atom) for atom in deciding_atoms(expr, env, want)] == expected
+
+
+def test_ranks_that_differ_only_off_the_candidates_are_equivalent():
+    old = parse_policy_text("name: a\nevict: kind == 'tool_output'\nrank: tokens\nbudget: 10\n", "a.yaml")
+    new = parse_policy_text("name: b\nevict: kind == 'tool_output'\nrank: tokens if kind == 'tool_output' else 0\n"
+                            "budget: 10\n", "b.yaml")
+    assert equivalence(old, new, 10).proved
+    other = parse_policy_text("name: c\nevict: kind == 'tool_output'\nrank: 0 - tokens\nbudget: 10\n", "c.yaml")
+    assert not equivalence(old, other, 10).proved
