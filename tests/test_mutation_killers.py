@@ -7,6 +7,7 @@ import pytest
 import z3
 
 from prunecheck.checker import invariants, prove as prove_module
+from prunecheck.checker.bmc import check_bounded
 from prunecheck.checker.check import policy_document, policy_hash
 from prunecheck.checker.explain import deciding_atoms
 from prunecheck.checker.invariants import houdini
@@ -21,6 +22,7 @@ from prunecheck.checker.solver import new_solver, query
 from prunecheck.checker.spacer import prove_with_spacer
 from prunecheck.checker.typecheck import MAX_NODES, check_bounds, check_expr
 from prunecheck.spec.evaluate import evaluate
+from prunecheck.spec.model import Model
 from prunecheck.spec.errors import PolicySyntaxError, ReplayMismatch
 from prunecheck.spec.policy import ATTRS, BOOL, KIND, NAMESPACE, Attr, Binary, BoolLit, Deployment, Num, Unary
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, State, Undo, step
@@ -183,14 +185,24 @@ def test_the_node_bound_admits_exactly_max_nodes():
 WINDOW_RECORDS = Deployment(records="window", pins="self")
 
 
-@pytest.mark.parametrize("actions", [
+@pytest.mark.parametrize("evict,actions", [
     # the record of an undone edit is a candidate, then evicted, then a second compaction finds it gone
-    (Append("message", 1), Edit(0, "destroy"), Undo(1), Compact(), Compact(), Audit()),
+    ("kind == 'record'", (Append("message", 1), Edit(0, "destroy"), Undo(1), Compact(), Compact(), Audit())),
     # a record evicted while its edit is live, then compacted again
-    (Append("message", 1), Edit(0, "transform"), Compact(), Append("diff", 1), Compact(), Audit()),
+    ("kind == 'record'", (Append("message", 1), Edit(0, "transform"), Compact(), Append("diff", 1), Compact())),
+    # record and rationale both gone: the independent audit still sees the gap
+    ("kind in ['record', 'rationale']", (Append("message", 1), Edit(0, "destroy"), Compact(), Audit())),
 ])
-def test_model_and_runtime_agree_after_records_die(actions):
-    _agree(_policy("evict: kind == 'record'", WINDOW_RECORDS), actions, with_lemmas=False)
+def test_model_and_runtime_agree_after_records_die(evict, actions):
+    _agree(_policy(f"evict: {evict}", WINDOW_RECORDS), actions, with_lemmas=False)
+
+
+def test_a_witness_searched_under_assumptions_is_replayed_too(monkeypatch):
+    """As tests/test_examples.py plants a model fault for the plain search, here for a search under `assume`."""
+    monkeypatch.setattr(Model, "bad_c1", lambda self, t: z3.Or([t.live_edit(i) for i in range(self.n)]))
+    policy = load_policy(EXAMPLES / "seed_safe_design.yaml")
+    with pytest.raises(ReplayMismatch):
+        check_bounded(policy, depth=3, spans=4, conditions=["C1"], assume=["C3"])
 
 
 def test_a_counterexample_is_confirmed_only_if_it_violates_exactly_at_its_end():
