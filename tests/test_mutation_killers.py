@@ -21,9 +21,9 @@ from prunecheck.checker.result import Verdict
 from prunecheck.checker.solver import new_solver, query
 from prunecheck.checker.spacer import prove_with_spacer
 from prunecheck.checker.typecheck import MAX_NODES, check_bounds, check_expr
+from prunecheck.spec.errors import PolicySyntaxError, ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.model import Model
-from prunecheck.spec.errors import PolicySyntaxError, ReplayMismatch
 from prunecheck.spec.policy import ATTRS, BOOL, KIND, NAMESPACE, Attr, Binary, BoolLit, Deployment, Num, Unary
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, State, Undo, step
 from prunecheck.spec.symbolic import ENUM_CODES, ExprEncoder, Frac
