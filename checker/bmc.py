@@ -28,12 +28,13 @@ DEFAULT_TIMEOUT = 30.0
 
 def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
                   conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT,
-                  assume: Iterable[str] = (), token_domain=None, lemmas: bool = True) -> tuple:
+                  assume: Iterable[str] = (), token_domain=None, lemmas: bool = True, rlimit: int = 0) -> tuple:
     """Per condition: `violated` with a replayed shortest trace, or `unknown` with why (never `holds`).
 
     With `assume`, only runs along which those conditions hold at every step are searched (for witnesses that
     one condition does not imply another). Without `lemmas`, the search skips proving structural invariants first:
-    cheaper for a few steps, exponentially dearer for many.
+    cheaper for a few steps, exponentially dearer for many. `rlimit` bounds each query by z3's resource count as well
+    as by time (tests pass a generous timeout and an rlimit, so that load cannot change their outcome).
     """
     pending = [c for c in CONDITIONS if c in set(conditions)]
     if not pending:
@@ -41,7 +42,7 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
     assume = tuple(assume)
     model = Model(policy, spans, token_domain=token_domain)
     invariant = inductive_lemmas(model, timeout) if lemmas else None
-    solver = new_solver(timeout * 1000)
+    solver = new_solver(timeout * 1000, rlimit)
     states, actions, steps = [model.state(0)], [], []
     solver.add(model.encode_init(states[0]))
     spent = {c: 0.0 for c in pending}

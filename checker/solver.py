@@ -19,11 +19,14 @@ class Answer:
     seconds: float
 
 
-def new_solver(timeout_ms: int) -> z3.Solver:
-    """A solver with the seed pinned and time bounded (memory is bounded per check, in checker.check)."""
+def new_solver(timeout_ms: int, rlimit: int = 0) -> z3.Solver:
+    """A solver with the seed pinned and time bounded (memory is bounded per check, in checker.check); with `rlimit`,
+    also bounded per query by z3's resource count, which a loaded machine cannot change (tests use it)."""
     solver = z3.Solver()
     solver.set("random_seed", RANDOM_SEED)
     solver.set("timeout", max(1, int(timeout_ms)))
+    if rlimit > 0:
+        solver.set("rlimit", int(rlimit))
     return solver
 
 
