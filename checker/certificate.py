@@ -137,6 +137,11 @@ class Encoding:
 
     def signature(self) -> Signature:
         """What the certificate's Inv must be defined over, and the names it must not use."""
+        if getattr(self, "_signature", None) is None:
+            self._signature = self._make_signature()
+        return self._signature
+
+    def _make_signature(self) -> Signature:
         params = tuple((v.sexpr(), _sort_name(v.sort())) for v in self.param.variables())
         ctors = {sort.constructor(i).name(): sort.name() for sort in DATATYPES for i in range(sort.num_constructors())}
         model = self.pre.variables() + self.act.variables() + self.post.variables()
@@ -209,9 +214,6 @@ def _require(ok: bool, field: str, why: str) -> None:
 
 def read_certificate(document) -> Certificate:
     """Validate every field of an untrusted certificate document; CertificateError names the first bad one."""
-    from .check import policy_document, policy_hash
-    from .loader import parse_policy_text
-
     _require(isinstance(document, dict), "certificate", "not a JSON object")
     unknown = sorted(set(document) - set(KEYS))
     _require(not unknown, "certificate", f"unknown field {', '.join(map(str, unknown))[:80]}")
@@ -233,15 +235,31 @@ def read_certificate(document) -> Certificate:
     for field in ("model_smt2", "invariant_smt2", "policy_hash"):
         _require(isinstance(document[field], str), field, "not a string")
     _require(isinstance(document["policy"], dict), "policy", "not a JSON object")
-    try:
-        policy = parse_policy_text(json.dumps(document["policy"]), "certificate#policy.json")
-    except PrunecheckError as exc:
-        raise CertificateError(f"policy: {exc.one_line()}") from None
-    digest = policy_hash(policy)
+    policy, policy_doc, digest = _embedded_policy(json.dumps(document["policy"], sort_keys=True))
     _require(document["policy_hash"] == digest, "policy_hash",
              f"{document['policy_hash'][:16]!r} is not the hash of the embedded policy (sha256:{digest[:12]})")
-    return Certificate(condition, document["engine"], document["free_policy"], tuple(assume), policy,
-                       policy_document(policy), digest, document["model_smt2"], document["invariant_smt2"])
+    return Certificate(condition, document["engine"], document["free_policy"], tuple(assume), policy, policy_doc,
+                       digest, document["model_smt2"], document["invariant_smt2"])
+
+
+_POLICIES_SIZE = 4096
+_policies: dict = {}
+
+
+def _embedded_policy(text: str) -> tuple:
+    """(policy, canonical document, hash) of a certificate's policy, parsed by the normal loader; remembered."""
+    from .check import policy_document, policy_hash
+    from .loader import parse_policy_text
+
+    if text not in _policies:
+        try:
+            policy = parse_policy_text(text, "certificate#policy.json")
+        except PrunecheckError as exc:
+            raise CertificateError(f"policy: {exc.one_line()}") from None
+        if len(_policies) >= _POLICIES_SIZE:
+            _policies.clear()
+        _policies[text] = (policy, policy_document(policy), policy_hash(policy))
+    return _policies[text]
 
 
 _ENCODINGS_SIZE = 256
@@ -422,6 +440,7 @@ def _confirm(text, policy, digest, policy_doc, condition, timeout_ms, rlimit) ->
 
 
 def clear_memos() -> None:
+    _policies.clear()
     _answers.clear()
     _encodings.clear()
     _confirmed.clear()
@@ -437,6 +456,8 @@ class Certified:
     obligations: tuple = ()
     label: str = ""
     discharged: tuple = ()
+    condition: str = ""
+    policy_hash: str = ""
 
 
 def certify_set(documents: list, policy=None, timeout_ms: int = 10000, rlimit: int = 0) -> list:
@@ -459,17 +480,19 @@ def certify_set(documents: list, policy=None, timeout_ms: int = 10000, rlimit: i
     for i, name in enumerate(names):
         cert, check = certs.get(i), own[i]
         label = cert.label if cert else ""
+        about = {"condition": cert.condition, "policy_hash": cert.policy_hash} if cert else {}
         if i in confirmed:
             out.append(Certified(name, Status.CONFIRMED, check.reason, check.obligations, label,
-                                 _named(confirmed[i], names)))
+                                 _named(confirmed[i], names), **about))
         elif check.status not in (Status.CONFIRMED, Status.UNCHECKED):
-            out.append(Certified(name, check.status, check.reason, check.obligations, label))
+            out.append(Certified(name, check.status, check.reason, check.obligations, label, **about))
         elif i in unchecked:
             why = check.reason if check.status == Status.UNCHECKED else "an assumption rests on an unchecked certificate"
-            out.append(Certified(name, Status.UNCHECKED, why, check.obligations, label, _named(unchecked[i], names)))
+            out.append(Certified(name, Status.UNCHECKED, why, check.obligations, label, _named(unchecked[i], names),
+                                 **about))
         else:
             out.append(Certified(name, Status.REJECTED, _undischarged(i, certs, edges, confirmed, unchecked, names),
-                                 check.obligations, label))
+                                 check.obligations, label, **about))
     return out
 
 

@@ -135,6 +135,8 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
                          help="certificates, together with those for the conditions they assume")
     certify.add_argument("--policy", metavar="FILE", help="require every certificate to be for exactly this policy")
     certify.add_argument("--deployment", metavar="FILE", help="with --policy: override its deployment section")
+    certify.add_argument("--rlimit", type=_bounded_int(0, 10**12), default=0, metavar="N",
+                         help="solver resource limit per obligation (z3 rlimit, cvc5 rlimit-per; 0: none)")
     certify.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per obligation")
     sub.add_parser("reproduce", help="reproduce the seeds' observations")
     for add_parser, _ in (extra_commands or {}).values():
@@ -374,7 +376,7 @@ def _certify(args, stdout) -> int:
     policy = None
     if args.policy:
         policy = load_policy(args.policy, load_deployment(args.deployment) if args.deployment else None)
-    verdicts = certify_set(documents, policy, args.timeout * 1000)
+    verdicts = certify_set(documents, policy, args.timeout * 1000, args.rlimit)
     for v in verdicts:
         about = f"{v.label}: " if v.label else ""
         print(f"{v.name}: {about}{v.status} ({v.reason})", file=stdout)

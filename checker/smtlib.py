@@ -11,9 +11,11 @@ MAX_DEPTH = 128
 
 _SYMBOL = re.compile(r"[A-Za-z~!@$%^&*_+=<>.?/\-][A-Za-z0-9~!@$%^&*_+=<>.?/\-]*\Z")
 _NUMERAL = re.compile(r"(0|[1-9][0-9]*)\Z")
-_ATOM_CHARS = re.compile(r"[^\s()]+")
+_TOKEN = re.compile(r"[()]|[^ \t\r\n()]+")
+_NOT_ASCII = re.compile(r"[^\x20-\x7e\t\r\n]")
 _FORBIDDEN = {";": "a comment", '"': "a string literal", "|": "a quoted |symbol|", "#": "a binary or hex literal",
               ":": "a keyword", "'": "a quote", "`": "a backquote", ",": "a comma", "\\": "a backslash"}
+_FORBIDDEN_RE = re.compile("[" + re.escape("".join(_FORBIDDEN)) + "]")
 
 # Operators: (argument sort, result sort, least and greatest arity); "same" takes any one sort for every argument.
 OPERATORS = {
@@ -36,73 +38,60 @@ class SmtError(Exception):
 @dataclass(frozen=True)
 class Atom:
     text: str
-    line: int
-    col: int
+    at: int
 
 
 @dataclass(frozen=True)
 class SList:
     items: tuple
-    line: int
-    col: int
+    at: int
 
 
 def _at(node) -> str:
-    return f"{node.line}:{node.col}"
+    """A node's offset, marked, for `read_definition` to turn into line:column (only errors need it)."""
+    return f"\x00{node.at}\x00"
 
 
-def tokens(text: str):
-    """(kind, text, line, col) for '(', ')' and atoms; refuses what the term language has no use for."""
-    if len(text) > MAX_CHARS:
-        raise SmtError(f"longer than {MAX_CHARS} characters")
-    line, col, i, out = 1, 1, 0, []
-    while i < len(text):
-        ch = text[i]
-        if ch == "\n":
-            line, col, i = line + 1, 1, i + 1
-            continue
-        if ch in " \t\r":
-            col, i = col + 1, i + 1
-            continue
-        if ord(ch) > 126 or (ord(ch) < 32):
-            raise SmtError(f"character U+{ord(ch):04X} at {line}:{col} (only printable ASCII is allowed)")
-        if ch in _FORBIDDEN:
-            raise SmtError(f"{_FORBIDDEN[ch]} at {line}:{col}")
-        if ch in "()":
-            out.append((ch, ch, line, col))
-            col, i = col + 1, i + 1
-            continue
-        match = _ATOM_CHARS.match(text, i)
-        atom = match.group()
-        for bad in _FORBIDDEN:
-            if bad in atom:
-                where = col + atom.index(bad)
-                raise SmtError(f"{_FORBIDDEN[bad]} at {line}:{where}")
-        out.append(("atom", atom, line, col))
-        col, i = col + len(atom), match.end()
-    return out
+_MARK = re.compile("\x00([0-9]+)\x00")
+
+
+def where(source: str, offset: int) -> str:
+    """line:column of an offset, both from 1."""
+    line = source.count("\n", 0, offset)
+    return f"{line + 1}:{offset - source.rfind(chr(10), 0, offset)}"
 
 
 def parse(text: str) -> list:
-    """The top-level S-expressions of `text`, iteratively, with depth and size bounded."""
+    """The top-level S-expressions of `text`, iteratively, with depth and size bounded; refuses comments, strings,
+    quoted symbols, keywords and every character that is not printable ASCII."""
+    if len(text) > MAX_CHARS:
+        raise SmtError(f"longer than {MAX_CHARS} characters")
+    odd = _NOT_ASCII.search(text)
+    if odd:
+        raise SmtError(f"character U+{ord(odd.group()):04X} at {where(text, odd.start())} "
+                       "(only printable ASCII is allowed)")
+    odd = _FORBIDDEN_RE.search(text)
+    if odd:
+        raise SmtError(f"{_FORBIDDEN[odd.group()]} at {where(text, odd.start())}")
     stack, top, count = [], [], 0
-    for kind, value, line, col in tokens(text):
+    for match in _TOKEN.finditer(text):
+        token, at = match.group(), match.start()
         count += 1
         if count > MAX_NODES:
             raise SmtError(f"more than {MAX_NODES} tokens")
-        if kind == "(":
+        if token == "(":
             if len(stack) >= MAX_DEPTH:
-                raise SmtError(f"nested deeper than {MAX_DEPTH} at {line}:{col}")
-            stack.append((line, col, []))
-        elif kind == ")":
+                raise SmtError(f"nested deeper than {MAX_DEPTH} at {where(text, at)}")
+            stack.append((at, []))
+        elif token == ")":
             if not stack:
-                raise SmtError(f"unbalanced ')' at {line}:{col}")
-            l0, c0, items = stack.pop()
-            (stack[-1][2] if stack else top).append(SList(tuple(items), l0, c0))
+                raise SmtError(f"unbalanced ')' at {where(text, at)}")
+            start, items = stack.pop()
+            (stack[-1][1] if stack else top).append(SList(tuple(items), start))
         else:
-            (stack[-1][2] if stack else top).append(Atom(value, line, col))
+            (stack[-1][1] if stack else top).append(Atom(token, at))
     if stack:
-        raise SmtError(f"unclosed '(' opened at {stack[-1][0]}:{stack[-1][1]}")
+        raise SmtError(f"unclosed '(' opened at {where(text, stack[-1][0])}")
     return top
 
 
@@ -129,6 +118,13 @@ class Definition:
 
 def read_definition(text: str, signature: Signature) -> Definition:
     """Exactly one `(define-fun Inv (params) Bool BODY)` with the signature's parameters and a Bool BODY."""
+    try:
+        return _read_definition(text, signature)
+    except SmtError as exc:
+        raise SmtError(_MARK.sub(lambda m: where(text, int(m.group(1))), str(exc))) from None
+
+
+def _read_definition(text: str, signature: Signature) -> Definition:
     commands = parse(text)
     if not commands:
         raise SmtError("empty: no definition of Inv")
@@ -166,6 +162,9 @@ def _check_params(node, expected: tuple) -> None:
         raise SmtError(f"Inv has {len(got)} parameters, the model's state has {len(expected)}")
 
 
+_ALLOWED = " (only its parameters, constructors, numerals, let and theory operators)"
+
+
 class _Checker:
     """Sorts of body terms; a term is refused at its position as soon as it uses anything outside the whitelist."""
 
@@ -188,11 +187,11 @@ class _Checker:
             return self._ite(node)
         if head.text in OPERATORS:
             return self._apply(head, node.items[1:])
-        raise SmtError(f"{self._describe(head.text)} at {_at(head)} is not allowed in Inv")
+        raise SmtError(f"{self._describe(head.text)} at {_at(head)} is not allowed in Inv{_ALLOWED}")
 
     def _describe(self, name: str) -> str:
         if name in self.signature.model_symbols:
-            return f"the model's symbol {name} (Inv may use only its own parameters)"
+            return f"the model's symbol {name}"
         if name in self.params or name in self.signature.constructors or self._bound(name):
             return f"{name} applied as a function"
         return f"the symbol {name}"
@@ -216,7 +215,7 @@ class _Checker:
             return "Int"
         if name in self.signature.constructors:
             return self.signature.constructors[name]
-        raise SmtError(f"{self._describe(name)} at {_at(node)} is not allowed in Inv")
+        raise SmtError(f"{self._describe(name)} at {_at(node)} is not allowed in Inv{_ALLOWED}")
 
     def _apply(self, head: Atom, args: tuple) -> str:
         argument, result, least, most = OPERATORS[head.text]
