@@ -1,8 +1,9 @@
 """Proof certificates: the parametric model and an inductive invariant in SMT-LIB 2, re-checked by cvc5.
 
-A certificate holds the policy, the condition, the model text (Init, Trans, Bad) and the invariant (Inv).
-`recheck` regenerates the model text from the policy and requires it to be identical, then builds the three
-obligations itself (initiation, consecution, safety) and asks cvc5; only `unsat` is a pass.
+A certificate holds the policy, the condition, the model text (Init, Trans, Bad) and the invariant (Inv). Every field
+is validated; the model text is regenerated from the embedded policy and must be identical; Inv is parsed by
+`smtlib` and reprinted; the three obligations (initiation, consecution, safety) are built here; only cvc5's `unsat`
+confirms. `certify_set` discharges assumptions within a set of certificates; `confirm_certificate` serves the cache.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from dataclasses import dataclass
 
 import z3
 
+from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.errors import PrunecheckError
 from prunecheck.spec.model import ActionSort
 from prunecheck.spec.parametric import AllocSort, GhostSort, PairAction, PairModel, PairState
 from prunecheck.spec.symbolic import KindSort, NamespaceSort
-
-from prunecheck.spec.conditions import CONDITIONS
-from prunecheck.spec.errors import PrunecheckError
 
 from .smtlib import Signature, SmtError, read_definition
 from .solver import new_solver, query
@@ -214,6 +214,22 @@ def _require(ok: bool, field: str, why: str) -> None:
 
 def read_certificate(document) -> Certificate:
     """Validate every field of an untrusted certificate document; CertificateError names the first bad one."""
+    _check_fields(document)
+    condition, assume = document["condition"], document["assume"]
+    _require(isinstance(assume, list) and all(isinstance(c, str) and c in CONDITIONS for c in assume), "assume",
+             "not a list of condition ids")
+    _require(len(set(assume)) == len(assume), "assume", "a condition is listed twice")
+    _require(condition not in assume, "assume", f"the certificate for {condition} assumes {condition} itself")
+    _require(isinstance(document["policy"], dict), "policy", "not a JSON object")
+    policy, policy_doc, digest = _embedded_policy(json.dumps(document["policy"], sort_keys=True))
+    _require(document["policy_hash"] == digest, "policy_hash",
+             f"{document['policy_hash'][:16]!r} is not the hash of the embedded policy (sha256:{digest[:12]})")
+    return Certificate(condition, document["engine"], document["free_policy"], tuple(assume), policy, policy_doc,
+                       digest, document["model_smt2"], document["invariant_smt2"])
+
+
+def _check_fields(document) -> None:
+    """Exactly the known fields, each of its type (assume and policy are read by the caller)."""
     _require(isinstance(document, dict), "certificate", "not a JSON object")
     unknown = sorted(set(document) - set(KEYS))
     _require(not unknown, "certificate", f"unknown field {', '.join(map(str, unknown))[:80]}")
@@ -224,22 +240,11 @@ def read_certificate(document) -> Certificate:
     _require(isinstance(condition, str) and condition in CONDITIONS, "condition", "not one of " + ", ".join(CONDITIONS))
     _require(isinstance(document["engine"], str) and len(document["engine"]) <= 200, "engine", "not a short string")
     _require(type(document["free_policy"]) is bool, "free_policy", "not true or false")
-    assume = document["assume"]
-    _require(isinstance(assume, list) and all(isinstance(c, str) and c in CONDITIONS for c in assume), "assume",
-             "not a list of condition ids")
-    _require(len(set(assume)) == len(assume), "assume", "a condition is listed twice")
-    _require(condition not in assume, "assume", f"the certificate for {condition} assumes {condition} itself")
     readable = document["invariant"]
     _require(isinstance(readable, list) and len(readable) <= 10000 and all(isinstance(x, str) for x in readable),
              "invariant", "not a list of strings")
     for field in ("model_smt2", "invariant_smt2", "policy_hash"):
         _require(isinstance(document[field], str), field, "not a string")
-    _require(isinstance(document["policy"], dict), "policy", "not a JSON object")
-    policy, policy_doc, digest = _embedded_policy(json.dumps(document["policy"], sort_keys=True))
-    _require(document["policy_hash"] == digest, "policy_hash",
-             f"{document['policy_hash'][:16]!r} is not the hash of the embedded policy (sha256:{digest[:12]})")
-    return Certificate(condition, document["engine"], document["free_policy"], tuple(assume), policy, policy_doc,
-                       digest, document["model_smt2"], document["invariant_smt2"])
 
 
 _POLICIES_SIZE = 4096
@@ -478,22 +483,25 @@ def certify_set(documents: list, policy=None, timeout_ms: int = 10000, rlimit: i
     unchecked = _fixpoint(own, edges, confirmed, (Status.CONFIRMED, Status.UNCHECKED))
     out = []
     for i, name in enumerate(names):
-        cert, check = certs.get(i), own[i]
-        label = cert.label if cert else ""
-        about = {"condition": cert.condition, "policy_hash": cert.policy_hash} if cert else {}
-        if i in confirmed:
-            out.append(Certified(name, Status.CONFIRMED, check.reason, check.obligations, label,
-                                 _named(confirmed[i], names), **about))
-        elif check.status not in (Status.CONFIRMED, Status.UNCHECKED):
-            out.append(Certified(name, check.status, check.reason, check.obligations, label, **about))
-        elif i in unchecked:
-            why = check.reason if check.status == Status.UNCHECKED else "an assumption rests on an unchecked certificate"
-            out.append(Certified(name, Status.UNCHECKED, why, check.obligations, label, _named(unchecked[i], names),
-                                 **about))
-        else:
-            out.append(Certified(name, Status.REJECTED, _undischarged(i, certs, edges, confirmed, unchecked, names),
-                                 check.obligations, label, **about))
+        status, reason, picks = _outcome(i, own[i], confirmed, unchecked)
+        if status is None:
+            status, reason = Status.REJECTED, _undischarged(i, certs, edges, confirmed, unchecked, names)
+        cert = certs.get(i)
+        about = {"label": cert.label, "condition": cert.condition, "policy_hash": cert.policy_hash} if cert else {}
+        out.append(Certified(name, status, reason, own[i].obligations, discharged=_named(picks, names), **about))
     return out
+
+
+def _outcome(i: int, own: Recheck, confirmed: dict, unchecked: dict) -> tuple:
+    """(status, reason, assumption picks) of certificate i, or (None, '', {}) if an assumption is not discharged."""
+    if i in confirmed:
+        return Status.CONFIRMED, own.reason, confirmed[i]
+    if own.status not in (Status.CONFIRMED, Status.UNCHECKED):
+        return own.status, own.reason, {}
+    if i in unchecked:
+        why = own.reason if own.status == Status.UNCHECKED else "an assumption rests on an unchecked certificate"
+        return Status.UNCHECKED, why, unchecked[i]
+    return None, "", {}
 
 
 def _named(picks: dict, names: list) -> tuple:
