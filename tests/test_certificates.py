@@ -259,6 +259,15 @@ def test_a_missing_field_is_rejected(tmp_path, flawed):
 def test_an_unreadable_certificate_is_an_input_error(tmp_path):
     code, out, err = certify(tmp_path, ["[1, 2"])
     assert code == 2 and err.count("\n") == 1 and "cert0.json:1:" in err
+    code, out, err = certify(tmp_path, ["[" * 200_000])
+    assert code == 2 and err.count("\n") == 1 and "not JSON" in err
+    code, out, err = certify(tmp_path, ["{}"], "--deployment", str(SAFE))
+    assert code == 2 and "--deployment needs --policy" in err
+
+
+def test_a_json_value_that_is_no_certificate_is_rejected(tmp_path):
+    code, out, err = certify(tmp_path, ["[1, 2]"])
+    assert code == 1 and "rejected (certificate: not a JSON object)" in out
 
 
 # Assumptions: explicit, discharged by certificates in the set, never circular.
@@ -422,3 +431,17 @@ def test_no_mutated_certificate_is_confirmed_for_a_violated_condition(flawed, sa
     flawed_hash = certs["P1"]["policy_hash"]
     for v in certify_set(set_of, rlimit=RLIMIT):
         assert not (v.status == Status.CONFIRMED and v.policy_hash == flawed_hash and v.condition in VIOLATED), v
+
+
+def test_a_proof_only_z3_rechecks_is_unknown_not_holds(monkeypatch, safe):
+    from prunecheck.checker import certificate
+    from prunecheck.checker.check import policy_document
+    from prunecheck.checker.prove import prove
+
+    policy, _ = safe
+    clear_caches()
+    monkeypatch.setattr(certificate, "_ask_cvc5", lambda prefix, queries, *_: ["unknown"] * len(queries))
+    result = prove(policy, "C1", policy_document(policy), policy_hash(policy), timeout=600.0)
+    clear_caches()
+    assert result.verdict == Verdict.UNKNOWN and result.certificate is None
+    assert "not confirmed: cvc5 gave up on initiation, consecution, safety; z3 alone proves them" in result.reason
