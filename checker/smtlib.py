@@ -55,6 +55,10 @@ def _at(node) -> str:
 _MARK = re.compile("\x00([0-9]+)\x00")
 
 
+def _show(name: str) -> str:
+    return name if len(name) <= 40 else name[:37] + "..."
+
+
 def where(source: str, offset: int) -> str:
     """line:column of an offset, both from 1."""
     line = source.count("\n", 0, offset)
@@ -156,7 +160,7 @@ def _check_params(node, expected: tuple) -> None:
         got.append((item.items[0].text, item.items[1].text))
     for i, (have, want) in enumerate(zip(got, expected)):
         if have != want:
-            raise SmtError(f"parameter {i + 1} at {_at(node.items[i])} is ({have[0]} {have[1]}), "
+            raise SmtError(f"parameter {i + 1} at {_at(node.items[i])} is ({_show(have[0])} {_show(have[1])}), "
                            f"the model's is ({want[0]} {want[1]})")
     if len(got) != len(expected):
         raise SmtError(f"Inv has {len(got)} parameters, the model's state has {len(expected)}")
@@ -191,10 +195,10 @@ class _Checker:
 
     def _describe(self, name: str) -> str:
         if name in self.signature.model_symbols:
-            return f"the model's symbol {name}"
+            return f"the model's symbol {_show(name)}"
         if name in self.params or name in self.signature.constructors or self._bound(name):
-            return f"{name} applied as a function"
-        return f"the symbol {name}"
+            return f"{_show(name)} applied as a function"
+        return f"the symbol {_show(name)}"
 
     def _bound(self, name: str):
         for scope in reversed(self.scopes):
@@ -259,7 +263,7 @@ class _Checker:
                  or text in RESERVED or text in self.signature.model_symbols or text in scope
                  or self._bound(text) is not None)
         if taken or not _SYMBOL.match(text) or _NUMERAL.match(text):
-            raise SmtError(f"let name {text} at {_at(name)} is not a fresh symbol")
+            raise SmtError(f"let name {_show(text)} at {_at(name)} is not a fresh symbol")
 
 
 def print_term(node) -> str:
