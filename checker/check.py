@@ -49,7 +49,8 @@ def versions() -> tuple:
 
 def clear_caches() -> None:
     """Forget what this process shares between checks: step templates (with their lemmas), proofs with the policy
-    abstracted, cvc5's answers, regenerated models and confirmed certificates. Reports do not change; only the time of the next checks does."""
+    abstracted, cvc5's answers, regenerated models and confirmed certificates. Reports do not change; only the time
+    of the next checks does."""
     from prunecheck.spec import template
 
     from . import certificate, prove

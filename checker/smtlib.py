@@ -183,6 +183,8 @@ class _Checker:
         if not node.items:
             raise SmtError(f"empty application () at {_at(node)}")
         head = node.items[0]
+        if isinstance(head, SList):
+            return self._tester(head, node.items[1:])
         if not isinstance(head, Atom):
             raise SmtError(f"an application at {_at(node)} whose head is not a symbol")
         if head.text == "let":
@@ -233,6 +235,17 @@ class _Checker:
                 raise SmtError(f"argument of {head.text} at {_at(a)} has sort {s}, not {want}")
         return result
 
+    def _tester(self, head: SList, args: tuple) -> str:
+        """`((_ is C) x)`: whether x was built by constructor C (Spacer writes these)."""
+        parts = head.items
+        if not (len(parts) == 3 and all(isinstance(p, Atom) for p in parts) and parts[0].text == "_"
+                and parts[1].text == "is" and parts[2].text in self.signature.constructors):
+            raise SmtError(f"an application at {_at(head)} whose head is neither a symbol nor a tester (_ is C)")
+        sort = self.signature.constructors[parts[2].text]
+        if len(args) != 1 or self.sort_of(args[0]) != sort:
+            raise SmtError(f"tester (_ is {parts[2].text}) at {_at(head)} takes one argument of sort {sort}")
+        return "Bool"
+
     def _ite(self, node: SList) -> str:
         if len(node.items) != 4:
             raise SmtError(f"ite at {_at(node)} takes 3 arguments")
@@ -270,6 +283,8 @@ def print_term(node) -> str:
     """The checked term as text; one-argument `and`/`or` print as their argument."""
     if isinstance(node, Atom):
         return node.text
+    if isinstance(node.items[0], SList):
+        return "(" + " ".join(print_term(item) for item in node.items) + ")"
     head = node.items[0].text
     if head in ("and", "or") and len(node.items) == 2:
         return print_term(node.items[1])

@@ -173,7 +173,10 @@ BODIES = [
     ("(and)", "takes 1+ argument"),
     ("(not true false)", "takes 1 argument"),
     ("()", "empty application"),
-    ("((and) true)", "head is not a symbol"),
+    ("((and) true)", "neither a symbol nor a tester"),
+    ("((_ is record) ns_r@p)", "takes one argument of sort Kind"),
+    ("((_ is Bad) kind_r@p)", "neither a symbol nor a tester"),
+    ("((_ is record) kind_r@p kind_q@p)", "takes one argument"),
     ("(message)", "message applied as a function"),
     ("(and true", "unclosed"),
     ("true))", "unbalanced"),
@@ -446,3 +449,15 @@ def test_a_proof_only_z3_rechecks_is_unknown_not_holds(monkeypatch, safe):
     clear_caches()
     assert result.verdict == Verdict.UNKNOWN and result.certificate is None
     assert "not confirmed: cvc5 gave up on initiation, consecution, safety; z3 alone proves them" in result.reason
+
+
+@pytest.mark.parametrize("condition", ["C1", "P1"])
+def test_spacer_certificates_with_datatype_testers_are_confirmed(safe, condition):
+    from prunecheck.checker.check import policy_document
+    from prunecheck.checker.spacer import prove_with_spacer
+
+    policy, _ = safe
+    result = prove_with_spacer(policy, condition, policy_document(policy), policy_hash(policy), timeout=120.0)
+    assert result.verdict == Verdict.HOLDS, result.reason
+    assert "(_ is " in json.loads(result.certificate)["invariant_smt2"]
+    assert confirm_certificate(result.certificate, policy, condition, rlimit=RLIMIT).status == Status.CONFIRMED
