@@ -62,6 +62,18 @@ class Recheck:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class ModelFacts:
+    """What a re-check needs of an encoding, as text only: cheap to keep for many models."""
+
+    condition: str
+    free_policy: bool
+    assume: tuple
+    text: str
+    signature: Signature
+    obligations: tuple
+
+
 def _sort_name(sort) -> str:
     return sort.name()
 
@@ -147,6 +159,10 @@ class Encoding:
         model = self.pre.variables() + self.act.variables() + self.post.variables()
         names = frozenset([v.sexpr() for v in model] + ["Init", "Trans", "Bad"] + [s.name() for s in DATATYPES])
         return Signature(params, ctors, names)
+
+    def facts(self) -> ModelFacts:
+        return ModelFacts(self.condition, self.free_policy, self.assume, self.model_text(), self.signature(),
+                          tuple(self.obligations().items()))
 
     def obligations(self) -> dict:
         inv_pre, inv_post = _apply("Inv", self.pre.variables()), _apply("Inv", self.post.variables())
@@ -267,27 +283,34 @@ def _embedded_policy(text: str) -> tuple:
     return _policies[text]
 
 
-_ENCODINGS_SIZE = 256
-_encodings: dict = {}
+_MODELS_SIZE = 4096
+_models: dict = {}
+_BASES_SIZE = 256
+_bases: dict = {}
 
 
-def encoding_for(policy, condition: str, free_policy: bool, assume=()) -> Encoding:
-    """A fresh encoding, shared per free-policy shape: with the policy abstracted only its shape enters the model."""
+def model_facts(policy, condition: str, free_policy: bool, assume=()) -> ModelFacts:
+    """The regenerated model's facts, remembered per free-policy shape: with the policy abstracted only its shape
+    enters the model."""
     if not free_policy:
-        return Encoding(policy, condition, free_policy, assume)
+        return Encoding(policy, condition, free_policy, assume).facts()
     from .prove import free_shape
 
-    key = (free_shape(policy, 0.0), condition, tuple(assume))
-    if key not in _encodings:
-        if len(_encodings) >= _ENCODINGS_SIZE:
-            _encodings.clear()
-        encoding = Encoding(policy, condition, True, assume)
-        encoding.model_text()
-        _encodings[key] = encoding
-    return _encodings[key]
+    shape = (free_shape(policy, 0.0), tuple(assume))
+    key = shape + (condition,)
+    if key not in _models:
+        if len(_models) >= _MODELS_SIZE:
+            _models.clear()
+        if len(_bases) >= _BASES_SIZE:
+            _bases.clear()
+        if shape not in _bases:
+            # The step encoding is most of the cost, and it does not depend on the condition.
+            _bases[shape] = Encoding(policy, condition, True, assume)
+        _models[key] = _bases[shape].for_condition(condition).facts()
+    return _models[key]
 
 
-_ANSWERS_SIZE = 128
+_ANSWERS_SIZE = 65536
 _answers: dict = {}
 
 
@@ -295,7 +318,7 @@ def _cvc5(prefix: str, queries: list, timeout_ms: int, rlimit: int = 0) -> list:
     """cvc5's answer to each query (assertions) on top of `prefix`, in one incremental solver: the model is parsed
     once, each query between push and pop. Decisive answers are remembered per exact script for this process (a
     certificate whose policy is abstracted has the same text for every policy of a deployment)."""
-    key = (prefix, tuple(queries), timeout_ms, rlimit)
+    key = (hashlib.sha256("\0".join([prefix, *queries]).encode()).hexdigest(), timeout_ms, rlimit)
     if key in _answers:
         return list(_answers[key])
     answers = _ask_cvc5(prefix, queries, timeout_ms, rlimit)
@@ -346,18 +369,17 @@ def _z3(script: str, timeout_ms: int, rlimit: int = 0) -> str:
     return query(solver).status
 
 
-def check_obligations(invariant_smt2: str, encoding: Encoding, timeout_ms: int = 10000, rlimit: int = 0) -> Recheck:
+def check_obligations(invariant_smt2: str, model: ModelFacts, timeout_ms: int = 10000, rlimit: int = 0) -> Recheck:
     """Read Inv from the untrusted text, then ask cvc5 (z3 only to explain a failure) about the trusted script: the
     regenerated model text, Inv printed from its parsed term, and the three obligations built here."""
     try:
-        definition = read_definition(invariant_smt2, encoding.signature())
+        definition = read_definition(invariant_smt2, model.signature)
     except SmtError as exc:
         return Recheck(Status.REJECTED, (), f"invariant: {exc}")
-    prefix = encoding.model_text() + definition.text()
-    obligations = encoding.obligations()
-    answers = _cvc5(prefix, ["\n".join(a) for a in obligations.values()], timeout_ms, rlimit)
+    prefix = model.text + definition.text()
+    answers = _cvc5(prefix, ["\n".join(a) for _, a in model.obligations], timeout_ms, rlimit)
     results = []
-    for (name, asserts), by_cvc5 in zip(obligations.items(), answers):
+    for (name, asserts), by_cvc5 in zip(model.obligations, answers):
         script = prefix + "\n".join(asserts) + "\n(check-sat)\n"
         by_z3 = _z3(script, timeout_ms, rlimit) if by_cvc5 != "unsat" else "not asked"
         results.append(Obligation(name, by_cvc5, by_z3))
@@ -373,13 +395,13 @@ def check_obligations(invariant_smt2: str, encoding: Encoding, timeout_ms: int =
     return Recheck(Status.UNCHECKED, tuple(results), f"no solver decides {', '.join(open_)}")
 
 
-def _matches(cert: Certificate, encoding: Encoding) -> str:
-    """Why the certificate is not about the encoding's model, or ''."""
-    if (cert.condition, cert.free_policy, cert.assume) != (encoding.condition, encoding.free_policy, encoding.assume):
+def _matches(cert: Certificate, model: ModelFacts) -> str:
+    """Why the certificate is not about the regenerated model, or ''."""
+    if (cert.condition, cert.free_policy, cert.assume) != (model.condition, model.free_policy, model.assume):
         return (f"the certificate is for {cert.condition} (free_policy {cert.free_policy}, assume "
-                f"{list(cert.assume)}), not {encoding.condition} (free_policy {encoding.free_policy}, assume "
-                f"{list(encoding.assume)})")
-    if cert.model_smt2 != encoding.model_text():
+                f"{list(cert.assume)}), not {model.condition} (free_policy {model.free_policy}, assume "
+                f"{list(model.assume)})")
+    if cert.model_smt2 != model.text:
         return "model_smt2: not the model regenerated from the embedded policy, condition and assumptions"
     return ""
 
@@ -391,19 +413,20 @@ def recheck(document: dict, encoding: Encoding, timeout_ms: int = 10000, rlimit:
         cert = read_certificate(document)
     except CertificateError as exc:
         return Recheck(Status.REJECTED, (), exc.one_line())
-    why = _matches(cert, encoding)
+    model = encoding.facts()
+    why = _matches(cert, model)
     if why:
         return Recheck(Status.REJECTED, (), why)
-    return check_obligations(cert.invariant_smt2, encoding, timeout_ms, rlimit)
+    return check_obligations(cert.invariant_smt2, model, timeout_ms, rlimit)
 
 
 def recheck_certificate(cert: Certificate, timeout_ms: int = 10000, rlimit: int = 0) -> Recheck:
     """Check a validated certificate against the model regenerated from its own embedded policy."""
-    encoding = encoding_for(cert.policy, cert.condition, cert.free_policy, cert.assume)
-    why = _matches(cert, encoding)
+    model = model_facts(cert.policy, cert.condition, cert.free_policy, cert.assume)
+    why = _matches(cert, model)
     if why:
         return Recheck(Status.REJECTED, (), why)
-    return check_obligations(cert.invariant_smt2, encoding, timeout_ms, rlimit)
+    return check_obligations(cert.invariant_smt2, model, timeout_ms, rlimit)
 
 
 _CONFIRMED_SIZE = 8192
@@ -447,7 +470,8 @@ def _confirm(text, policy, digest, policy_doc, condition, timeout_ms, rlimit) ->
 def clear_memos() -> None:
     _policies.clear()
     _answers.clear()
-    _encodings.clear()
+    _models.clear()
+    _bases.clear()
     _confirmed.clear()
 
 
