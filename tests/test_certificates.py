@@ -6,7 +6,7 @@ import json
 
 import pytest
 import z3
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from prunecheck.checker import cli
@@ -429,7 +429,9 @@ def test_no_mutated_certificate_is_confirmed_for_a_violated_condition(flawed, sa
     texts = [json.dumps(doc), _char_edit(json.dumps(doc), data)]
     for text in texts:
         for c in VIOLATED:
-            assert confirm_certificate(text, policy, c, rlimit=RLIMIT).status != Status.CONFIRMED
+            status = confirm_certificate(text, policy, c, rlimit=RLIMIT).status
+            event(f"{status}")
+            assert status != Status.CONFIRMED
     set_of = [(f"m{i}", json.loads(t)) for i, t in enumerate(texts[:1])] + \
         [(c, certs[c]) for c in sorted(certs)]
     flawed_hash = certs["P1"]["policy_hash"]
