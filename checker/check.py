@@ -49,14 +49,15 @@ def versions() -> tuple:
 
 def clear_caches() -> None:
     """Forget what this process shares between checks: step templates (with their lemmas), proofs with the policy
-    abstracted, and cvc5's answers. Reports do not change; only the time of the next checks does."""
+    abstracted, cvc5's answers, regenerated models and confirmed certificates. Reports do not change; only the time
+    of the next checks does."""
     from prunecheck.spec import template
 
     from . import certificate, prove
 
     template._templates.clear()
     prove._shared.clear()
-    certificate._answers.clear()
+    certificate.clear_memos()
 
 
 def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,

@@ -2,9 +2,10 @@
 main(argv, stdout, stderr) -> exit code.
 
 Exit codes: 0 every condition holds (replay: the trace reproduces as recorded; certify: every certificate is
-confirmed); 1 some condition is violated (replay: the trace does not reproduce; certify: a certificate is
-refuted or unchecked); 2 usage or input error; 3 nothing violated but something unknown; 4 internal error (a
-checker bug, such as a counterexample that does not replay).
+confirmed, assumptions included); 1 some condition is violated (replay: the trace does not reproduce; certify: a
+certificate is rejected or refuted); 2 usage or input error (certify: an unreadable or non-JSON file); 3 nothing
+violated but something unknown (certify: a solver gave up on some certificate); 4 internal error (a checker bug,
+such as a counterexample that does not replay).
 """
 
 from __future__ import annotations
@@ -129,8 +130,13 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="explain a counterexample step by step, down to the policy's text")
     explain.add_argument("trace", metavar="TRACE.itf.json")
     explain.add_argument("--format", choices=("text", "json"), default="text")
-    certify = sub.add_parser("certify", help="re-check a proof certificate with cvc5")
-    certify.add_argument("certificates", nargs="+", metavar="CERT.json")
+    certify = sub.add_parser("certify", help="re-check proof certificates with cvc5")
+    certify.add_argument("certificates", nargs="+", metavar="CERT.json",
+                         help="certificates, together with those for the conditions they assume")
+    certify.add_argument("--policy", metavar="FILE", help="require every certificate to be for exactly this policy")
+    certify.add_argument("--deployment", metavar="FILE", help="with --policy: override its deployment section")
+    certify.add_argument("--rlimit", type=_bounded_int(0, 10**12), default=0, metavar="N",
+                         help="solver resource limit per obligation (z3 rlimit, cvc5 rlimit-per; 0: none)")
     certify.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per obligation")
     sub.add_parser("reproduce", help="reproduce the seeds' observations")
     for add_parser, _ in (extra_commands or {}).values():
@@ -349,36 +355,41 @@ def _replay(args, stdout) -> int:
 
 
 def _certify(args, stdout) -> int:
-    from .certificate import Encoding, recheck
+    from .certificate import Status, certify_set
     from .itf import regular_file
-    from .loader import parse_policy_text
+    from .loader import load_deployment, load_policy
 
-    worst = EXIT_HOLDS
+    documents = []
     for name in args.certificates:
         path = Path(name)
         regular_file(path)
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
+            documents.append((str(path), json.loads(path.read_text(encoding="utf-8"))))
         except (OSError, UnicodeDecodeError) as exc:
             raise PolicySyntaxError(f"cannot read certificate: {exc}", str(path), 1, 1) from None
         except json.JSONDecodeError as exc:
             raise PolicySyntaxError(f"certificate is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
-        if not isinstance(document, dict) or not isinstance(document.get("policy"), dict) \
-                or document.get("condition") not in CONDITIONS:
-            raise PolicySyntaxError("not a prunecheck certificate", str(path), 1, 1)
-        assume = document.get("assume", [])
-        if not isinstance(assume, list) or any(c not in CONDITIONS for c in assume):
-            raise PolicySyntaxError("certificate's assume list names unknown conditions", str(path), 1, 1)
-        policy = parse_policy_text(json.dumps(document["policy"]), f"{path}#policy.json")
-        encoding = Encoding(policy, document["condition"], bool(document.get("free_policy")), assume)
-        result = recheck(document, encoding, args.timeout * 1000)
-        print(f"{path}: {document['condition']} for policy {policy.name}: {result.status} ({result.reason})",
-              file=stdout)
-        for o in result.obligations:
+        except RecursionError:
+            raise PolicySyntaxError("certificate is not JSON: nested too deeply", str(path), 1, 1) from None
+    if args.deployment and not args.policy:
+        raise UsageError("--deployment needs --policy")
+    policy = None
+    if args.policy:
+        policy = load_policy(args.policy, load_deployment(args.deployment) if args.deployment else None)
+    verdicts = certify_set(documents, policy, args.timeout * 1000, args.rlimit)
+    for v in verdicts:
+        about = f"{v.label}: " if v.label else ""
+        print(f"{v.name}: {about}{v.status} ({v.reason})", file=stdout)
+        for o in v.obligations:
             print(f"  {o.name:<12} cvc5: {o.cvc5:<8} z3: {o.z3}", file=stdout)
-        if result.status not in ("confirmed", "z3-only"):
-            worst = EXIT_VIOLATED
-    return worst
+        for condition, by in v.discharged:
+            print(f"  assumes {condition}: discharged by {by}", file=stdout)
+        if v.label and not v.discharged and v.status == Status.CONFIRMED:
+            print("  assumes nothing", file=stdout)
+    statuses = {v.status for v in verdicts}
+    if statuses & {Status.REJECTED, Status.REFUTED}:
+        return EXIT_VIOLATED
+    return EXIT_UNKNOWN if Status.UNCHECKED in statuses else EXIT_HOLDS
 
 
 def entry() -> None:

@@ -8,7 +8,7 @@ import z3
 
 from prunecheck.spec.pair_lemmas import pair_candidates
 
-from .certificate import STEP_CONDITIONS, Encoding, certificate_document, dumps, recheck
+from .certificate import STEP_CONDITIONS, Encoding, Status, certificate_document, dumps, recheck
 from .invariants import houdini
 from .result import Result, Verdict
 from .solver import new_solver, query
@@ -116,14 +116,13 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
         document = certificate_document(policy_doc, policy_hash, enc, invariant, readable, engine)
         check = recheck(document, enc, recheck_timeout_ms)
         seconds = time.perf_counter() - started
-        if check.status == "confirmed":
+        if check.status == Status.CONFIRMED:
             return Result(condition, Verdict.HOLDS, None, f"proved for every depth and window size ({engine}); "
                           "certificate re-checked by cvc5", engine=engine, certificate=dumps(document),
                           seconds=seconds)
-        if check.status == "z3-only":
-            return Result(condition, Verdict.HOLDS, None, f"proved for every depth and window size ({engine}); "
-                          "single-solver certificate: cvc5 gave up, z3 re-checked it", engine=engine,
-                          certificate=dumps(document), seconds=seconds)
+        if check.status == Status.UNCHECKED:
+            return Result(condition, Verdict.UNKNOWN, None, f"proved ({engine}) but the certificate is not confirmed: "
+                          f"{check.reason}", engine=engine, seconds=seconds)
         return Result(condition, Verdict.UNKNOWN, None, f"checker fault: certificate {check.status} on re-check "
                       f"({check.reason})", engine=engine, seconds=seconds)
     return Result(condition, Verdict.UNKNOWN, None, "not proved: " + "; ".join(reasons), engine="induction",

@@ -6,7 +6,7 @@ import time
 
 import z3
 
-from .certificate import STEP_CONDITIONS, Encoding, certificate_document, dumps, recheck
+from .certificate import STEP_CONDITIONS, Encoding, Status, certificate_document, dumps, recheck
 from .result import Result, Verdict
 from .solver import RANDOM_SEED
 
@@ -58,11 +58,13 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
         document = certificate_document(policy_doc, policy_hash, enc, invariant, [str(invariant)], engine)
         check = recheck(document, enc, recheck_timeout_ms)
         seconds = time.perf_counter() - started
-        if check.status in ("confirmed", "z3-only"):
-            how = "certificate re-checked by cvc5" if check.status == "confirmed" else \
-                "single-solver certificate: cvc5 gave up, z3 re-checked it"
-            return Result(condition, Verdict.HOLDS, None, f"proved for every depth and window size ({engine}); {how}",
-                          engine=engine, certificate=dumps(document), seconds=seconds)
+        if check.status == Status.CONFIRMED:
+            return Result(condition, Verdict.HOLDS, None, f"proved for every depth and window size ({engine}); "
+                          "certificate re-checked by cvc5", engine=engine, certificate=dumps(document),
+                          seconds=seconds)
+        if check.status == Status.UNCHECKED:
+            return Result(condition, Verdict.UNKNOWN, None, f"proved ({engine}) but the certificate is not confirmed: "
+                          f"{check.reason}", engine=engine, seconds=seconds)
         return Result(condition, Verdict.UNKNOWN, None, f"checker fault: spacer certificate {check.status} on "
                       f"re-check ({check.reason})", engine=engine, seconds=seconds)
     return Result(condition, Verdict.UNKNOWN, None, "spacer: " + "; ".join(reasons), engine="spacer",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 from itertools import product
 
 import z3
 
 from prunecheck.checker.certificate import STEP_CONDITIONS, Encoding, certificate_document, recheck
+from prunecheck.checker.check import policy_document, policy_hash
 from prunecheck.checker.invariants import houdini
 from prunecheck.checker.solver import new_solver, query
 from prunecheck.spec.pair_lemmas import pair_candidates
@@ -30,7 +32,7 @@ class TheoremResult:
 
 def any_policy(deployment: Deployment) -> Policy:
     """A stand-in for every policy: with free_policy its predicate, rank and budget choices are all free."""
-    return Policy("any policy", BoolLit(True), rank=Num(0), budget=1, deployment=deployment)
+    return Policy("any policy", BoolLit(True), rank=Num(Fraction(0)), budget=1, deployment=deployment)
 
 
 def deployments(**fixed) -> list:
@@ -57,7 +59,8 @@ def prove_invariant(policy: Policy, condition: str, free_policy: bool, assume=()
     if answer.status != "unsat":
         return False, "n/a", "not inductive relative to the templates" if answer.status == "sat" else answer.reason
     params = dict(pair_candidates(enc.model, enc.param))
-    document = certificate_document({}, "", enc, z3.And([params[n] for n in invariant.names]), [], "induction")
+    document = certificate_document(policy_document(policy), policy_hash(policy), enc,
+                                    z3.And([params[n] for n in invariant.names]), [], "induction")
     return True, recheck(document, enc).status, ""
 
 

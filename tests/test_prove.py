@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from prunecheck import cli
 from prunecheck.checker.bmc import check_bounded
-from prunecheck.checker.certificate import Encoding, recheck
+from prunecheck.checker.certificate import Encoding, Status, recheck
 from prunecheck.checker.check import check, policy_document, policy_hash
 from prunecheck.checker.loader import load_policy, parse_policy_text
 from prunecheck.checker.prove import prove
@@ -89,10 +89,10 @@ def test_an_altered_invariant_is_rejected(tamper, failing):
 def test_a_certificate_for_another_model_is_rejected():
     policy, document = _certificate()
     document["model_smt2"] = document["model_smt2"].replace("(define-fun Bad () Bool", "(define-fun Bad () Bool false)\n(define-fun Unused () Bool", 1)
-    assert recheck(document, Encoding(policy, "C1", document["free_policy"])).status == "refuted"
+    assert recheck(document, Encoding(policy, "C1", document["free_policy"])).status == Status.REJECTED
     unsafe = load_policy(EXAMPLES / "seed_flawed.yaml")
     _, document = _certificate()
-    assert recheck(document, Encoding(unsafe, "C1", document["free_policy"])).status == "refuted"
+    assert recheck(document, Encoding(unsafe, "C1", document["free_policy"])).status == Status.REJECTED
 
 
 def test_certify_command(tmp_path):
@@ -106,6 +106,7 @@ def test_certify_command(tmp_path):
     assert cli.main(["certify", str(good)], out, err) == 0 and "confirmed" in out.getvalue()
     out = io.StringIO()
     assert cli.main(["certify", str(good), str(bad)], out, err) == 1 and "refuted" in out.getvalue()
+    assert "assumes nothing" in out.getvalue()
     junk = tmp_path / "junk.json"
     junk.write_text("[1, 2")
     err = io.StringIO()
