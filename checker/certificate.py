@@ -227,3 +227,47 @@ def recheck(document: dict, encoding: Encoding, timeout_ms: int = 10000) -> Rech
 
 def dumps(document: dict) -> str:
     return json.dumps(document, indent=1) + "\n"
+
+
+# --- BEGIN stub of confirm_certificate (helper "cache", issue 11 item 4) -------------------------------------------
+# A minimal stand-in so that the report cache can be built and tested on its own branch; at merge the lead keeps the
+# version of the helper that rewrites this module (same signature and meaning), and drops this one.
+
+_confirmed: dict = {}
+
+
+def confirm_certificate(text: str, policy, condition: str, timeout_ms: int = 10000) -> Recheck:
+    """The re-check of a certificate (JSON text) as a proof of `condition` for exactly `policy`; memoised by content."""
+    import hashlib
+
+    from .check import policy_hash
+
+    key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest(), policy_hash(policy), condition)
+    if key not in _confirmed:
+        outcome = _confirm(text, policy, condition, timeout_ms)
+        if outcome.status in ("confirmed", "refuted"):
+            _confirmed[key] = outcome
+        return outcome
+    return _confirmed[key]
+
+
+def _confirm(text: str, policy, condition: str, timeout_ms: int) -> Recheck:
+    from .check import policy_document
+
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return Recheck("refuted", (), "not JSON")
+    if not isinstance(document, dict):
+        return Recheck("refuted", (), "not a JSON object")
+    if document.get("policy") != policy_document(policy):
+        return Recheck("refuted", (), "the certificate is for another policy")
+    if document.get("condition") != condition:
+        return Recheck("refuted", (), f"the certificate is for {document.get('condition')!r}, not {condition}")
+    if document.get("assume") != [] or not isinstance(document.get("free_policy"), bool):
+        return Recheck("refuted", (), "the certificate assumes other conditions or has no free_policy flag")
+    outcome = recheck(document, Encoding(policy, condition, document["free_policy"]), timeout_ms)
+    if outcome.status != "confirmed":
+        return Recheck("refuted" if outcome.status == "refuted" else "unchecked", outcome.obligations, outcome.reason)
+    return outcome
+# --- END stub of confirm_certificate -------------------------------------------------------------------------------
