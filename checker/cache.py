@@ -6,6 +6,7 @@ import enum
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,10 +157,49 @@ def _trace_problem(policy, trace: Trace, condition: str, depth: int, spans: int)
     return None
 
 
-def _result_problem(policy, result: Result, settings: dict) -> Optional[str]:
-    """Why the result's evidence does not support its verdict for this policy and these settings, or None."""
+_free_proofs: dict = {}
+_FREE_PROOFS_SIZE = 4096
+
+
+def _free_proof_key(text: str, policy, condition: str) -> Optional[tuple]:
+    """For a certificate of a proof with the policy abstracted to a free predicate, bound to exactly `policy` and
+    `condition`: its free shape, condition, and digest of everything but the policy it names; else None. A free proof
+    depends on the policy only through its free shape (checker.prove shares such proofs on the same grounds), so a
+    certificate equal in all else to one that confirm_certificate confirmed for a policy of that shape is confirmed."""
+    from .check import policy_document, policy_hash
+    from .prove import free_shape
+
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(document, dict) or document.get("free_policy") is not True \
+            or document.get("condition") != condition or document.get("policy_hash") != policy_hash(policy) \
+            or document.get("policy") != policy_document(policy):
+        return None
+    rest = {key: value for key, value in document.items() if key not in ("policy", "policy_hash")}
+    return free_shape(policy, 0.0), condition, _digest(rest)
+
+
+def _certificate_problem(text: str, policy, condition: str) -> Optional[str]:
+    """Why the certificate is not confirmed for exactly this policy and condition, or None (memoised in-process)."""
     from .certificate import confirm_certificate
 
+    shared = _free_proof_key(text, policy, condition)
+    if shared is not None and shared in _free_proofs:
+        return None
+    recheck = confirm_certificate(text, policy, condition, RECHECK_MS)
+    if recheck.status != "confirmed":
+        return f"its certificate is {recheck.status}: {recheck.reason}"
+    if shared is not None:
+        if len(_free_proofs) >= _FREE_PROOFS_SIZE:
+            _free_proofs.clear()
+        _free_proofs[shared] = True
+    return None
+
+
+def _result_problem(policy, result: Result, settings: dict) -> Optional[str]:
+    """Why the result's evidence does not support its verdict for this policy and these settings, or None."""
     traces = ([result.trace] if result.trace is not None else []) + list(result.others)
     for trace in traces:
         problem = _trace_problem(policy, trace, result.condition, settings["depth"], settings["spans"])
@@ -175,9 +215,9 @@ def _result_problem(policy, result: Result, settings: dict) -> Optional[str]:
             return f"{result.condition}: holds without a certificate, or with a counterexample"
         if settings["engine"] != "symbolic" or not settings["prove"]:
             return f"{result.condition}: holds, which these options never report"
-        recheck = confirm_certificate(result.certificate, policy, result.condition, RECHECK_MS)
-        if recheck.status != "confirmed":
-            return f"{result.condition}: holds, but its certificate is {recheck.status}: {recheck.reason}"
+        problem = _certificate_problem(result.certificate, policy, result.condition)
+        if problem:
+            return f"{result.condition}: holds, but {problem}"
     return None
 
 
@@ -205,6 +245,17 @@ def verify_report(report: Report, policy, settings: dict) -> Optional[str]:
     return None
 
 
+def _read_regular_file(path: Path) -> Optional[bytes]:
+    """The file's bytes; None if it is not a regular file (a FIFO would block) or is larger than MAX_ENTRY_BYTES."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            return None
+        data = handle.read(MAX_ENTRY_BYTES + 1)
+    return data if len(data) <= MAX_ENTRY_BYTES else None
+
+
 class ReportCache:
     """A directory of `v1/<key[:2]>/<key>.json` entries, each {"format", "settings", "report", "sha256" of the
     report}; written atomically. Whoever can write the directory can write any entry (the checksum only catches
@@ -219,15 +270,15 @@ class ReportCache:
     def read(self, settings: dict, policy, unknown: bool = False) -> CacheRead:
         """A hit only for an entry that verify_report accepts for `policy`; no entry, or an entry with an `unknown`
         result unless `unknown`, is a miss; anything else is rejected, with the reason."""
-        path = self._path(cache_key(settings))
         try:
-            if path.stat().st_size > MAX_ENTRY_BYTES:
-                return _rejected(f"the entry is larger than {MAX_ENTRY_BYTES} bytes")
-            entry = json.loads(path.read_text(encoding="utf-8"))
+            data = _read_regular_file(self._path(cache_key(settings)))
+            entry = json.loads(data.decode("utf-8")) if data is not None else None
         except FileNotFoundError:
             return MISS
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             return _rejected(f"unreadable entry ({type(exc).__name__})")
+        if data is None:
+            return _rejected(f"the entry is not a regular file of at most {MAX_ENTRY_BYTES} bytes")
         if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("settings") != settings:
             return _rejected("the entry is not for these settings")
         if entry.get("sha256") != _digest(entry.get("report")):

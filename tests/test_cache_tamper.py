@@ -327,3 +327,17 @@ def test_a_forged_certificate_for_this_very_policy_is_not_believed(clean, tmp_pa
     cache = _tampered_cache(clean, tmp_path, flip_with_forged_certificate_for_this_policy(clean))
     item = batch_item(str(_flawed_file(clean)), OPTIONS, str(cache))
     assert item.cache is CacheStatus.REJECTED and item.report == clean.fresh
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+def test_an_entry_that_is_not_a_regular_file_is_rejected_without_blocking(clean, tmp_path, kind):
+    import os
+
+    cache = tmp_path / "cache"
+    shutil.copytree(clean.cache, cache)
+    entry = _entry_path(cache, _settings(_flawed_file(clean)))
+    entry.unlink()
+    {"fifo": lambda: os.mkfifo(entry), "directory": entry.mkdir,
+     "device": lambda: entry.symlink_to("/dev/zero")}[kind]()
+    item = batch_item(str(_flawed_file(clean)), OPTIONS, str(cache))
+    assert item.cache is CacheStatus.REJECTED and item.report == clean.fresh
