@@ -58,7 +58,7 @@ def clean(tmp_path_factory):
         dirs[name].mkdir()
         shutil.copy(EXAMPLES / name, dirs[name] / name)
     cache = root / "cache"
-    flawed_file, safe_file = dirs["seed_flawed.yaml"] / "seed_flawed.yaml", dirs["seed_safe_design.yaml"] / "seed_safe_design.yaml"
+    flawed_file, safe_file = (dirs[name] / name for name in ("seed_flawed.yaml", "seed_safe_design.yaml"))
     fresh = batch_item(str(flawed_file), OPTIONS, str(cache))
     safe = batch_item(str(safe_file), OPTIONS, str(cache))
     assert fresh.report.verdict == Verdict.VIOLATED and safe.report.verdict == Verdict.HOLDS
