@@ -19,7 +19,7 @@ from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMis
 from prunecheck.spec.policy import Deployment
 
 from .bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT
-from .cache import ReportCache, default_cache_dir
+from .cache import MISS, CacheStatus, ReportCache, default_cache_dir
 from .result import Report, Verdict
 
 POLICY_SUFFIXES = (".yaml", ".yml", ".json", ".py")
@@ -61,9 +61,18 @@ class BatchItem:
     path: str
     report: Optional[Report]
     error: str = ""
-    cached: bool = False
+    cache: CacheStatus = CacheStatus.MISS
     seconds: float = 0.0
     internal: bool = False
+    rejection: str = ""  # why the cache entry was rejected (then the report was solved afresh)
+
+    @property
+    def cached(self) -> bool:
+        return self.cache is CacheStatus.HIT
+
+    @property
+    def rejected(self) -> bool:
+        return self.cache is CacheStatus.REJECTED
 
 
 def expand_policy_paths(args: Iterable[str]) -> tuple:
@@ -120,32 +129,41 @@ def report_for(policy, options: CheckOptions) -> Report:
 
 
 def batch_item(path: str, options: CheckOptions, cache_dir: Optional[str] = None) -> BatchItem:
-    """Load, parse and check one policy file (in a worker), through the cache; never raises."""
+    """Load, parse and check one policy file (in a worker), through the cache; never raises. A cache entry is used
+    only if it verifies against the policy; a rejected one is solved afresh and overwritten (or removed)."""
     from .check import policy_hash
     from .loader import load_policy
 
     started = time.perf_counter()
+    read = MISS
     try:
         policy = load_policy(path, options.deployment)
         cache = ReportCache(cache_dir) if cache_dir is not None else None
         settings = options.settings(policy_hash(policy))
-        cached = cache.report(settings, options.cache_unknown) if cache is not None else None
-        if cached is not None:
+        read = cache.read(settings, policy, options.cache_unknown) if cache is not None else MISS
+        if read.status is CacheStatus.HIT:
             # The hash covers the parsed policy, not where it was read from.
-            return BatchItem(path, replace(cached, source=policy.source), cached=True,
+            return BatchItem(path, replace(read.report, source=policy.source), cache=CacheStatus.HIT,
                              seconds=time.perf_counter() - started)
         report = report_for(policy, options)
-        if cache is not None:
-            cache.store(settings, report, options.cache_unknown)
-        return BatchItem(path, report, seconds=time.perf_counter() - started)
+        if cache is not None and not cache.store(settings, report, options.cache_unknown) \
+                and read.status is CacheStatus.REJECTED:
+            cache.discard(settings)
+        return _item(path, started, read, report)
     except ReplayMismatch as exc:
-        return BatchItem(path, None, f"checker bug: {exc.one_line()}", seconds=time.perf_counter() - started,
-                         internal=True)
+        return _item(path, started, read, error=f"checker bug: {exc.one_line()}", internal=True)
     except PrunecheckError as exc:
-        return BatchItem(path, None, exc.one_line(), seconds=time.perf_counter() - started)
+        return _item(path, started, read, error=exc.one_line())
     except Exception as exc:  # noqa: BLE001 - one bad policy must not end the batch
-        return BatchItem(path, None, f"{type(exc).__name__}: {' '.join(str(exc).split())}",
-                         seconds=time.perf_counter() - started, internal=True)
+        return _item(path, started, read, error=f"{type(exc).__name__}: {' '.join(str(exc).split())}",
+                     internal=True)
+
+
+def _item(path: str, started: float, read, report: Optional[Report] = None, error: str = "",
+          internal: bool = False) -> BatchItem:
+    """A freshly solved (or failed) item, carrying whether a cache entry was rejected for it."""
+    return BatchItem(path, report, error, cache=read.status, seconds=time.perf_counter() - started,
+                     internal=internal, rejection=read.reason)
 
 
 def _died(path: str, why: str = "the checker process died (crash or out of memory)") -> BatchItem:
@@ -329,7 +347,11 @@ def tally(items: Sequence[BatchItem]) -> str:
     order = ["violated", "unknown", "holds", "error", "internal error"]
     parts = [f"{counts[k]} {k}" for k in order if k in counts]
     cached = sum(item.cached for item in items)
-    return f"{len(items)} policies: {', '.join(parts)}; {cached} from the cache"
+    rejected = sum(item.rejected for item in items)
+    line = f"{len(items)} policies: {', '.join(parts)}; {cached} from the cache"
+    if rejected:
+        line += f"; {rejected} cache {'entry' if rejected == 1 else 'entries'} rejected and re-solved"
+    return line
 
 
 def exit_code(items: Sequence[BatchItem]) -> int:
@@ -402,6 +424,9 @@ def run_batch_cli(args, stdout, stderr) -> int:
     raw_err = getattr(stderr, "stream", stderr)
     items = check_many(paths, options, args.jobs, args.executor, args.scheduler, cache_dir, progress=raw_err)
     for item in items:
+        if item.rejected:
+            print(f"prunecheck: warning: {item.path}: cache entry rejected and re-solved: {item.rejection}",
+                  file=stderr)
         if item.report is None:
             kind = "internal error" if item.internal else "error"
             print(f"prunecheck: {kind}: {item.path}: {item.error}", file=stderr)

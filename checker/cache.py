@@ -1,11 +1,14 @@
-"""The report cache: JSON reports on disk, keyed by policy hash, every answer-changing option and the tool versions."""
+"""The report cache: JSON reports on disk, keyed by policy hash and options, each re-verified before it is believed."""
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import os
+import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -17,6 +20,8 @@ from .render import report_json
 from .result import Report, Result, Trace, Verdict
 
 FORMAT = 1
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
+RECHECK_MS = 10000  # what prove.py gives cvc5 per certificate, so that a process re-uses cvc5's answers
 
 
 class ReportFormatError(PrunecheckError):
@@ -114,9 +119,148 @@ def cacheable(report: Report, unknown: bool = False) -> bool:
         return False
 
 
+class CacheStatus(enum.Enum):
+    """What a read of the cache found."""
+
+    HIT = "hit"            # an entry that passed every check against the policy being checked
+    MISS = "miss"          # no entry, or one these options do not read (an `unknown` without --cache-unknown)
+    REJECTED = "rejected"  # an entry that is corrupt, tampered with or unverifiable: never believed
+
+
+@dataclass(frozen=True)
+class CacheRead:
+    """The outcome of one read: the verified report on a hit, why the entry was rejected otherwise."""
+
+    status: CacheStatus
+    report: Optional[Report] = None
+    reason: str = ""
+
+
+MISS = CacheRead(CacheStatus.MISS)
+
+
+def _rejected(reason: str) -> CacheRead:
+    return CacheRead(CacheStatus.REJECTED, None, " ".join(reason.split())[:300])
+
+
+def _trace_problem(policy, trace: Trace, condition: str, depth: int, spans: int) -> Optional[str]:
+    """Why the trace is not a counterexample to condition within the bounds, or None."""
+    from prunecheck.spec.errors import ReplayMismatch
+
+    from .replay import confirm
+
+    if len(trace.actions) > depth:
+        return f"{condition}: a trace of {len(trace.actions)} steps is longer than the depth bound {depth}"
+    try:
+        confirm(policy, trace.actions, condition, spans)
+    except ReplayMismatch as exc:
+        return f"{condition}: the trace does not replay as a counterexample: {exc}"
+    return None
+
+
+_free_proofs: dict = {}
+_FREE_PROOFS_SIZE = 4096
+
+
+def _free_proof_key(text: str, policy, condition: str) -> Optional[tuple]:
+    """For a certificate of a proof with the policy abstracted to a free predicate, bound to exactly `policy` and
+    `condition`: its free shape, condition, and digest of everything but the policy it names; else None. A free proof
+    depends on the policy only through its free shape (checker.prove shares such proofs on the same grounds), so a
+    certificate equal in all else to one that confirm_certificate confirmed for a policy of that shape is confirmed."""
+    from .check import policy_document, policy_hash
+    from .prove import free_shape
+
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(document, dict) or document.get("free_policy") is not True \
+            or document.get("condition") != condition or document.get("policy_hash") != policy_hash(policy) \
+            or document.get("policy") != policy_document(policy):
+        return None
+    rest = {key: value for key, value in document.items() if key not in ("policy", "policy_hash")}
+    return free_shape(policy, 0.0), condition, _digest(rest)
+
+
+def _certificate_problem(text: str, policy, condition: str) -> Optional[str]:
+    """Why the certificate is not confirmed for exactly this policy and condition, or None (memoised in-process)."""
+    from .certificate import confirm_certificate
+
+    shared = _free_proof_key(text, policy, condition)
+    if shared is not None and shared in _free_proofs:
+        return None
+    recheck = confirm_certificate(text, policy, condition, RECHECK_MS)
+    if recheck.status != "confirmed":
+        return f"its certificate is {recheck.status}: {recheck.reason}"
+    if shared is not None:
+        if len(_free_proofs) >= _FREE_PROOFS_SIZE:
+            _free_proofs.clear()
+        _free_proofs[shared] = True
+    return None
+
+
+def _result_problem(policy, result: Result, settings: dict) -> Optional[str]:
+    """Why the result's evidence does not support its verdict for this policy and these settings, or None."""
+    traces = ([result.trace] if result.trace is not None else []) + list(result.others)
+    for trace in traces:
+        problem = _trace_problem(policy, trace, result.condition, settings["depth"], settings["spans"])
+        if problem:
+            return problem
+    if result.verdict == Verdict.VIOLATED:
+        if result.trace is None:
+            return f"{result.condition}: violated without a counterexample"
+        if result.depth != len(result.trace.actions):
+            return f"{result.condition}: the depth {result.depth} is not the length of its counterexample"
+    if result.verdict == Verdict.HOLDS:
+        if traces or result.certificate is None:
+            return f"{result.condition}: holds without a certificate, or with a counterexample"
+        if settings["engine"] != "symbolic" or not settings["prove"]:
+            return f"{result.condition}: holds, which these options never report"
+        problem = _certificate_problem(result.certificate, policy, result.condition)
+        if problem:
+            return f"{result.condition}: holds, but {problem}"
+    return None
+
+
+def verify_report(report: Report, policy, settings: dict) -> Optional[str]:
+    """Why `report` is not a report of `policy` under `settings` whose every verdict its evidence supports, or None:
+    each `holds` needs a certificate that cvc5 confirms for exactly this policy and condition, each trace must
+    replay on the runtime and violate its condition exactly at its last step, within the bounds. `unknown` claims
+    nothing. Reasons and engine names are prose and are not checked."""
+    from .check import policy_hash
+
+    if report.policy_hash != settings["policy_hash"] or report.policy_hash != policy_hash(policy):
+        return "the report is for another policy (policy hash)"
+    if report.policy_name != policy.name:
+        return "the report names another policy"
+    if (report.depth, report.spans) != (settings["depth"], settings["spans"]):
+        return f"the report's bounds (depth {report.depth}, {report.spans} spans) are not the ones asked for"
+    if [r.condition for r in report.results] != settings["only"]:
+        return "the report's conditions are not the ones asked for"
+    if dict(report.versions) != settings["versions"]:
+        return "the report was made by other tool versions"
+    for result in report.results:
+        problem = _result_problem(policy, result, settings)
+        if problem:
+            return problem
+    return None
+
+
+def _read_regular_file(path: Path) -> Optional[bytes]:
+    """The file's bytes; None if it is not a regular file (a FIFO would block) or is larger than MAX_ENTRY_BYTES."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            return None
+        data = handle.read(MAX_ENTRY_BYTES + 1)
+    return data if len(data) <= MAX_ENTRY_BYTES else None
+
+
 class ReportCache:
     """A directory of `v1/<key[:2]>/<key>.json` entries, each {"format", "settings", "report", "sha256" of the
-    report}; written atomically, checked on every read."""
+    report}; written atomically. Whoever can write the directory can write any entry (the checksum only catches
+    accidents), so an entry is believed only after verify_report against the policy being checked."""
 
     def __init__(self, directory):
         self.directory = Path(directory)
@@ -124,20 +268,46 @@ class ReportCache:
     def _path(self, key: str) -> Path:
         return self.directory / f"v{FORMAT}" / key[:2] / f"{key}.json"
 
-    def report(self, settings: dict, unknown: bool = False) -> Optional[Report]:
-        """The cached report for settings, or None; an unreadable, corrupt or mismatched entry counts as absent, and
-        so does one with an `unknown` result unless `unknown`."""
+    def read(self, settings: dict, policy, unknown: bool = False) -> CacheRead:
+        """A hit only for an entry that verify_report accepts for `policy`; no entry, or an entry with an `unknown`
+        result unless `unknown`, is a miss; anything else is rejected, with the reason."""
         try:
-            entry = json.loads(self._path(cache_key(settings)).read_text(encoding="utf-8"))
-            if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("settings") != settings \
-                    or entry.get("sha256") != _digest(entry.get("report")):
-                return None
+            data = _read_regular_file(self._path(cache_key(settings)))
+            entry = json.loads(data.decode("utf-8")) if data is not None else None
+        except FileNotFoundError:
+            return MISS
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            return _rejected(f"unreadable entry ({type(exc).__name__})")
+        if data is None:
+            return _rejected(f"the entry is not a regular file of at most {MAX_ENTRY_BYTES} bytes")
+        if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("settings") != settings:
+            return _rejected("the entry is not for these settings")
+        if entry.get("sha256") != _digest(entry.get("report")):
+            return _rejected("the entry's checksum does not match its report")
+        try:
             report = report_from_json(entry.get("report"))
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError, ReportFormatError):
-            return None
-        if report.policy_hash != settings.get("policy_hash") or not cacheable(report, unknown):
-            return None
-        return report
+        except (ReportFormatError, RecursionError) as exc:
+            return _rejected(str(exc))
+        if not unknown and any(r.verdict == Verdict.UNKNOWN for r in report.results):
+            return MISS
+        if not cacheable(report, unknown):
+            return _rejected("the report does not survive a round trip through JSON")
+        try:
+            problem = verify_report(report, policy, settings)
+        except Exception as exc:  # noqa: BLE001 - whatever goes wrong while verifying, the entry is not believed
+            problem = f"verification failed: {type(exc).__name__}: {exc}"
+        return _rejected(problem) if problem else CacheRead(CacheStatus.HIT, report)
+
+    def report(self, settings: dict, policy, unknown: bool = False) -> Optional[Report]:
+        """The verified report of read(), or None."""
+        return self.read(settings, policy, unknown).report
+
+    def discard(self, settings: dict) -> None:
+        """Remove the entry for settings, if any (a rejected entry that no fresh report replaces)."""
+        try:
+            self._path(cache_key(settings)).unlink()
+        except OSError:
+            pass
 
     def store(self, settings: dict, report: Report, unknown: bool = False) -> bool:
         """Write the entry (temp file, then os.replace); False if the report is not cacheable or the write failed."""
@@ -165,4 +335,5 @@ class ReportCache:
         return True
 
 
-__all__ = ["ReportCache", "ReportFormatError", "cache_key", "cacheable", "default_cache_dir", "report_from_json"]
+__all__ = ["CacheRead", "CacheStatus", "ReportCache", "ReportFormatError", "cache_key", "cacheable",
+           "default_cache_dir", "report_from_json", "verify_report"]

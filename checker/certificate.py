@@ -40,13 +40,18 @@ class Obligation:
     z3: str
 
 
-class Status(enum.StrEnum):
+class Status(str, enum.Enum):
     """A certificate re-check's outcome. Only CONFIRMED (cvc5 proves every obligation) lets `holds` stand."""
 
     CONFIRMED = "confirmed"
     REFUTED = "refuted"
     REJECTED = "rejected"
     UNCHECKED = "unchecked"
+
+    def __str__(self) -> str:  # enum.StrEnum is 3.11+; the project supports 3.10
+        return self.value
+
+    __format__ = str.__format__
 
 
 DECISIVE = (Status.CONFIRMED, Status.REFUTED, Status.REJECTED)

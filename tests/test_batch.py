@@ -106,19 +106,19 @@ def test_cache_ignores_corrupt_entries_and_keys_every_option(batch, tmp_path):
     policy = load_policy(paths[1])
     settings = OPTIONS.settings(policy_hash(policy))
     report = cold[1].report
-    assert cache.store(settings, report) and cache.report(settings) == report
+    assert cache.store(settings, report) and cache.report(settings, policy) == report
     for changed in (replace(OPTIONS, depth=5), replace(OPTIONS, prove=False), replace(OPTIONS, tokens=(1, 2)),
                     replace(OPTIONS, engine="explicit"), replace(OPTIONS, timeout=21.0), replace(OPTIONS, only=("C1",)),
                     replace(OPTIONS, counterexamples=2), replace(OPTIONS, memory_mb=512)):
-        assert cache.report(changed.settings(policy_hash(policy))) is None
+        assert cache.report(changed.settings(policy_hash(policy)), policy) is None
     (entry,) = tmp_path.rglob("*.json")
     text = entry.read_text()
     for corrupt in (text[: len(text) // 2].encode(), text.replace('"holds"', '"violated"', 1).encode(), b"\x00\xff"):
         entry.write_bytes(corrupt)
-        assert cache.report(settings) is None
+        assert cache.report(settings, policy) is None
     (item,) = check_many([paths[1]], OPTIONS, jobs=2, cache_dir=tmp_path)
     assert not item.cached and item.report == report
-    assert cache.report(settings) == report  # recomputed and rewritten
+    assert cache.report(settings, policy) == report  # recomputed and rewritten
     unknown = cold[2].report
     assert not cacheable(unknown)
     assert not cache.store(OPTIONS.settings(unknown.policy_hash), unknown)
@@ -130,13 +130,14 @@ def test_unknown_reports_are_cached_only_when_asked(batch, tmp_path):
     unknown = cold[2].report
     assert any(r.verdict == Verdict.UNKNOWN for r in unknown.results)
     cache, settings = ReportCache(tmp_path), OPTIONS.settings(unknown.policy_hash)
+    policy = load_policy(paths[2])
     assert cacheable(unknown, unknown=True) and cache.store(settings, unknown, unknown=True)
-    assert cache.report(settings) is None and cache.report(settings, unknown=True) == unknown
+    assert cache.report(settings, policy) is None and cache.report(settings, policy, unknown=True) == unknown
     asked = replace(OPTIONS, cache_unknown=True)
     (item,) = check_many([paths[2]], asked, jobs=1, cache_dir=tmp_path)
     assert item.cached and item.report == unknown
     shorter = replace(asked, timeout=10.0)
-    assert cache.report(shorter.settings(unknown.policy_hash), unknown=True) is None
+    assert cache.report(shorter.settings(unknown.policy_hash), policy, unknown=True) is None
     args = build_parser().parse_args(["check", "x.yaml", "--cache-unknown"])
     assert options_from_args(args).cache_unknown
 
