@@ -321,8 +321,6 @@ def flip_with_forged_certificate_for_this_policy(clean):
 
 # The cache believes what checker.certificate.confirm_certificate confirms; this branch carries a stub of it whose
 # re-check still splices the invariant into the script (issue 11 item 1 replaces it with a parsing checker).
-@pytest.mark.xfail(reason="needs issue 11 item 1's certificate checker; the stub confirm_certificate accepts this "
-                          "forgery", strict=False)
 def test_a_forged_certificate_for_this_very_policy_is_not_believed(clean, tmp_path):
     cache = _tampered_cache(clean, tmp_path, flip_with_forged_certificate_for_this_policy(clean))
     item = batch_item(str(_flawed_file(clean)), OPTIONS, str(cache))
