@@ -38,11 +38,12 @@ from prunecheck.spec.policy import (
     Loc,
     Num,
     Unary,
+    children,
 )
 
 from .expr_parser import Builder, is_literal, too_deep_message
 from .printer import to_python
-from .typecheck import MAX_DEPTH, MAX_DIGITS, MAX_NAME, _children, suggestion
+from .typecheck import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
 
 MODULE_CONSTANTS = ("NAME", "BUDGET", "DEPLOYMENT", "EXPECT")
 POLICY_FUNCTIONS = ("evict", "rank")
@@ -747,7 +748,7 @@ class _NumericTypes:
         if isinstance(node, Cond):
             self.types(node.test)
             return self.types(node.then) | self.types(node.orelse)
-        found = [self.types(child) for child in _children(node)]
+        found = [self.types(child) for child in children(node)]
         if isinstance(node, Call) or (isinstance(node, Unary) and node.op == "-"):
             return frozenset().union(*found)  # min/max return an operand; abs and minus keep the type
         return _NONE  # comparisons, in, not, and, or: exact in CPython, and bool

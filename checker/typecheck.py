@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from fractions import Fraction
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional
 
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import (
@@ -28,6 +28,7 @@ from prunecheck.spec.policy import (
     Num,
     Policy,
     Unary,
+    children,
 )
 
 from .printer import to_text
@@ -78,20 +79,6 @@ def _show(node) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _children(node) -> Sequence:
-    if isinstance(node, Unary):
-        return (node.arg,)
-    if isinstance(node, Binary):
-        return (node.left, node.right)
-    if isinstance(node, InSet):
-        return (node.arg,) + tuple(node.values)
-    if isinstance(node, Call):
-        return tuple(node.args)
-    if isinstance(node, Cond):
-        return (node.test, node.then, node.orelse)
-    return ()
-
-
 # --------------------------------------------------------------------------- bounds
 
 
@@ -127,7 +114,7 @@ def check_bounds(exprs: Iterable, file: str = "<policy>") -> int:
                     _fail(f"{type(node).__name__} must hold a string, got {type(text).__name__}", node, file)
                 if len(text) > MAX_NAME:
                     _fail(f"name is too long: {len(text)} characters (at most {MAX_NAME})", node, file)
-            for child in _children(node):
+            for child in children(node):
                 stack.append((child, depth + 1))
     return total
 
@@ -148,7 +135,7 @@ def count_nodes(expr) -> int:
     while stack:
         node = stack.pop()
         n += 1
-        stack.extend(_children(node))
+        stack.extend(children(node))
     return n
 
 

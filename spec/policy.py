@@ -186,19 +186,25 @@ class Policy:
     source: str = field(default="<policy>", compare=False, repr=False)
 
 
+def children(node: Expr) -> tuple:
+    """The direct subexpressions of node, left to right."""
+    if isinstance(node, Unary):
+        return (node.arg,)
+    if isinstance(node, Binary):
+        return (node.left, node.right)
+    if isinstance(node, InSet):
+        return (node.arg,) + tuple(node.values)
+    if isinstance(node, Call):
+        return tuple(node.args)
+    if isinstance(node, Cond):
+        return (node.test, node.then, node.orelse)
+    return ()
+
+
 def subexpressions(expr: Expr):
-    """Yield expr and every expression below it, parents first."""
+    """Yield expr and every expression below it, parents first, left to right."""
     stack = [expr]
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, Unary):
-            stack.append(node.arg)
-        elif isinstance(node, Binary):
-            stack.extend((node.right, node.left))
-        elif isinstance(node, InSet):
-            stack.extend(reversed((node.arg,) + tuple(node.values)))
-        elif isinstance(node, Call):
-            stack.extend(reversed(node.args))
-        elif isinstance(node, Cond):
-            stack.extend((node.orelse, node.then, node.test))
+        stack.extend(reversed(children(node)))
