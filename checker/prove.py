@@ -94,6 +94,19 @@ class _Attempts:
         return (enc, names, False, "not inductive relative to the invariant templates"), True
 
 
+def certified_result(condition: str, engine: str, document: dict, check, seconds: float) -> Result:
+    """`holds` with the certificate if cvc5 confirmed it; otherwise `unknown`, saying why (a refuted or rejected
+    certificate of prunecheck's own proof is a checker fault)."""
+    if check.status == Status.CONFIRMED:
+        return Result(condition, Verdict.HOLDS, None, f"proved for every depth and window size ({engine}); "
+                      "certificate re-checked by cvc5", engine=engine, certificate=dumps(document), seconds=seconds)
+    if check.status == Status.UNCHECKED:
+        return Result(condition, Verdict.UNKNOWN, None, f"proved ({engine}) but the certificate is not confirmed: "
+                      f"{check.reason}", engine=engine, seconds=seconds)
+    return Result(condition, Verdict.UNKNOWN, None, f"checker fault: {engine} certificate {check.status} on re-check "
+                  f"({check.reason})", engine=engine, seconds=seconds)
+
+
 def prove_all(policy, conditions, policy_doc: dict, policy_hash: str, timeout: float = 30.0) -> dict:
     """{condition: prove(...)} with the encodings and Houdini runs shared between conditions."""
     attempts = _Attempts(policy, timeout)
@@ -115,15 +128,6 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
         engine = "induction" + (", policy abstracted to a free predicate" if free_policy else "")
         document = certificate_document(policy_doc, policy_hash, enc, invariant, readable, engine)
         check = recheck(document, enc, recheck_timeout_ms)
-        seconds = time.perf_counter() - started
-        if check.status == Status.CONFIRMED:
-            return Result(condition, Verdict.HOLDS, None, f"proved for every depth and window size ({engine}); "
-                          "certificate re-checked by cvc5", engine=engine, certificate=dumps(document),
-                          seconds=seconds)
-        if check.status == Status.UNCHECKED:
-            return Result(condition, Verdict.UNKNOWN, None, f"proved ({engine}) but the certificate is not confirmed: "
-                          f"{check.reason}", engine=engine, seconds=seconds)
-        return Result(condition, Verdict.UNKNOWN, None, f"checker fault: certificate {check.status} on re-check "
-                      f"({check.reason})", engine=engine, seconds=seconds)
+        return certified_result(condition, engine, document, check, time.perf_counter() - started)
     return Result(condition, Verdict.UNKNOWN, None, "not proved: " + "; ".join(reasons), engine="induction",
                   seconds=time.perf_counter() - started)

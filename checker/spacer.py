@@ -6,7 +6,8 @@ import time
 
 import z3
 
-from .certificate import STEP_CONDITIONS, Encoding, Status, certificate_document, dumps, recheck
+from .certificate import STEP_CONDITIONS, Encoding, certificate_document, recheck
+from .prove import certified_result
 from .result import Result, Verdict
 from .solver import RANDOM_SEED
 
@@ -57,15 +58,6 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
         engine = "spacer" + (", policy abstracted to a free predicate" if free_policy else "")
         document = certificate_document(policy_doc, policy_hash, enc, invariant, [str(invariant)], engine)
         check = recheck(document, enc, recheck_timeout_ms)
-        seconds = time.perf_counter() - started
-        if check.status == Status.CONFIRMED:
-            return Result(condition, Verdict.HOLDS, None, f"proved for every depth and window size ({engine}); "
-                          "certificate re-checked by cvc5", engine=engine, certificate=dumps(document),
-                          seconds=seconds)
-        if check.status == Status.UNCHECKED:
-            return Result(condition, Verdict.UNKNOWN, None, f"proved ({engine}) but the certificate is not confirmed: "
-                          f"{check.reason}", engine=engine, seconds=seconds)
-        return Result(condition, Verdict.UNKNOWN, None, f"checker fault: spacer certificate {check.status} on "
-                      f"re-check ({check.reason})", engine=engine, seconds=seconds)
+        return certified_result(condition, engine, document, check, time.perf_counter() - started)
     return Result(condition, Verdict.UNKNOWN, None, "spacer: " + "; ".join(reasons), engine="spacer",
                   seconds=time.perf_counter() - started)

@@ -34,6 +34,7 @@ from prunecheck.spec.policy import (
     Num,
     Unary,
     subexpressions,
+    children,
 )
 from prunecheck.spec.runtime import ACTION_TYPES, State, enabled, step
 from prunecheck.strategies import (
@@ -50,20 +51,6 @@ from prunecheck.strategies import (
 from conftest import EXAMPLES
 
 FAST = settings(max_examples=60, database=None)
-
-
-def children(node) -> tuple:
-    if isinstance(node, Unary):
-        return (node.arg,)
-    if isinstance(node, Binary):
-        return (node.left, node.right)
-    if isinstance(node, InSet):
-        return (node.arg,) + tuple(node.values)
-    if isinstance(node, Call):
-        return tuple(node.args)
-    if isinstance(node, Cond):
-        return (node.test, node.then, node.orelse)
-    return ()
 
 
 def depth(expr) -> int:
