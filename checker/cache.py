@@ -158,44 +158,14 @@ def _trace_problem(policy, trace: Trace, condition: str, depth: int, spans: int)
     return None
 
 
-_free_proofs: dict = {}
-_FREE_PROOFS_SIZE = 4096
-
-
-def _free_proof_key(text: str, policy, condition: str) -> Optional[tuple]:
-    """For a certificate of a proof with the policy abstracted to a free predicate, bound to exactly `policy` and
-    `condition`: its free shape, condition, and digest of everything but the policy it names; else None. A free proof
-    depends on the policy only through its free shape (checker.prove shares such proofs on the same grounds), so a
-    certificate equal in all else to one that confirm_certificate confirmed for a policy of that shape is confirmed."""
-    from .check import policy_document, policy_hash
-    from .prove import free_shape
-
-    try:
-        document = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(document, dict) or document.get("free_policy") is not True \
-            or document.get("condition") != condition or document.get("policy_hash") != policy_hash(policy) \
-            or document.get("policy") != policy_document(policy):
-        return None
-    rest = {key: value for key, value in document.items() if key not in ("policy", "policy_hash")}
-    return free_shape(policy, 0.0), condition, _digest(rest)
-
-
 def _certificate_problem(text: str, policy, condition: str) -> Optional[str]:
-    """Why the certificate is not confirmed for exactly this policy and condition, or None (memoised in-process)."""
+    """Why the certificate is not confirmed for exactly this policy and condition, or None (confirm_certificate
+    memoises by content, and shares regenerated models and cvc5's answers between policies of one shape)."""
     from .certificate import confirm_certificate
 
-    shared = _free_proof_key(text, policy, condition)
-    if shared is not None and shared in _free_proofs:
-        return None
     recheck = confirm_certificate(text, policy, condition, RECHECK_MS)
     if recheck.status != "confirmed":
         return f"its certificate is {recheck.status}: {recheck.reason}"
-    if shared is not None:
-        if len(_free_proofs) >= _FREE_PROOFS_SIZE:
-            _free_proofs.clear()
-        _free_proofs[shared] = True
     return None
 
 
