@@ -28,19 +28,22 @@ DEFAULT_TIMEOUT = 30.0
 
 def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
                   conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT,
-                  assume: Iterable[str] = (), token_domain=None, lemmas: bool = True, rlimit: int = 0) -> tuple:
+                  assume: Iterable[str] = (), token_domain=None, lemmas: bool = True, rlimit: int = 0,
+                  accelerate: bool = True) -> tuple:
     """Per condition: `violated` with a replayed shortest trace, or `unknown` with why (never `holds`).
 
     With `assume`, only runs along which those conditions hold at every step are searched (for witnesses that
     one condition does not imply another). Without `lemmas`, the search skips proving structural invariants first:
     cheaper for a few steps, exponentially dearer for many. `rlimit` bounds each query by z3's resource count as well
     as by time (tests pass a generous timeout and an rlimit, so that load cannot change their outcome).
+    With `accelerate` (the default) a step may repeat a read or an audit any number of times, so `depth` counts
+    actions, not steps: a violation after 3 actions and 10^6 steps is found at depth 3 (spec/SPEC.md §7).
     """
     pending = [c for c in CONDITIONS if c in set(conditions)]
     if not pending:
         return ()
     assume = tuple(assume)
-    model = Model(policy, spans, token_domain=token_domain)
+    model = Model(policy, spans, token_domain=token_domain, accelerate=accelerate)
     invariant = inductive_lemmas(model, timeout) if lemmas else None
     solver = new_solver(timeout * 1000, rlimit)
     states, actions, steps = [model.state(0)], [], []
@@ -91,7 +94,7 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
             for c in hit:
                 started = time.monotonic()
                 least = least_model(solver, [literal, group[c]], actions[:k], zmodel, spans,
-                                    started + max(0.0, timeout - spent[c]))
+                                    started + max(0.0, timeout - spent[c]), states[k].clock)
                 spent[c] += time.monotonic() - started
                 results[c] = _counterexample(policy, least, c, states, actions, spans, k, spent[c], assume)
                 pending.remove(c)
@@ -130,5 +133,6 @@ def _counterexample(policy, zmodel, condition, states, actions, spans, k, second
     if not assume:
         trace_actions = minimize(policy, trace_actions, condition, spans)
         confirm(policy, trace_actions, condition, spans)
-    return Result(condition, Verdict.VIOLATED, k, f"violated after {k} steps (shortest within {spans} spans, "
-                  "reduced); replayed on the runtime", trace=Trace(condition, trace_actions, spans), seconds=seconds)
+    trace = Trace(condition, trace_actions, spans)
+    return Result(condition, Verdict.VIOLATED, k, f"violated after {trace.length()} (shortest within {spans} spans, "
+                  "reduced); replayed on the runtime", trace=trace, seconds=seconds)

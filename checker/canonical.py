@@ -7,11 +7,13 @@ from typing import Sequence
 
 import z3
 
-from prunecheck.spec.model import ACT, ACTIONS, CONTENT, SymAction, slot_sort
+from prunecheck.spec.model import ACT, CONTENT, SymAction, slot_sort
 
 from .solver import query
 
 USES_SLOT = ("edit", "read", "pin", "unpin", "undo")
+# Waiting reads best as audits, so an audit is preferred to a read wherever either will do.
+PREFERENCE = ("append", "edit", "audit", "read", "pin", "unpin", "compact", "undo")
 
 
 def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
@@ -30,10 +32,11 @@ def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
 
 
 def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymAction], model: z3.ModelRef,
-                spans: int, deadline: float) -> z3.ModelRef:
-    """A model of `assumptions` whose actions are lexicographically least (action name, then span slot, kind,
-    transform before destroy, an append's token count, and a compaction without a host budget before one with the
-    least host budget, step by step), starting from `model`.
+                spans: int, deadline: float, clock=None) -> z3.ModelRef:
+    """A model of `assumptions` with the least final `clock` (the fewest real steps, when steps are accelerated),
+    then with lexicographically least actions (action name in PREFERENCE order, then span slot, kind, transform before destroy, an
+    append's token count, a read's or audit's repetitions, and a compaction without a host budget before one with
+    the least host budget, step by step), starting from `model`.
 
     The solver picks among equally short counterexamples by its internal state, which depends on everything the
     process asked z3 before; this makes the reported trace a function of the policy and the bounds alone. Only
@@ -53,9 +56,9 @@ def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymA
                 break
         fixed.append(variable == model.eval(variable, model_completion=True))
 
-    def least_int(variable):
+    def least_int(variable, low=1):
         nonlocal model
-        low, high = 1, model.eval(variable, model_completion=True).as_long()
+        high = model.eval(variable, model_completion=True).as_long()
         while low < high and deadline > time.monotonic():
             middle = (low + high) // 2
             left = deadline - time.monotonic()
@@ -69,13 +72,17 @@ def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymA
                 break
         fixed.append(variable == model.eval(variable, model_completion=True))
 
+    if clock is not None and not z3.is_int_value(clock):
+        least_int(clock, len(actions))
     for a in actions:
-        settle(a.act, [ACT[n] for n in ACTIONS])
+        settle(a.act, [ACT[n] for n in PREFERENCE])
         for variable, values in _arguments(model, a, spans):
             settle(variable, values)
         name = model.eval(a.act, model_completion=True).decl().name()
         if name == "do_append":
             least_int(a.tokens)
+        if name in ("do_read", "do_audit"):
+            least_int(a.times)
         if name == "do_compact" and z3.is_true(model.eval(a.hosted, model_completion=True)):
             least_int(a.host)
     return model

@@ -155,7 +155,8 @@ def step_label(policy: Policy, t: Transition) -> str:
                 f"in the {record.namespace} namespace{pinned}; rationale #{info.rationale} in the "
                 f"{rationale.namespace} namespace")
     if isinstance(a, Read):
-        return f"#{a.span} ({_role(after, a.span)}) read: reads={after.span(a.span).reads}"
+        times = f" {a.times} times in a row (steps {before.step + 1}-{after.step})" if a.times != 1 else ""
+        return f"#{a.span} ({_role(after, a.span)}) read{times}: reads={after.span(a.span).reads}"
     if isinstance(a, (Pin, Unpin)):
         return f"#{a.span} ({_role(after, a.span)}) {'pinned' if isinstance(a, Pin) else 'unpinned'}"
     if isinstance(a, Compact):
@@ -174,6 +175,9 @@ def step_label(policy: Policy, t: Transition) -> str:
             return f"undo of edit {a.edit}: irreversible, record #{a.edit} is gone"
         return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
     if isinstance(a, Audit):
+        if a.times != 1:
+            return f"{a.times} audits in a row (steps {before.step + 1}-{after.step}, the clock is now {after.step}): " \
+                   f"status says '{t.outcome}'"
         return f"audit: status says '{t.outcome}'"
     return repr(a)
 

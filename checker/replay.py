@@ -54,12 +54,14 @@ def decode_action(model: z3.ModelRef, a: SymAction):
         return Edit(arg, "destroy" if _bool(model, a.destroy) else "transform")
     if name == "undo":
         return Undo(arg)
-    simple = {"read": Read, "pin": Pin, "unpin": Unpin}
+    if name == "read":
+        return Read(arg, _int(model, a.times))
+    simple = {"pin": Pin, "unpin": Unpin}
     if name in simple:
         return simple[name](arg)
     if name == "compact":
         return Compact(_int(model, a.host) if _bool(model, a.hosted) else None)
-    return Audit()
+    return Audit(_int(model, a.times))
 
 
 def decode_state(model: z3.ModelRef, s: SymState) -> State:
@@ -74,7 +76,7 @@ def decode_state(model: z3.ModelRef, s: SymState) -> State:
         if f["kind"] == "record":
             edits.append(EditInfo(i, i + 1, f["target"], "destroy" if f["destroy"] else "transform",
                                   f["rversion"], f["prior_kind"], f["prior_edited"], f["undone"]))
-    return State(s.k, tuple(spans), tuple(edits))
+    return State(_int(model, s.clock), tuple(spans), tuple(edits))
 
 
 def replay(policy: Policy, actions: Sequence, max_spans: Optional[int] = None) -> List[Transition]:

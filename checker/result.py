@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Optional
 
+from prunecheck.spec.runtime import real_steps
+
 
 class Verdict(enum.IntEnum):
     """Ordered so that the worst verdict of a report is its max."""
@@ -25,6 +27,21 @@ class Trace:
     condition: str
     actions: tuple
     spans: int
+
+    @property
+    def steps(self) -> int:
+        """Real steps: a read or audit repeated n times counts n."""
+        return real_steps(self.actions)
+
+    def length(self) -> str:
+        """"3 steps", or "3 actions, 503 steps" when some action is repeated."""
+        return length_text(len(self.actions), self.steps)
+
+
+def length_text(actions: int, steps: int) -> str:
+    if actions == steps:
+        return f"{steps} step{'s' if steps != 1 else ''}"
+    return f"{actions} action{'s' if actions != 1 else ''}, {steps} steps"
 
 
 @dataclass(frozen=True)

@@ -105,10 +105,12 @@ class SymAction:
         # A compaction's host budget: `hosted` says the host imposes one, `host` is its value (free per step).
         self.hosted = z3.Bool(f"{tag}ahosted@{k}")
         self.host = z3.Int(f"{tag}ahost@{k}")
+        # How many times a read or audit is repeated (an accelerated step); 1 for every other action.
+        self.times = z3.Int(f"{tag}atimes@{k}")
 
     def variables(self) -> list:
         """The action's variables, in the fixed order the step template substitutes them."""
-        return [self.act, self.arg, self.kind, self.tokens, self.destroy, self.hosted, self.host]
+        return [self.act, self.arg, self.kind, self.tokens, self.destroy, self.hosted, self.host, self.times]
 
 
 class StepTerms:
@@ -123,9 +125,12 @@ class StepTerms:
 class Model:
     """The policy's transition system unrolled over `n` slots; encode_* functions return constraints."""
 
-    def __init__(self, policy: Policy, n: int, tag: str = "", token_domain=None):
-        """token_domain: if given, appends carry only these token counts (to compare with the explicit engine)."""
+    def __init__(self, policy: Policy, n: int, tag: str = "", token_domain=None, accelerate: bool = False):
+        """token_domain: if given, appends carry only these token counts (to compare with the explicit engine).
+        accelerate: a read or audit step may stand for any number of repetitions (its `times`), so the clock of an
+        unrolled state is a term, not the numeral k; the reachable states are the same (spec/SPEC.md §7)."""
         self.policy, self.n, self.tag = policy, n, tag
+        self.accelerate = accelerate
         self.token_domain = None if token_domain is None else tuple(token_domain)
         self.dep = policy.deployment
         self.slots = slot_sort(n)[1]
@@ -250,7 +255,7 @@ class Model:
         """encode_step built term by term through z3py (a template's one-time construction): the constants chosen
         by `pick` are appended to picks; terms and budget are the policy's, or placeholders."""
         n, dep, slots = self.n, self.dep, self.slots
-        now = z3.simplify(s.clock + 1)
+        now = s.clock + a.times if self.accelerate else z3.simplify(s.clock + 1)
         t.clock = now
         host = z3.BoolVal(dep.pins == "host")
         act, arg = a.act, a.arg
@@ -274,6 +279,11 @@ class Model:
         content = z3.Or([a_kind == c for c in CONTENT])
 
         is_ = {name: act == ACT[name] for name in ACTIONS}
+        if self.accelerate:
+            out.append(z3.If(z3.Or(is_["read"], is_["audit"]), a.times >= 1, a.times == 1))
+        else:
+            out.append(a.times == 1)
+        once = a.times if self.accelerate else 1
         out.append(z3.Implies(is_["append"], z3.And(z3.Not(s.used[n - 1]), a.tokens >= 1,
                                                     z3.Or([a.kind == c for c in CONTENT]))))
         if self.token_domain is not None:
@@ -319,7 +329,7 @@ class Model:
             becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, a_tokens, 1)), (rationale_here, 1))
             becomes("created", (born, now))
             becomes("last_read", (born, now), (read_here, now))
-            becomes("reads", (born, 0), (read_here, s.reads[i] + 1))
+            becomes("reads", (born, 0), (read_here, s.reads[i] + once))
             becomes("pinned", (appended, False), (z3.Or(record_here, rationale_here), host),
                     (z3.And(is_["pin"], here), True), (z3.And(is_["unpin"], here), False))
             becomes("edited", (born, False), (edited_here, True), (restored_here, a_prior_edited))

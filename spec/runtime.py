@@ -89,9 +89,10 @@ class Edit:
 
 @dataclass(frozen=True)
 class Read:
-    """The agent reads a span."""
+    """The agent reads a span, `times` times in a row (one step each; see expand)."""
 
     span: int
+    times: int = 1
     name = "read"
 
 
@@ -130,8 +131,9 @@ class Undo:
 
 @dataclass(frozen=True)
 class Audit:
-    """Ask for the closure status; changes nothing but the clock."""
+    """Ask for the closure status, `times` times in a row: changes nothing but the clock (a wait of `times` steps)."""
 
+    times: int = 1
     name = "audit"
 
 
@@ -139,16 +141,39 @@ Action = Union[Append, Edit, Read, Pin, Unpin, Compact, Undo, Audit]
 ACTION_TYPES = {cls.name: cls for cls in (Append, Edit, Read, Pin, Unpin, Compact, Undo, Audit)}
 
 
+REPEATABLE = (Read, Audit)
+
+
 def action_args(action: Action) -> dict:
-    """The action's arguments; a compaction without a host budget has none."""
+    """The action's arguments, without the defaults that mean "as a single step": a compaction without a host
+    budget, a read or audit done once."""
     return {key: getattr(action, key) for key in action.__dataclass_fields__
-            if not (isinstance(action, Compact) and getattr(action, key) is None)}
+            if not (isinstance(action, Compact) and getattr(action, key) is None)
+            and not (key == "times" and getattr(action, key) == 1)}
 
 
 def action_text(action: Action) -> str:
-    if isinstance(action, Compact):
-        return "compact()" if action.budget is None else f"compact(budget={action.budget!r})"
-    return f"{action.name}({', '.join(repr(v) for v in action_args(action).values())})"
+    args = action_args(action)
+    positional = [repr(v) for k, v in args.items() if k != "budget" and k != "times"]
+    named = [f"{k}={args[k]!r}" for k in ("budget", "times") if k in args]
+    return f"{action.name}({', '.join(positional + named)})"
+
+
+def steps_of(action: Action) -> int:
+    """How many real steps the action stands for: its `times` for a repeated read or audit, else 1."""
+    return action.times if isinstance(action, REPEATABLE) else 1
+
+
+def real_steps(actions) -> int:
+    """The number of real steps a sequence of actions stands for (each repeated action counts `times`)."""
+    return sum(steps_of(a) for a in actions)
+
+
+def expand(action: Action) -> tuple:
+    """The single steps a repeated action stands for: step(expand(a)) reaches the state step(a) does (tested)."""
+    if isinstance(action, REPEATABLE) and action.times != 1:
+        return (replace(action, times=1),) * action.times
+    return (action,)
 
 
 def effective_budget(policy: Policy, host: Optional[int]) -> Optional[int]:
@@ -245,6 +270,8 @@ def _exists(state: State, span_id) -> bool:
 
 def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int]) -> None:
     room = None if max_spans is None else max_spans - len(state.spans)
+    if isinstance(action, REPEATABLE):
+        _require(type(action.times) is int and action.times >= 1, "a repetition count is an integer >= 1")
     if isinstance(action, Append):
         _require(action.kind in CONTENT_KINDS, f"append of non-content kind {action.kind!r}")
         _require(isinstance(action.tokens, int) and action.tokens >= 1, "append needs tokens >= 1")
@@ -299,8 +326,9 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
         after = replace(after, step=now, spans=after.spans + (record, rationale), edits=state.edits + (info,))
         return Transition(state, action, after, "ok")
     if isinstance(action, Read):
+        now = state.step + action.times
         span = state.span(action.span)
-        after = _set(state, replace(span, reads=span.reads + 1, last_read=now))
+        after = _set(state, replace(span, reads=span.reads + action.times, last_read=now))
         return Transition(state, action, replace(after, step=now), "ok")
     if isinstance(action, (Pin, Unpin)):
         after = _set(state, replace(state.span(action.span), pinned=isinstance(action, Pin)))
@@ -309,7 +337,7 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
         return _compact(policy, state, action, now)
     if isinstance(action, Undo):
         return _undo(policy, state, action, now)
-    return Transition(state, action, replace(state, step=now), status(policy, state))
+    return Transition(state, action, replace(state, step=state.step + action.times), status(policy, state))
 
 
 def _evict(policy: Policy, state: State) -> tuple:
@@ -396,12 +424,15 @@ def undo(policy: Policy, state: State, edit_id: int) -> State:
     return transition.after
 
 
-def enabled_actions(policy: Policy, state: State, max_spans: Optional[int] = None, token_choices=(1,)) -> tuple:
-    """Every enabled action in `state`, appends drawn from CONTENT_KINDS x token_choices, and compact() plus one
-    compact(budget=H) per distinct outcome of a host budget (see host_budgets)."""
+def enabled_actions(policy: Policy, state: State, max_spans: Optional[int] = None, token_choices=(1,),
+                    repeats=(1,)) -> tuple:
+    """Every enabled action in `state`, appends drawn from CONTENT_KINDS x token_choices, reads and audits repeated
+    each number of times in `repeats`, and compact() plus one compact(budget=H) per distinct outcome of a host budget
+    (see host_budgets)."""
     options = [Append(kind, tokens) for kind in CONTENT_KINDS for tokens in token_choices]
     for span in state.spans:
-        options += [Edit(span.id, "transform"), Edit(span.id, "destroy"), Read(span.id), Pin(span.id), Unpin(span.id)]
+        options += [Edit(span.id, "transform"), Edit(span.id, "destroy"), Pin(span.id), Unpin(span.id)]
+        options += [Read(span.id, times) for times in repeats]
     options += [Undo(e.record) for e in state.edits] + [Compact()]
-    options += [Compact(host) for host in host_budgets(policy, state)] + [Audit()]
+    options += [Compact(host) for host in host_budgets(policy, state)] + [Audit(times) for times in repeats]
     return tuple(a for a in options if enabled(policy, state, a, max_spans))
