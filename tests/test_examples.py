@@ -46,11 +46,19 @@ def test_seed_flawed_policy_violates_c1_within_8_steps():
 RLIMIT = 200_000_000
 
 
-def test_late_violation_is_found_when_the_depth_reaches_it():
+def test_late_violation_is_found_in_three_actions_and_twenty_three_steps():
     policy = parse_policy_text(example_table()[-1][2], "late.yaml")
-    # Bounded by z3's resource count, not by seconds: the hour is a safety net a loaded machine never reaches.
-    (result,) = check_bounded(policy, depth=23, spans=3, conditions=["C1"], timeout=3600.0, rlimit=RLIMIT)
-    assert result.verdict == Verdict.VIOLATED and len(result.trace.actions) == 23
+    (result,) = check_bounded(policy, depth=4, spans=3, conditions=["C1"], timeout=3600.0, rlimit=RLIMIT)
+    assert result.verdict == Verdict.VIOLATED
+    # append, edit, then 21 audits: the record is 21 steps old (age > 20) at step 23.
+    assert (len(result.trace.actions), result.trace.steps) == (3, 23)
+
+
+def test_unaccelerated_search_needs_the_depth_of_every_step():
+    policy = parse_policy_text(example_table()[-1][2], "late.yaml")
+    (result,) = check_bounded(policy, depth=23, spans=3, conditions=["C1"], timeout=3600.0, rlimit=RLIMIT,
+                              accelerate=False)
+    assert result.verdict == Verdict.VIOLATED and len(result.trace.actions) == result.trace.steps == 23
 
 
 def test_yaml_and_python_forms_agree():
