@@ -5,7 +5,7 @@ from __future__ import annotations
 import z3
 
 from .model import CONTENT, K, NS
-from .parametric import GHOSTS, PairModel, PairState
+from .parametric import GHOSTS, PairModel, PairState, covered_tokens
 
 
 def pair_candidates(model: PairModel, s: PairState) -> list:
@@ -15,6 +15,7 @@ def pair_candidates(model: PairModel, s: PairState) -> list:
     rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
     sp = s.span
     out = [("clock_nonnegative", s.clock >= 0),
+           ("window_covers_pair", s.window_tokens >= covered_tokens(s)),
            ("prefix", z3.Implies(sp["q"]["used"], sp["r"]["used"])),
            ("record_r_then_rationale_q", z3.Implies(s.is_record("r"), z3.And(sp["q"]["used"],
                                                                              sp["q"]["kind"] == K["rationale"]))),
@@ -39,6 +40,9 @@ def pair_candidates(model: PairModel, s: PairState) -> list:
             (f"reads_bounded[{g}]", z3.Implies(used, z3.And(0 <= f["reads"],
                                                             f["reads"] <= f["last_read"] - f["created"]))),
             (f"tokens_positive[{g}]", z3.Implies(used, f["tokens"] >= 1)),
+            (f"created_after_start[{g}]", z3.Implies(used, f["created"] >= 1)),
+            # A record is written by an edit of a span appended at an earlier step.
+            (f"record_after_its_target[{g}]", z3.Implies(is_record, f["created"] >= 2)),
             (f"version_nonnegative[{g}]", z3.Implies(used, f["version"] >= 0)),
             (f"host_pins_records[{g}]", z3.Implies(z3.Or(is_record, is_rationale), f["pinned"])),
             (f"undone_only_records[{g}]", z3.Implies(f["undone"], is_record)),

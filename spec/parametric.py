@@ -98,7 +98,7 @@ class PairModel:
         self.policy, self.dep, self.free_policy = policy, policy.deployment, free_policy
 
     def encode_init(self, s: PairState) -> List:
-        out = [s.clock == 0, s.window_tokens >= 0]
+        out = [s.clock == 0, s.window_tokens >= covered_tokens(s)]
         out += [v == DEFAULTS[v.sort()] for g in GHOSTS for v in s.span[g].values()]
         return out
 
@@ -128,8 +128,10 @@ class PairModel:
         def selected(choice, g):
             return choice == ghost_of[g]
 
-        out = [t.clock == now, t.window_tokens >= 0, a.tokens >= 1, a.other_tokens >= 1,
+        out = [t.clock == now, t.window_tokens >= covered_tokens(t), a.tokens >= 1, a.other_tokens >= 1,
                content(a.kind), content(a.prior_kind)]
+        # An edit's target was appended at some step >= 1, so no edit happens from the empty window's clock 0.
+        out.append(z3.Implies(is_["edit"], s.clock >= 1))
         # Guards: the runtime's, restricted to what the pair can see.
         out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_R), z3.Not(sp["r"]["used"])))
         out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_Q),
@@ -225,6 +227,11 @@ class PairModel:
 
     def bad_p1(self, s: PairState):
         return z3.And(s.live_edit("r"), z3.Not(s.span["q"]["alive"]))
+
+
+def covered_tokens(s: PairState):
+    """The tokens of the pair's spans in the window: the window's total is never less (the pair are two spans of it)."""
+    return z3.Sum([z3.If(s.in_window(g), s.span[g]["tokens"], 0) for g in GHOSTS])
 
 
 def self_is_record(f: dict):
