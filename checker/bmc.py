@@ -18,8 +18,9 @@ from prunecheck.spec.errors import ReplayMismatch
 
 from .minimize import minimize
 from .replay import confirm, decode_action, decode_state, first_violation
-from .result import Result, Trace, Verdict
+from .result import Result, Stop, Trace, Verdict
 from .solver import new_solver, query
+from .unknowns import bound_words, limit_words
 
 DEFAULT_DEPTH = 12
 DEFAULT_SPANS = 6
@@ -83,10 +84,10 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
                     groups.extend({c: term} for c, term in group.items())
                     continue
                 why = answer.reason if answer is not None else "timeout"
-                searched = f"no violation up to depth {k - 1}" if k else "nothing searched"
+                searched = f"; {bound_words(k - 1, spans, accelerate)}" if k else ""
                 (c,) = group
-                results[c] = Result(c, Verdict.UNKNOWN, max(k - 1, 0),
-                                    f"solver gave up at depth {k} ({why}); {searched}", seconds=spent[c])
+                results[c] = Result(c, Verdict.UNKNOWN, max(k - 1, 0), f"{limit_words(why, k)}{searched}",
+                                    seconds=spent[c], stop=Stop.LIMIT)
                 pending.remove(c)
                 continue
             zmodel = solver.model()
@@ -102,9 +103,8 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
         if not pending:
             break
     for condition in pending:
-        results[condition] = Result(condition, Verdict.UNKNOWN, depth,
-                                    f"no violation up to depth {depth} over {spans} spans (bounded search only)",
-                                    seconds=spent[condition])
+        results[condition] = Result(condition, Verdict.UNKNOWN, depth, bound_words(depth, spans, accelerate),
+                                    seconds=spent[condition], stop=Stop.BOUND)
     return tuple(results[c] for c in CONDITIONS if c in results)
 
 

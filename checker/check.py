@@ -17,7 +17,8 @@ from .explicit import DEFAULT_TOKENS, domains_for, explore
 from .printer import to_text
 from .prove import prove_all
 from .spacer import prove_with_spacer
-from .result import Report, Result, Verdict
+from .result import Report, Result, Stop, Verdict
+from .unknowns import attempt_of, unknown_reason
 from .variants import distinct_counterexamples
 
 
@@ -105,7 +106,12 @@ def _check(policy, wanted, depth, spans, timeout, prove, token_domain) -> Report
             results.append(proofs[c])
             continue
         r = bounded[c]
-        if not prove or r.verdict != Verdict.UNKNOWN or c not in proofs:
+        if not prove and r.verdict == Verdict.UNKNOWN:
+            attempts = [attempt_of(r, "bounded search")]
+            reason = unknown_reason(policy, attempts, depth, spans, timeout)
+            results.append(replace(r, reason=f"{reason}; no proof attempted (--no-prove: bounded search only)"))
+            continue
+        if r.verdict != Verdict.UNKNOWN or c not in proofs:
             results.append(r)
             continue
         # Neither proved by induction nor refuted within the bound: give Spacer the condition's time.
@@ -113,8 +119,12 @@ def _check(policy, wanted, depth, spans, timeout, prove, token_domain) -> Report
         if spacer.verdict == Verdict.HOLDS:
             results.append(spacer)
         else:
-            results.append(Result(c, Verdict.UNKNOWN, r.depth, f"{r.reason}; {proofs[c].reason}; {spacer.reason}",
-                                  engine="bmc+induction+spacer", seconds=r.seconds + proofs[c].seconds + spacer.seconds))
+            attempts = [attempt_of(r, "bounded search"), attempt_of(proofs[c], "induction"),
+                        attempt_of(spacer, "Spacer")]
+            stop = Stop.LIMIT if any(a.stop is Stop.LIMIT for a in attempts) else r.stop
+            results.append(Result(c, Verdict.UNKNOWN, r.depth, unknown_reason(policy, attempts, depth, spans, timeout),
+                                  engine="bmc+induction+spacer", seconds=r.seconds + proofs[c].seconds + spacer.seconds,
+                                  stop=stop))
     return Report(policy.name, digest, policy.source, depth, spans, tuple(results), versions())
 
 

@@ -21,7 +21,7 @@ class Invariant:
     names: tuple
     rounds: int
     complete: bool
-    reason: str = ""
+    reason: str = ""  # the solver's reason_unknown() when not complete
 
 
 def houdini(init, at_init, step: Sequence, before: dict, after: dict, timeout: float) -> Invariant:
@@ -42,7 +42,7 @@ def houdini(init, at_init, step: Sequence, before: dict, after: dict, timeout: f
             answer = query(solver)
             if answer.status == "unknown":
                 solver.pop()
-                return Invariant((), rounds, False, f"induction check gave up: {answer.reason}")
+                return Invariant((), rounds, False, answer.reason)
             if answer.status == "unsat":
                 solver.pop()
                 break

@@ -24,6 +24,7 @@ from .printer import number_text, to_text
 from .render import action_call
 from .replay import decode_action, decode_state, replay
 from .solver import new_solver, query
+from .unknowns import solver_words
 
 DEFAULT_DEPTH = 8
 DEFAULT_SPANS = 5
@@ -153,7 +154,7 @@ def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraint
     if answer.status == "unsat":
         return None
     if answer.status == "unknown":
-        return f"equality of the {what} expressions not decided ({answer.reason})"
+        return f"equality of the {what} expressions not decided ({solver_words(answer.reason)})"
     values = _valuation(solver.model(), ints, env, budget)
     left, right = evaluate(old_expr, values), evaluate(new_expr, values)
     if left == right:
@@ -281,8 +282,8 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DEFAULT_DEPTH, sp
             pending.remove(d)
             if answer is None or answer.status == "unknown":
                 why = answer.reason if answer is not None else "timeout"
-                answers[d] = Direction(d, None, f"solver gave up at depth {k} ({why}); none up to depth {k - 1}, "
-                                                f"{spans} spans", spent[d])
+                answers[d] = Direction(d, None, f"the solver stopped at depth {k} ({solver_words(why)}); none up to "
+                                                f"depth {k - 1}, {spans} spans", spent[d])
                 continue
             zmodel = solver.model()
             slot = next(i for i in range(spans) if z3.is_true(zmodel.eval(per_slot[i], model_completion=True)))

@@ -10,8 +10,9 @@ from prunecheck.spec.pair_lemmas import pair_candidates
 
 from .certificate import STEP_CONDITIONS, Encoding, Status, certificate_document, dumps, recheck
 from .invariants import houdini
-from .result import Result, Verdict
+from .result import Result, Stop, Verdict
 from .solver import new_solver, query
+from .unknowns import limit_words, scoped
 
 
 _SHARED_SIZE = 32
@@ -52,7 +53,7 @@ class _Attempts:
         return self.done[free_policy]
 
     def induction(self, condition: str, free_policy: bool):
-        """(encoding, names of the proved invariant, proved?, why not) for one attempt."""
+        """(encoding, names of the proved invariant, proved?, why not, stopped by a solver limit?) for one attempt."""
         base, before, invariant = self.base(free_policy)
         known = self.proved[free_policy]
         if condition in known:
@@ -76,10 +77,11 @@ class _Attempts:
         return enc.invariants[names]
 
     def _induction(self, condition, base, before, invariant):
-        """((encoding, names, proved?, why not), whether the outcome is decided rather than a solver giving up)."""
+        """((encoding, names, proved?, why not, limit?), whether the outcome is decided rather than a solver giving
+        up)."""
         enc = base.for_condition(condition)
         if not invariant.complete:
-            return (enc, (), False, invariant.reason), True
+            return (enc, (), False, f"the search for lemmas {limit_words(invariant.reason)}", True), True
         names = invariant.names
         solver = new_solver(self.timeout * 1000)
         solver.add([before[n] for n in names])
@@ -88,10 +90,10 @@ class _Attempts:
         solver.add(enc.bad)
         answer = query(solver)
         if answer.status == "unsat":
-            return (enc, names, True, ""), True
+            return (enc, names, True, "", False), True
         if answer.status == "unknown":
-            return (enc, names, False, f"safety check gave up: {answer.reason}"), False
-        return (enc, names, False, "not inductive relative to the invariant templates"), True
+            return (enc, names, False, f"the safety check {limit_words(answer.reason)}", True), False
+        return (enc, names, False, "no inductive invariant among its lemma templates", False), True
 
 
 def certified_result(condition: str, engine: str, document: dict, check, seconds: float) -> Result:
@@ -118,16 +120,17 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
     """`holds` with a re-checked certificate, or `unknown` with why; never `violated` (that is the bounded engine's)."""
     started = time.perf_counter()
     attempts = attempts or _Attempts(policy, timeout)
-    reasons = []
+    reasons, limited = [], False
     for free_policy in (True, False):
-        enc, names, proved, why = attempts.induction(condition, free_policy)
+        enc, names, proved, why, limit = attempts.induction(condition, free_policy)
         if not proved:
-            reasons.append(f"{'any policy' if free_policy else 'this policy'}: {why}")
+            reasons.append(("policy abstracted" if free_policy else "policy as written", why))
+            limited = limited or limit
             continue
         invariant, readable = attempts.invariant(free_policy, names)
         engine = "induction" + (", policy abstracted to a free predicate" if free_policy else "")
         document = certificate_document(policy_doc, policy_hash, enc, invariant, readable, engine)
         check = recheck(document, enc, recheck_timeout_ms)
         return certified_result(condition, engine, document, check, time.perf_counter() - started)
-    return Result(condition, Verdict.UNKNOWN, None, "not proved: " + "; ".join(reasons), engine="induction",
-                  seconds=time.perf_counter() - started)
+    return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine="induction",
+                  seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF)

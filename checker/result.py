@@ -20,6 +20,14 @@ class Verdict(enum.IntEnum):
         return self.name.lower()
 
 
+class Stop(enum.Enum):
+    """How an engine ended without a verdict (an `unknown` result's cause; None on other results)."""
+
+    BOUND = "bound"  # searched everything within its bounds
+    LIMIT = "limit"  # a solver ran out of time or resources
+    NO_PROOF = "no proof"  # finished without finding a proof
+
+
 @dataclass(frozen=True)
 class Trace:
     """A counterexample: actions from the empty window, replayed on the runtime, ending in the violation."""
@@ -57,6 +65,7 @@ class Result:
     certificate: Optional[str] = None
     others: tuple = ()  # further counterexamples, different in their action sequence (--max-counterexamples)
     seconds: float = field(default=0.0, compare=False)
+    stop: Optional[Stop] = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,8 @@ def query(solver: z3.Solver, assumptions=(), timeout_ms: int = 0) -> Answer:
     except z3.Z3Exception as exc:
         if "memory" in str(exc):
             raise
-        return Answer("unknown", f"solver error: {exc}", time.perf_counter() - started)
+        message = exc.value.decode("utf-8", "replace") if isinstance(exc.value, bytes) else str(exc.value)
+        return Answer("unknown", f"solver error: {message}", time.perf_counter() - started)
     seconds = time.perf_counter() - started
     if result == z3.sat:
         return Answer("sat", "", seconds)

@@ -8,8 +8,9 @@ import z3
 
 from .certificate import STEP_CONDITIONS, Encoding, certificate_document, recheck
 from .prove import certified_result
-from .result import Result, Verdict
+from .result import Result, Stop, Verdict
 from .solver import RANDOM_SEED
+from .unknowns import limit_words, scoped
 
 
 def spacer_invariant(enc: Encoding, timeout: float):
@@ -30,11 +31,12 @@ def spacer_invariant(enc: Encoding, timeout: float):
     try:
         answer = fp.query(z3.And(inv(*pre), *step, enc.bad))
     except z3.Z3Exception as exc:
-        return "unknown", None, f"spacer stopped: {exc}"
+        return "unknown", None, limit_words(exc)
     if answer == z3.sat:
-        return "refuted", None, "the parametric model reaches a violation (possibly spurious)"
+        # Not a counterexample: the two-span abstraction also has runs no real window has.
+        return "refuted", None, "the two-span abstraction reaches a violation, so no invariant exists there"
     if answer != z3.unsat:
-        return "unknown", None, f"spacer gave up: {fp.reason_unknown()}"
+        return "unknown", None, limit_words(fp.reason_unknown())
     body = fp.get_cover_delta(-1, inv)
     return "proved", z3.substitute_vars(body, *enc.param.variables()), ""
 
@@ -43,21 +45,23 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
                       recheck_timeout_ms: int = 10000) -> Result:
     """`holds` with a re-checked certificate, or `unknown` with why."""
     started = time.perf_counter()
-    reasons = []
+    reasons, limited = [], False
     for free_policy in (True, False):
         left = timeout - (time.perf_counter() - started)
         if left <= 0:
-            reasons.append("time exhausted")
+            reasons.append(("time", "its time limit ran out"))
+            limited = True
             break
         enc = Encoding(policy, condition, free_policy)
         status, invariant, why = spacer_invariant(enc, left)
-        scope = "any policy" if free_policy else "this policy"
+        scope = "policy abstracted" if free_policy else "policy as written"
         if status != "proved":
-            reasons.append(f"{scope}: {why}")
+            reasons.append((scope, why))
+            limited = limited or status == "unknown"
             continue
         engine = "spacer" + (", policy abstracted to a free predicate" if free_policy else "")
         document = certificate_document(policy_doc, policy_hash, enc, invariant, [str(invariant)], engine)
         check = recheck(document, enc, recheck_timeout_ms)
         return certified_result(condition, engine, document, check, time.perf_counter() - started)
-    return Result(condition, Verdict.UNKNOWN, None, "spacer: " + "; ".join(reasons), engine="spacer",
-                  seconds=time.perf_counter() - started)
+    return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine="spacer",
+                  seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF)

@@ -5,7 +5,7 @@ import pytest
 from prunecheck.checker.bmc import check_bounded
 from prunecheck.checker.loader import load_policy, parse_policy_text
 from prunecheck.checker.replay import confirm
-from prunecheck.checker.result import Verdict
+from prunecheck.checker.result import Stop, Verdict
 from prunecheck.spec.conditions import CONDITIONS
 
 from policy_table import EXAMPLES, example_table
@@ -29,12 +29,10 @@ def test_example_verdicts(engine, name, path, text, expected):
         if got.verdict == Verdict.VIOLATED:
             assert want == "violated", f"{name} {condition}: {got.reason}"
             confirm(policy, got.trace.actions, condition, got.trace.spans)
-        elif want == "violated":
-            # Only a violation beyond the search depth may be missed, and then the verdict is unknown.
-            assert got.verdict == Verdict.UNKNOWN and name in ("late_violation.yaml",), f"{name} {condition}"
         else:
-            # The bounded engine cannot prove `holds`; a safe condition is unknown, and says why.
-            assert got.verdict == Verdict.UNKNOWN and "bounded search only" in got.reason
+            # The bounded engine cannot prove `holds`; a safe condition is unknown, searched to the bound.
+            assert want == "holds", f"{name} {condition}: {got.reason}"
+            assert got.verdict == Verdict.UNKNOWN and got.stop is Stop.BOUND and "no violation within" in got.reason
 
 
 def test_seed_flawed_policy_violates_c1_within_8_steps():
