@@ -60,7 +60,7 @@ def distinct_counterexamples(policy: Policy, condition: str, first: Trace, count
 
 def _search(policy, condition, found, count, depth, deadline, timeout, strict, queries: int) -> None:
     spans = found[0].spans
-    model = Model(policy, spans)
+    model = Model(policy, spans, accelerate=True)
     invariant = inductive_lemmas(model, timeout)
     solver = new_solver(timeout * 1000)
     states, actions, steps = [model.state(0)], [], []
