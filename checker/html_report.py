@@ -92,6 +92,8 @@ def _labels_for(step_labels, report: Report, condition: str, count: int) -> Opti
 
 def _effect(transition) -> str:
     parts = []
+    if transition.after.step - transition.before.step != 1:
+        parts.append(f"steps {transition.before.step + 1}-{transition.after.step}")
     if transition.outcome != "ok":
         parts.append(transition.outcome)
     for how in ("evicted", "truncated"):
@@ -130,8 +132,7 @@ def _counterexample_html(policy, report: Report, result, anchor: str, step_label
     description = DESCRIPTIONS.get(result.condition, "")
     return "\n".join([
         f'<section class="counterexample" id="{anchor}" data-condition="{escape(result.condition)}">',
-        f"<h3>{escape(result.condition)} counterexample: {len(transitions)} "
-        f"step{'s' if len(transitions) != 1 else ''}</h3>",
+        f"<h3>{escape(result.condition)} counterexample: {escape(result.trace.length())}</h3>",
         f"<p>{escape(description)}</p>" if description else "",
         '<ol class="trace">', *items, "</ol>",
         _picture_html(edit_graph(policy, transitions), anchor, result.condition),
