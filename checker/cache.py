@@ -154,7 +154,7 @@ def _trace_problem(policy, trace: Trace, condition: str, depth: int, spans: int)
     from .replay import confirm
 
     if len(trace.actions) > depth:
-        return f"{condition}: a trace of {len(trace.actions)} steps is longer than the depth bound {depth}"
+        return f"{condition}: a trace of {len(trace.actions)} actions is longer than the depth bound {depth}"
     try:
         confirm(policy, trace.actions, condition, spans)
     except ReplayMismatch as exc:

@@ -90,9 +90,9 @@ def _labels_for(step_labels, report: Report, condition: str, count: int) -> Opti
     return [str(label) for label in labels]
 
 
-def _effect(transition) -> str:
+def _effect(transition, clock: bool) -> str:
     parts = []
-    if transition.after.step - transition.before.step != 1:
+    if clock and transition.after.step - transition.before.step != 1:
         parts.append(f"steps {transition.before.step + 1}-{transition.after.step}")
     if transition.outcome != "ok":
         parts.append(transition.outcome)
@@ -121,7 +121,7 @@ def _counterexample_html(policy, report: Report, result, anchor: str, step_label
     items = []
     for index, t in enumerate(transitions):
         text = labels[index] if labels is not None else action_call(t.action)
-        effect = _effect(t)
+        effect = _effect(t, clock=labels is None)  # the explanation's labels name a repeated step's real steps
         last = index == len(transitions) - 1
         item = ('<li class="last">' if last else "<li>") + escape(text)
         if effect:
