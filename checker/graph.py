@@ -50,7 +50,8 @@ def edit_graph(policy, transitions: Sequence[Transition]) -> "nx.DiGraph":
     """Spans and edits of a run as nodes; edges edit→target, record→edit, rationale→edit; steps are 1-based.
 
     Span nodes: node="span", span, kind (at creation), final_kind, role (content/record/rationale), namespace,
-    tokens, created (the clock), step (the step that created it), candidate (first step that left it a compaction candidate of the policy, or None), evicted /
+    tokens, created (the clock), step (the step that created it), candidate (first step that left it a compaction
+    candidate of the policy, or None), evicted /
     truncated (first step that removed it, or None), restored (last undo that brought it back, or None), alive (at
     the end). Edit nodes: node="edit", edit (= its record's id), mode, target, record,
     rationale, step, undone (step of the revert, or None), stale_revert (that step if the target had been re-edited

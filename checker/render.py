@@ -87,7 +87,8 @@ def report_text(report: Report, policy=None) -> str:
                 lines.append(f"        {index}. {action_call(action)}")
         for number, other in enumerate(r.others, start=2):
             length = f" ({other.length()})" if other.steps != len(other.actions) else ""
-            lines.append(f"        counterexample {number}{length}: " + "; ".join(action_call(a) for a in other.actions))
+            calls = "; ".join(action_call(a) for a in other.actions)
+            lines.append(f"        counterexample {number}{length}: {calls}")
     lines.append(f"  verdict: {report.verdict}")
     return "\n".join(lines)
 

@@ -66,7 +66,8 @@ def _violation(policy: Policy, report: Report, r) -> dict:
                        "threadFlows": [{"locations": steps}]}],
         "partialFingerprints": {"prunecheck/v1": _fingerprint(report, r.condition)},
         "properties": {"depth": r.depth, "engine": r.engine, "steps": r.trace.steps,
-                       "trace": [{"action": a.name, **{k: v for k, v in vars(a).items()}} for a in r.trace.actions]},
+                       "trace": [{"action": a.name, **{k: v for k, v in vars(a).items() if k != "times" or v != 1}}
+                                 for a in r.trace.actions]},
     }
 
 

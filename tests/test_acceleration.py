@@ -13,7 +13,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from prunecheck import cli
 from prunecheck.checker.check import check, policy_document
-from prunecheck.checker.emit import write_pytest_files
 from prunecheck.checker.graph import edit_graph, graph_dot
 from prunecheck.checker.html_report import report_html
 from prunecheck.checker.invariants import inductive_lemmas, lemma_terms
@@ -392,6 +391,9 @@ def test_a_violation_after_a_million_steps_stays_small_and_readable(tmp_path):
     (module,) = tests_dir.glob("test_*.py")
     assert module.stat().st_size < 16_000 and "Audit(times=1000001)" in module.read_text()
     runpy.run_path(str(module))["test_recorded_policy_violates_c1"]()
+    source.write_text(source.read_text().replace("records: window", "records: undo_region"))
+    runpy.run_path(str(module))["test_policy_file_keeps_c1"]()  # fixed: it guards against a regression
+    source.write_text(source.read_text().replace("records: undo_region", "records: window"))
 
     code, out, _ = run_cli("replay", itf)
     assert code == 0 and "3 actions, 1000003 steps" in out and "(steps 3-1000003)" in out
