@@ -335,7 +335,6 @@ def _explain(args, stdout) -> int:
 
 def _replay(args, stdout) -> int:
     from prunecheck.spec.conditions import violations
-
     from prunecheck.spec.runtime import real_steps
 
     from .itf import first_difference, read_trace_file

@@ -176,7 +176,7 @@ def _node_line(name: str, attrs: dict, id_prefix: str) -> str:
 
 def _step_label(index: int, step: dict) -> str:
     lines = [f"step {index}", step["action"]]
-    first, last = step.get("clock", (index, index))
+    first, last = step["clock"]
     if first != last:
         lines.append(f"steps {first}-{last}")
     if step["outcome"] != "ok":

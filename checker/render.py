@@ -103,7 +103,7 @@ def report_json(report: Report, policy=None) -> dict:
                  "seconds": round(r.seconds, 4)}
         if r.trace is not None:
             entry["trace"] = [{"action": a.name, "args": action_args(a)} for a in r.trace.actions]
-            entry["length"] = {"actions": len(r.trace.actions), "steps": r.trace.steps, "text": r.trace.length()}
+            entry["length"] = {"actions": len(r.trace.actions), "steps": r.trace.steps}
             if r.others:
                 entry["other_traces"] = [[{"action": a.name, "args": action_args(a)} for a in t.actions]
                                          for t in r.others]
