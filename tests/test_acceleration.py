@@ -260,7 +260,7 @@ def test_accelerated_model_and_runtime_agree_on_every_state_and_condition(run):
     agree_accelerated(*run)
 
 
-@settings(max_examples=15)
+@settings(max_examples=10)
 @given(runs())
 def test_proved_lemmas_of_the_accelerated_model_exclude_no_reachable_state(run):
     agree_accelerated(*run, with_lemmas=True)
