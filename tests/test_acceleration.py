@@ -303,6 +303,9 @@ def test_a_large_repetition_is_reduced_to_the_least_that_violates():
     assert reduced == (Append("message", 1), Edit(0, "transform"), Audit(1001))
     padded = (Append("message", 1), Read(0, 500), Edit(0, "transform"), Audit(5000))
     assert minimize(policy, padded, "C1", N) == reduced
+    reads = _policy("evict: kind == 'record' and reads > 40", WINDOW)
+    reduced = minimize(reads, (Append("message", 1), Edit(0, "destroy"), Read(1, 7), Read(1, 90000)), "C1", N)
+    assert reduced == (Append("message", 1), Edit(0, "transform"), Read(1, 41))
 
 
 @settings(max_examples=40)
