@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Optional, Union
 
@@ -35,7 +35,9 @@ from prunecheck.spec.policy import (
     Policy,
     Unary,
 )
-from prunecheck.spec.runtime import ACTION_TYPES, CONTENT_KINDS, Append, Compact, State, enabled_actions, step
+from prunecheck.spec.runtime import (
+    ACTION_TYPES, CONTENT_KINDS, REPEATABLE, Append, Compact, State, enabled_actions, step,
+)
 
 FORMS = ("yaml", "python", "json")
 TYPES = (BOOL, NUM, KIND, NAMESPACE)
@@ -335,7 +337,7 @@ def policy_texts(form: str = "yaml", max_depth: int = 3) -> st.SearchStrategy:
 
 
 @st.composite
-def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_tokens: int) -> list:
+def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_tokens: int, max_times: int) -> list:
     state = State()
     actions = []
     for _ in range(draw(st.integers(0, max_steps))):
@@ -349,23 +351,29 @@ def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_
             action = Compact(draw(st.none() | st.integers(1, state.window_tokens() + 1)))
         else:
             action = draw(st.sampled_from(by_name[name]))
+            if isinstance(action, REPEATABLE) and max_times > 1:
+                action = replace(action, times=draw(st.integers(1, max_times)))
         state = step(policy, state, action, max_spans).after
         actions.append(action)
     return actions
 
 
-def traces(policy: Policy, max_steps: int = 10, max_spans: Optional[int] = 8, *, max_tokens: int = 4) -> st.SearchStrategy:
+def traces(policy: Policy, max_steps: int = 10, max_spans: Optional[int] = 8, *, max_tokens: int = 4,
+           max_times: int = 3) -> st.SearchStrategy:
     """Lists of at most max_steps runtime actions, each enabled (see spec.runtime.enabled_actions) in the state
     the previous ones reach from State() under policy with max_spans; each step draws the action name first,
     then its arguments (appends carry 1..max_tokens tokens; a compaction has no host budget or one of 1 up to the
-    window's tokens + 1)."""
+    window's tokens + 1; a read or audit is repeated 1..max_times times, one action standing for that many steps:
+    spec.runtime.real_steps counts them; max_times=1 draws single steps only)."""
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
         raise ValueError(f"max_steps must be an integer >= 0, got {max_steps!r}")
     if max_spans is not None and (isinstance(max_spans, bool) or not isinstance(max_spans, int) or max_spans < 0):
         raise ValueError(f"max_spans must be None or an integer >= 0, got {max_spans!r}")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
-    return _traces(policy, max_steps, max_spans, max_tokens)
+    if isinstance(max_times, bool) or not isinstance(max_times, int) or max_times < 1:
+        raise ValueError(f"max_times must be an integer >= 1, got {max_times!r}")
+    return _traces(policy, max_steps, max_spans, max_tokens, max_times)
 
 
 __all__ = [

@@ -16,6 +16,7 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PrunecheckError
 from prunecheck.spec.runtime import ACTION_TYPES
 
+from .itf import MAX_TIMES_DIGITS
 from .render import report_json
 from .result import Report, Result, Trace, Verdict
 
@@ -48,9 +49,12 @@ def _action(entry, where: str):
             f"{where}: bad action")
     cls = ACTION_TYPES[entry["action"]]
     args = entry["args"]
-    fields = set(cls.__dataclass_fields__)  # a compaction's host budget is optional
-    _expect(fields - {"budget"} <= set(args) <= fields, f"{where}: wrong arguments for {entry['action']}")
+    fields = set(cls.__dataclass_fields__)  # a compaction's host budget and a repetition count are optional
+    _expect(fields - {"budget", "times"} <= set(args) <= fields, f"{where}: wrong arguments for {entry['action']}")
     _expect(all(_integer(v) or isinstance(v, str) for v in args.values()), f"{where}: bad argument value")
+    # The runtime applies any count in one step, so a forged huge count costs nothing; it is bounded to stay printable.
+    _expect("times" not in args or (_integer(args["times"]) and 1 <= args["times"] < 10 ** MAX_TIMES_DIGITS),
+            f"{where}: times must be an integer from 1 to 10^{MAX_TIMES_DIGITS} - 1")
     return cls(**args)
 
 
@@ -150,7 +154,7 @@ def _trace_problem(policy, trace: Trace, condition: str, depth: int, spans: int)
     from .replay import confirm
 
     if len(trace.actions) > depth:
-        return f"{condition}: a trace of {len(trace.actions)} steps is longer than the depth bound {depth}"
+        return f"{condition}: a trace of {len(trace.actions)} actions is longer than the depth bound {depth}"
     try:
         confirm(policy, trace.actions, condition, spans)
     except ReplayMismatch as exc:

@@ -300,9 +300,12 @@ def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
 
 
 def _explain(args, stdout) -> int:
+    from prunecheck.spec.runtime import real_steps
+
     from .explain import explain, explanation_json, explanation_lines
     from .itf import read_trace_file
     from .replay import first_violation, replay
+    from .result import length_text
 
     _document, info, policy, actions = read_trace_file(args.trace)
     condition = info.get("condition")
@@ -322,7 +325,9 @@ def _explain(args, stdout) -> int:
         doc = {"policy": policy.name, "condition": condition, **explanation_json(explanation)}
         print(json.dumps(doc, indent=2), file=stdout)
     else:
-        print(f"policy {policy.name}: {condition} violated at step {where} of {len(actions)}", file=stdout)
+        steps = real_steps(actions[:where])
+        length = f" ({length_text(where, steps)})" if steps != where else ""
+        print(f"policy {policy.name}: {condition} violated at step {where} of {len(actions)}{length}", file=stdout)
         for line in explanation_lines(policy, explanation, indent="  "):
             print(line, file=stdout)
     return EXIT_HOLDS
@@ -330,10 +335,12 @@ def _explain(args, stdout) -> int:
 
 def _replay(args, stdout) -> int:
     from prunecheck.spec.conditions import violations
+    from prunecheck.spec.runtime import real_steps
 
     from .itf import first_difference, read_trace_file
     from .render import step_lines
     from .replay import replay
+    from .result import length_text
 
     document, info, policy, actions = read_trace_file(args.trace)
     try:
@@ -341,7 +348,8 @@ def _replay(args, stdout) -> int:
     except ReplayMismatch as exc:
         print(f"does not replay: {exc.one_line()}", file=stdout)
         return EXIT_VIOLATED
-    print(f"policy {policy.name}: {len(actions)} steps, condition {info.get('condition', '?')}", file=stdout)
+    print(f"policy {policy.name}: {length_text(len(actions), real_steps(actions))}, condition "
+          f"{info.get('condition', '?')}", file=stdout)
     for line in step_lines(policy, transitions):
         print(line, file=stdout)
     difference = first_difference(document, policy, transitions)

@@ -40,7 +40,7 @@ def pytest_module(policy: Policy, trace: Trace, test_dir: Path) -> str:
     recorded = json.dumps(policy_document(policy), indent=1, ensure_ascii=True)
     low = condition.lower()
     cause = explanation.cause.summary.replace('"""', "'''")
-    return f'''"""prunecheck {__version__}: {condition} counterexample for policy {policy.name!r}.
+    return f'''"""prunecheck {__version__}: {condition} counterexample ({trace.length()}) for policy {policy.name!r}.
 
 {condition}: {DESCRIPTIONS[condition]}.
 Why: {cause}.

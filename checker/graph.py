@@ -6,10 +6,12 @@ import shutil
 import subprocess
 import unicodedata
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from prunecheck.spec.errors import PrunecheckError, ReplayMismatch, TraceFormatError
-from prunecheck.spec.runtime import Transition, action_text, is_candidate
+from prunecheck.spec.runtime import Transition, action_text, is_candidate, real_steps
+
+from .result import length_text
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -48,13 +50,15 @@ def edit_graph(policy, transitions: Sequence[Transition]) -> "nx.DiGraph":
     """Spans and edits of a run as nodes; edges edit→target, record→edit, rationale→edit; steps are 1-based.
 
     Span nodes: node="span", span, kind (at creation), final_kind, role (content/record/rationale), namespace,
-    tokens, created, candidate (first step that left it a compaction candidate of the policy, or None), evicted /
+    tokens, created (the clock), step (the step that created it), candidate (first step that left it a compaction
+    candidate of the policy, or None), evicted /
     truncated (first step that removed it, or None), restored (last undo that brought it back, or None), alive (at
     the end). Edit nodes: node="edit", edit (= its record's id), mode, target, record,
     rationale, step, undone (step of the revert, or None), stale_revert (that step if the target had been re-edited
     since the record was taken, else None), undo_attempts ((step, outcome), ...), record_lost (first step that ended
     with the edit live and its record dead, or None). graph.graph["steps"] holds, per step, a dict
-    with action, outcome, evicted and truncated (sorted span ids)."""
+    with action, outcome, evicted and truncated (sorted span ids), and clock: the (first, last) real step it stands
+    for, which differ for a read or audit repeated n times."""
     import networkx as nx  # imported here: it costs a fifth of a second of every command's start-up
 
     graph = nx.DiGraph()
@@ -63,7 +67,7 @@ def edit_graph(policy, transitions: Sequence[Transition]) -> "nx.DiGraph":
         for span in t.after.spans[len(t.before.spans):]:
             graph.add_node(span_node(span.id), node="span", span=span.id, kind=span.kind, final_kind=span.kind,
                            role=_role(span.kind), namespace=span.namespace, tokens=span.tokens, created=span.created,
-                           candidate=None, evicted=None, truncated=None, restored=None, alive=True)
+                           step=index, candidate=None, evicted=None, truncated=None, restored=None, alive=True)
         for info in t.after.edits[len(t.before.edits):]:
             name = edit_node(info.record)
             graph.add_node(name, node="edit", edit=info.record, mode=info.mode, target=info.target,
@@ -97,7 +101,8 @@ def edit_graph(policy, transitions: Sequence[Transition]) -> "nx.DiGraph":
             if attrs["record_lost"] is None and not t.after.span(info.record).alive:
                 attrs["record_lost"] = index
         steps.append({"action": action_text(t.action), "outcome": t.outcome,
-                      "evicted": tuple(sorted(t.evicted)), "truncated": tuple(sorted(t.truncated))})
+                      "evicted": tuple(sorted(t.evicted)), "truncated": tuple(sorted(t.truncated)),
+                      "clock": (t.before.step + 1, t.after.step)})
     graph.graph["steps"] = tuple(steps)
     return graph
 
@@ -171,6 +176,9 @@ def _node_line(name: str, attrs: dict, id_prefix: str) -> str:
 
 def _step_label(index: int, step: dict) -> str:
     lines = [f"step {index}", step["action"]]
+    first, last = step["clock"]
+    if first != last:
+        lines.append(f"steps {first}-{last}")
     if step["outcome"] != "ok":
         lines.append(f"→ {step['outcome']}")
     for how in ("evicted", "truncated"):
@@ -196,7 +204,7 @@ def graph_dot(graph: "nx.DiGraph", title: str = "", id_prefix: str = "", legend:
     ]
     by_step = {index: [] for index in range(1, len(steps) + 1)}
     for name, attrs in graph.nodes(data=True):
-        by_step.setdefault(attrs["created"] if attrs["node"] == "span" else attrs["step"], []).append(name)
+        by_step.setdefault(attrs["step"], []).append(name)
         lines.append(_node_line(name, attrs, id_prefix))
     for index in sorted(by_step):
         head = f"t{index}"
@@ -255,8 +263,9 @@ def trace_run(path) -> tuple:
     return policy, condition if isinstance(condition, str) else "?", transitions
 
 
-def graph_title(policy_name: str, condition: str, steps: int) -> str:
-    return f"policy {policy_name}: counterexample to {condition}, {steps} step{'s' if steps != 1 else ''}"
+def graph_title(policy_name: str, condition: str, steps: int, real: Optional[int] = None) -> str:
+    """The picture's title; `real` is the number of real steps when some step is a repeated read or audit."""
+    return f"policy {policy_name}: counterexample to {condition}, {length_text(steps, steps if real is None else real)}"
 
 
 def add_parser(subparsers) -> None:
@@ -271,13 +280,14 @@ def run(args, stdout, stderr) -> int:
         raise RenderError(f"cannot write {args.out!r}: the output name must end in .svg, .png or .dot")
     policy, condition, transitions = trace_run(args.trace)
     graph = edit_graph(policy, transitions)
-    data = picture(graph_dot(graph, graph_title(policy.name, condition, len(transitions))), fmt)
+    real = real_steps(t.action for t in transitions)
+    data = picture(graph_dot(graph, graph_title(policy.name, condition, len(transitions), real)), fmt)
     try:
         Path(args.out).write_bytes(data)
     except OSError as exc:
         raise RenderError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     gone = sum(1 for _, a in graph.nodes(data=True) if a["node"] == "span" and not a["alive"])
     edits = sum(1 for _, a in graph.nodes(data=True) if a["node"] == "edit")
-    print(f"wrote {args.out}: {len(transitions)} steps, {graph.number_of_nodes() - edits} spans "
+    print(f"wrote {args.out}: {length_text(len(transitions), real)}, {graph.number_of_nodes() - edits} spans "
           f"({gone} gone at the end), {edits} edits", file=stdout)
     return 0

@@ -90,8 +90,10 @@ def _labels_for(step_labels, report: Report, condition: str, count: int) -> Opti
     return [str(label) for label in labels]
 
 
-def _effect(transition) -> str:
+def _effect(transition, clock: bool) -> str:
     parts = []
+    if clock and transition.after.step - transition.before.step != 1:
+        parts.append(f"steps {transition.before.step + 1}-{transition.after.step}")
     if transition.outcome != "ok":
         parts.append(transition.outcome)
     for how in ("evicted", "truncated"):
@@ -119,7 +121,7 @@ def _counterexample_html(policy, report: Report, result, anchor: str, step_label
     items = []
     for index, t in enumerate(transitions):
         text = labels[index] if labels is not None else action_call(t.action)
-        effect = _effect(t)
+        effect = _effect(t, clock=labels is None)  # the explanation's labels name a repeated step's real steps
         last = index == len(transitions) - 1
         item = ('<li class="last">' if last else "<li>") + escape(text)
         if effect:
@@ -130,8 +132,7 @@ def _counterexample_html(policy, report: Report, result, anchor: str, step_label
     description = DESCRIPTIONS.get(result.condition, "")
     return "\n".join([
         f'<section class="counterexample" id="{anchor}" data-condition="{escape(result.condition)}">',
-        f"<h3>{escape(result.condition)} counterexample: {len(transitions)} "
-        f"step{'s' if len(transitions) != 1 else ''}</h3>",
+        f"<h3>{escape(result.condition)} counterexample: {escape(result.trace.length())}</h3>",
         f"<p>{escape(description)}</p>" if description else "",
         '<ol class="trace">', *items, "</ol>",
         _picture_html(edit_graph(policy, transitions), anchor, result.condition),

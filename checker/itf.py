@@ -15,8 +15,12 @@ from prunecheck.spec.conditions import violations
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 VARS = ("step", "spans", "edits", "status", "outcome", "violations", "mbt::actionTaken", "mbt::nondetPicks")
 PICKS = ("kind", "tokens", "target", "mode", "span", "edit")
-# Written only when set (a compaction's host budget), so that traces without one are as before and old files replay.
-OPTIONAL_PICKS = ("budget",)
+# Written only when set (a compaction's host budget, a read's or audit's repetitions other than 1), so that traces
+# without them are as before and old files replay.
+OPTIONAL_PICKS = ("budget", "times")
+# A repetition count read from a file has at most this many digits: far beyond any count a policy's constants call
+# for, and small enough that every clock sum still prints (Python refuses to print integers of over 4300 digits).
+MAX_TIMES_DIGITS = 1000
 
 
 def _int(value: int) -> dict:
@@ -104,6 +108,13 @@ def _read_int(value, where: str) -> int:
     raise TraceFormatError(f"{where}: expected an integer")
 
 
+def read_times(value, where: str) -> int:
+    """A repetition count from an untrusted file: an integer from 1 up to MAX_TIMES_DIGITS digits."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 10 ** MAX_TIMES_DIGITS:
+        raise TraceFormatError(f"{where}: times must be an integer from 1 to 10^{MAX_TIMES_DIGITS} - 1")
+    return value
+
+
 def actions_of(document) -> tuple:
     """The actions a trace document takes, in order, rebuilt from mbt::actionTaken and mbt::nondetPicks."""
     if not isinstance(document, dict) or not isinstance(document.get("states"), list):
@@ -127,6 +138,8 @@ def actions_of(document) -> tuple:
                 raise TraceFormatError(f"{where}: action {name} needs argument {field_name}")
             value = pick.get("value")
             kwargs[field_name] = value if isinstance(value, str) else _read_int(value, f"{where} {field_name}")
+        if "times" in kwargs:
+            kwargs["times"] = read_times(kwargs["times"], where)
         out.append(cls(**kwargs))
     return tuple(out)
 

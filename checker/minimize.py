@@ -7,7 +7,7 @@ from typing import Optional, Sequence, Tuple
 
 from prunecheck.spec.policy import CONTENT_KINDS, Policy
 from prunecheck.spec.runtime import (
-    ActionRefused, Append, Compact, Edit, Pin, Read, State, Undo, Unpin, host_budgets, step,
+    REPEATABLE, ActionRefused, Append, Compact, Edit, Pin, Read, State, Undo, Unpin, host_budgets, step,
 )
 
 from .replay import first_violation
@@ -78,7 +78,10 @@ def violation_prefix(policy: Policy, actions: Sequence, condition: str, max_span
 
 
 def _simpler_choices(action) -> list:
-    """Per value of one action, its simpler alternatives, simplest first: fewer tokens, earlier kinds, transform."""
+    """Per value of one action, its simpler alternatives, simplest first: fewer tokens, earlier kinds, transform,
+    fewer repetitions."""
+    if isinstance(action, REPEATABLE):
+        return [("times", list(range(1, min(action.times, MAX_TOKEN_TRIES + 1))))]
     if isinstance(action, Append):
         tokens = list(range(1, min(action.tokens, MAX_TOKEN_TRIES + 1)))
         kinds = CONTENT_KINDS[:CONTENT_KINDS.index(action.kind)] if action.kind in CONTENT_KINDS else ()
@@ -88,15 +91,22 @@ def _simpler_choices(action) -> list:
     return []
 
 
-def _fewer_tokens(policy, actions: tuple, index: int, condition: str, max_spans) -> tuple:
-    """For a large token count, bisect towards the smallest count that still violates (each probe replayed)."""
+def _counted(action) -> Optional[str]:
+    """The field of an action that counts something: an append's tokens, a read's or audit's repetitions."""
+    return "tokens" if isinstance(action, Append) else "times" if isinstance(action, REPEATABLE) else None
+
+
+def _fewer(policy, actions: tuple, index: int, condition: str, max_spans) -> tuple:
+    """For a large token or repetition count, bisect towards the smallest count that still violates (each probe
+    replayed); _simpler_choices tries the small counts one by one."""
     action = actions[index]
-    if not isinstance(action, Append) or action.tokens <= MAX_TOKEN_TRIES + 1:
+    field = _counted(action)
+    if field is None or getattr(action, field) <= MAX_TOKEN_TRIES + 1:
         return actions
-    low, high, best = MAX_TOKEN_TRIES + 1, action.tokens - 1, actions
+    low, high, best = MAX_TOKEN_TRIES + 1, getattr(action, field) - 1, actions
     while low <= high:
         middle = (low + high) // 2
-        candidate = actions[:index] + (replace(action, tokens=middle),) + actions[index + 1:]
+        candidate = actions[:index] + (replace(action, **{field: middle}),) + actions[index + 1:]
         reduced = violation_prefix(policy, candidate, condition, max_spans)
         if reduced is not None and len(reduced) == len(actions):
             best, high = reduced, middle - 1
@@ -126,8 +136,9 @@ def _milder_budget(policy, actions: tuple, index: int, condition: str, max_spans
 
 def minimize(policy: Policy, actions: Sequence, condition: str, max_spans: Optional[int] = None) -> tuple:
     """A reduced counterexample: no step can be dropped and no value made simpler while `condition` is still violated
-    on the runtime at the last step (a host budget is dropped or enlarged as far as the violation allows). Never
-    longer than `actions`; returns `actions` unchanged if they do not violate."""
+    on the runtime at the last step (a host budget is dropped or enlarged as far as the violation allows, a repeated
+    read or audit repeated as few times as it allows). Never longer than `actions`, in actions or in real steps;
+    returns `actions` unchanged if they do not violate."""
     current = violation_prefix(policy, actions, condition, max_spans)
     if current is None:
         return tuple(actions)
@@ -141,7 +152,7 @@ def minimize(policy: Policy, actions: Sequence, condition: str, max_spans: Optio
             if shorter is not None:
                 current, changed = shorter, True
     for index in range(len(current)):
-        current = _fewer_tokens(policy, current, index, condition, max_spans)
+        current = _fewer(policy, current, index, condition, max_spans)
         current = _milder_budget(policy, current, index, condition, max_spans)
         for field, values in _simpler_choices(current[index]):
             for value in values:

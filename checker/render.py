@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
-from prunecheck.spec.runtime import State, Transition, action_args, status
+from prunecheck.spec.runtime import State, Transition, action_args, real_steps, status
 
-from .result import Report
+from .result import Report, length_text
 
 
 def action_call(action) -> str:
@@ -40,6 +40,8 @@ def step_lines(policy, transitions: Sequence[Transition]) -> list:
         extra = ""
         if t.evicted or t.truncated:
             extra = f" (evicted {sorted(t.evicted)}, truncated {sorted(t.truncated)})"
+        if t.after.step - t.before.step != 1:
+            extra += f" (steps {t.before.step + 1}-{t.after.step})"
         out.append(f"step {index}: {action_call(t.action)} -> {t.outcome}{extra}")
         out.extend("    " + line for line in state_lines(policy, t.after))
     return out
@@ -56,6 +58,9 @@ def trace_as_python(policy_path: str, actions: Sequence) -> str:
         f"policy = load_policy({policy_path!r})",
         "state = State()",
     ]
+    if real_steps(actions) != len(actions):
+        lines.append(f"# {length_text(len(actions), real_steps(actions))}: a read or audit with times=n is n steps in "
+                     "one call (spec.runtime.expand lists them)")
     for action in actions:
         args = ", ".join(f"{k}={v!r}" for k, v in action_args(action).items())
         lines.append(f"t = step(policy, state, {type(action).__name__}({args})); state = t.after")
@@ -81,7 +86,9 @@ def report_text(report: Report, policy=None) -> str:
             for index, action in enumerate(r.trace.actions, start=1):
                 lines.append(f"        {index}. {action_call(action)}")
         for number, other in enumerate(r.others, start=2):
-            lines.append(f"        counterexample {number}: " + "; ".join(action_call(a) for a in other.actions))
+            length = f" ({other.length()})" if other.steps != len(other.actions) else ""
+            calls = "; ".join(action_call(a) for a in other.actions)
+            lines.append(f"        counterexample {number}{length}: {calls}")
     lines.append(f"  verdict: {report.verdict}")
     return "\n".join(lines)
 
@@ -96,6 +103,7 @@ def report_json(report: Report, policy=None) -> dict:
                  "seconds": round(r.seconds, 4)}
         if r.trace is not None:
             entry["trace"] = [{"action": a.name, "args": action_args(a)} for a in r.trace.actions]
+            entry["length"] = {"actions": len(r.trace.actions), "steps": r.trace.steps}
             if r.others:
                 entry["other_traces"] = [[{"action": a.name, "args": action_args(a)} for a in t.actions]
                                          for t in r.others]

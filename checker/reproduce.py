@@ -58,7 +58,7 @@ def _checker_line(report, condition: str) -> str:
     r = report.result(condition)
     if r.verdict == Verdict.VIOLATED:
         steps = "; ".join(action_call(a) for a in r.trace.actions)
-        return f"checker: {condition} violated in {len(r.trace.actions)} steps: {steps}"
+        return f"checker: {condition} violated in {r.trace.length()}: {steps}"
     return f"checker: {condition} {r.verdict} ({r.reason})"
 
 

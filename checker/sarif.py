@@ -57,7 +57,7 @@ def _violation(policy: Policy, report: Report, r) -> dict:
         "ruleIndex": CONDITIONS.index(r.condition),
         "level": "error",
         "kind": "fail",
-        "message": {"text": f"{r.condition} violated after {len(r.trace.actions)} steps: {cause.summary}. {headline}"
+        "message": {"text": f"{r.condition} violated after {r.trace.length()}: {cause.summary}. {headline}"
                             f"({DESCRIPTIONS[r.condition]})"},
         "locations": [_location(policy, line, col)],
         "relatedLocations": [dict(_location(policy, p.loc.line, p.loc.col, f"`{p.text}` {p.note}"), id=i)
@@ -65,8 +65,9 @@ def _violation(policy: Policy, report: Report, r) -> dict:
         "codeFlows": [{"message": {"text": "counterexample, replayed on the reference runtime"},
                        "threadFlows": [{"locations": steps}]}],
         "partialFingerprints": {"prunecheck/v1": _fingerprint(report, r.condition)},
-        "properties": {"depth": r.depth, "engine": r.engine,
-                       "trace": [{"action": a.name, **{k: v for k, v in vars(a).items()}} for a in r.trace.actions]},
+        "properties": {"depth": r.depth, "engine": r.engine, "steps": r.trace.steps,
+                       "trace": [{"action": a.name, **{k: v for k, v in vars(a).items() if k != "times" or v != 1}}
+                                 for a in r.trace.actions]},
     }
 
 

@@ -159,6 +159,23 @@ def trace_that_violates_before_its_end(clean):
     return entry
 
 
+def trace_with_a_huge_repetition(clean):
+    """A forged count far beyond any bound: the runtime applies it at once, so checking it costs nothing."""
+    entry = json.loads(json.dumps(clean.flawed_entry))
+    result = entry["report"]["conditions"]["C1"]
+    result["trace"].append({"action": "audit", "args": {"times": 10 ** 900}})
+    result["depth"] = len(result["trace"])
+    return entry
+
+
+def trace_with_no_repetition(clean):
+    entry = json.loads(json.dumps(clean.flawed_entry))
+    result = entry["report"]["conditions"]["C1"]
+    result["trace"].append({"action": "audit", "args": {"times": 0}})
+    result["depth"] = len(result["trace"])
+    return entry
+
+
 def trace_with_another_action(clean):
     entry = json.loads(json.dumps(clean.flawed_entry))
     entry["report"]["conditions"]["C2"]["trace"][1]["args"]["target"] = 3
@@ -218,7 +235,8 @@ def another_policys_report_relabelled(clean):
 TAMPERINGS = [flip_without_certificate, flip_with_certificate_of_another_policy,
               flip_with_relabelled_certificate_of_another_policy, flip_with_certificate_for_another_condition,
               flip_with_relabelled_certificate_for_another_condition, flip_with_circular_assumption,
-              trace_cut_short, trace_that_violates_before_its_end, trace_with_another_action, depth_of_a_result,
+              trace_cut_short, trace_that_violates_before_its_end, trace_with_a_huge_repetition,
+              trace_with_no_repetition, trace_with_another_action, depth_of_a_result,
               report_policy_hash, report_depth, report_spans, report_conditions, entry_settings,
               another_policys_report, another_policys_report_relabelled]
 
@@ -267,6 +285,8 @@ def test_a_tampered_entry_is_rejected_and_resolved(clean, tmp_path, tamper):
     ("certificate", flip_with_certificate_for_another_condition),
     ("does not replay", trace_cut_short),
     ("does not replay", trace_that_violates_before_its_end),
+    ("does not replay", trace_with_a_huge_repetition),
+    ("times must be an integer", trace_with_no_repetition),
     ("depth", depth_of_a_result),
     ("another policy", report_policy_hash),
     ("bounds", report_spans),
