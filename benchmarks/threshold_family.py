@@ -42,6 +42,8 @@ target's), and its age, idle time and reads grow as the agent waits (`audit(time
   rationale is evicted or, if the policy spares both rationales, truncated (4 steps; 3 when the policy evicts a fresh
   rationale at step 2). Otherwise holds.
 Lengths are not derived for C4 and P1 of policies with both a rank and a budget (the ranked walk stops at the budget).
+A few members (group 8 of `family()`) are outside these rules' C1 derivation (never true by arithmetic, not upward
+closed, nonlinear): their C1 expectation is written by hand with its argument (`Spec.c1`, `Spec.note`).
 
 Every `violated` is cross-checked: its trace is replayed on the runtime with each repeated action expanded into single
 steps (when it has at most 20,000 steps), the condition must first fail at the last step; the same trace with the
@@ -79,23 +81,28 @@ EXPLICIT_MAX_STEPS = 6
 
 @dataclass(frozen=True)
 class Atom:
-    """One comparison of the family: `attr [* mult] op const`, or a kind / pinned / edited test."""
+    """One comparison of the family: `attr [* mult] op const`, or a kind / pinned / edited test.
+
+    `mult` is an integer or a second attribute (a product); `const` is a literal or, when it names an attribute,
+    that attribute (`idle > age`)."""
 
     attr: str
     op: str
     const: object = None  # a literal text (numeric atoms), a tuple of kinds (kind atoms), or None (flags)
-    mult: Optional[int] = None
+    mult: object = None
 
     def text(self, python: bool) -> str:
-        span = "span." if python else ""
+        span = ("window." if self.attr == "step" else "span.") if python else ""
         if self.attr == "kind":
             if isinstance(self.const, tuple):
                 return f"{span}kind {self.op} [{', '.join(json.dumps(k) for k in self.const)}]"
             return f"{span}kind {self.op} {json.dumps(self.const)}"
         if self.attr in ("pinned", "edited"):
             return f"{'not ' if self.op == 'not' else ''}{span}{self.attr}"
-        scaled = f" * {self.mult}" if self.mult else ""
-        return f"{span}{self.attr}{scaled} {self.op} {self.const}"
+        prefix = ("window." if python else "") if self.const == "step" else span
+        rhs = f"{prefix}{self.const}" if self.const in NUMERIC_OVER_TIME else self.const
+        scaled = f" * {span}{self.mult}" if isinstance(self.mult, str) else f" * {self.mult}" if self.mult else ""
+        return f"{span}{self.attr}{scaled} {self.op} {rhs}"
 
     def holds(self, env: dict, python: bool) -> bool:
         if self.attr == "kind":
@@ -103,8 +110,9 @@ class Atom:
             return inside if self.op in ("in", "==") else not inside
         if self.attr in ("pinned", "edited"):
             return (not env[self.attr]) if self.op == "not" else env[self.attr]
-        value = _attribute(env, self.attr) * (self.mult or 1)
-        return _compare(value, self.op, literal(self.const, python))
+        scale = _attribute(env, self.mult) if isinstance(self.mult, str) else self.mult or 1
+        rhs = _attribute(env, self.const) if self.const in NUMERIC_OVER_TIME else literal(self.const, python)
+        return _compare(_attribute(env, self.attr) * scale, self.op, rhs)
 
 
 def literal(text: str, python: bool) -> Fraction:
@@ -139,7 +147,8 @@ class Spec:
     form: str = "yaml"  # or "py"
     budget: Optional[int] = None
     rank: Optional[str] = None  # an attribute name, ranked by its negation (`-age`: oldest evicted first)
-    note: str = ""
+    c1: object = None  # a hand-derived C1 expectation overriding c1_length: (actions, steps) or "holds"
+    note: str = ""  # why, for the hand-derived ones
 
     @property
     def python(self) -> bool:
@@ -296,6 +305,35 @@ def family() -> list:
              budget=4000, rank="age"),
         Spec("py-budget-safe-idle-100", ((_gt("idle", 100),),), {}, "py", budget=1000),
     ]
+    # 7b. evicting pinned spans (host pins pin every record), a token threshold met by a destroy record
+    specs += [
+        Spec("host-pinned-evicted-age-100", ((Atom("pinned", "is"), _gt("age", 100)),), DEPLOYMENTS["W"]),
+        Spec("tokens-1e6-and-age-13", ((_gt("tokens", 10**6), _gt("age", 13)),), DEPLOYMENTS["WA"]),
+    ]
+    # 8. hand-derived C1 (no rule above covers them): impossible by arithmetic, non-monotone, nonlinear
+    specs += [
+        Spec("frequency-ge-1", ((Atom("frequency", ">=", "1"),),), DEPLOYMENTS["W"], c1="holds",
+             note="reads <= last_read - created <= age < 1 + age, so frequency < 1 on every span"),
+        Spec("idle-gt-age", ((Atom("idle", ">", "age"),),), DEPLOYMENTS["WR"], c1="holds",
+             note="last_read >= created, so idle <= age"),
+        Spec("py-reads-gt-age", ((Atom("reads", ">", "age"),),), DEPLOYMENTS["WA"], "py", c1="holds",
+             note="reads <= last_read - created <= age"),
+        Spec("step-1e6-and-age-lt-13", ((_gt("step", 10**6), Atom("age", "<", "13")),), DEPLOYMENTS["W"],
+             c1=(3, 10**6 + 1), note="wait 999,999 steps, then append and edit: the record is fresh in an old window"),
+        Spec("age-100-and-idle-lt-13", ((_gt("age", 100), Atom("idle", "<", "13")),), DEPLOYMENTS["WA"],
+             c1=(3, 103), note="read the record 101 times in a row: age 101, idle 0"),
+        Spec("recency-0.001-and-frequency-0.5", ((_inverse("recency", 1000, False), Atom("frequency", ">", "0.5")),),
+             DEPLOYMENTS["WRAS"], c1=(4, 2004),
+             note="idle >= 1000 and 2 reads > 1 + age: read r times, wait w >= 1000, r > w + 1: r = 1002, w = 1000"),
+        Spec("age-times-reads-1e6", ((Atom("age", ">", str(10**6), mult="reads"),),), DEPLOYMENTS["W"], c1=(3, 1003),
+             note="nonlinear: reads * age > 10^6; r reads then w waits give r(r + w), best at w = 0: r = 1001"),
+        Spec("self-pinned-reads-13-idle-100", ((Atom("pinned", "is"), _gt("reads", 13), _gt("idle", 100)),),
+             {"records": "window", "pins": "self"}, c1=(5, 117),
+             note="records are created unpinned under self pins: pin it, read it 14 times, and 101 idle steps, "
+                  "the pin's own step among them when it comes last (every action advances the clock)"),
+        Spec("py-age-times-reads-1e6", ((Atom("age", ">", str(10**6), mult="reads"),),), DEPLOYMENTS["WASB"], "py",
+             c1=(3, 1003), note="as age-times-reads-1e6, in the Python form"),
+    ]
     return specs
 
 
@@ -378,7 +416,7 @@ def expectations(spec: Spec) -> dict:
     """{condition: (verdict, (actions, steps) or None)} from the rules in this module's docstring."""
     ranked = spec.rank is not None and spec.budget is not None
     window_rec, window_rat = spec.dep("records") == "window", spec.dep("rationale") == "window"
-    c1 = c1_length(spec)
+    c1 = c1_length(spec) if spec.c1 is None else None if spec.c1 == "holds" or not window_rec else spec.c1
     out = {"C1": ("violated", c1) if c1 is not None else ("holds", None),
            "C2": ("violated", (3, 3)) if window_rec else ("holds", None),
            "C3": ("violated", (4, 4)) if spec.dep("undo") == "blind" else ("holds", None)}
@@ -441,6 +479,13 @@ def _cross_check(policy, result) -> list:
 def check_one(job) -> dict:
     """Load, check at the defaults (timed), cross-check every violation; a plain dict for the parent process."""
     path, cold = job
+    try:
+        return _check_one(path, cold)
+    except Exception as exc:  # a crash is a finding about this policy, not the end of the run
+        return {"path": str(path), "seconds": 0.0, "error": f"{type(exc).__name__}: {exc}", "results": {}}
+
+
+def _check_one(path, cold: bool) -> dict:
     from prunecheck.checker.check import check, clear_caches
     from prunecheck.checker.loader import load_policy
     from prunecheck.spec.runtime import action_text
@@ -448,9 +493,9 @@ def check_one(job) -> dict:
     policy = load_policy(path)
     if cold:
         clear_caches()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     report = check(policy)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     results = {}
     for r in report.results:
         entry = {"verdict": str(r.verdict), "reason": r.reason, "engine": r.engine, "seconds": r.seconds}
@@ -459,7 +504,7 @@ def check_one(job) -> dict:
             entry["trace"] = [action_text(a) for a in r.trace.actions]
             entry["problems"] = _cross_check(policy, r)
         results[r.condition] = entry
-    return {"path": str(path), "seconds": seconds, "results": results}
+    return {"path": str(path), "seconds": seconds, "cpu": cpu, "results": results}
 
 
 # --------------------------------------------------------------------------- comparing and reporting
@@ -467,6 +512,8 @@ def check_one(job) -> dict:
 
 def compare(spec: Spec, got: dict) -> list:
     """Every difference between the expectation and the tool's result, one line each."""
+    if "error" in got:
+        return [f"{spec.name}: {got['error']}"]
     findings = []
     for c, (verdict, length) in expectations(spec).items():
         r = got["results"][c]
@@ -493,6 +540,8 @@ def dep_code(spec: Spec) -> str:
 
 def _cell(spec: Spec, c: str, got: dict) -> str:
     verdict, _ = expectations(spec)[c]
+    if c not in got["results"]:
+        return "error"
     r = got["results"][c]
     mark = "" if r["verdict"] == verdict else " **≠**"
     if r["verdict"] == "violated":
@@ -502,20 +551,21 @@ def _cell(spec: Spec, c: str, got: dict) -> str:
 
 
 def table(specs: list, outcomes: dict) -> str:
-    rows = ["| policy | form | evict | budget/rank | dep | C1 | C2 | C3 | C4 | P1 | s |",
-            "|---|---|---|---|---|---|---|---|---|---|---:|"]
+    rows = ["| policy | form | evict | budget/rank | dep | C1 | C2 | C3 | C4 | P1 | s | cpu s |",
+            "|---|---|---|---|---|---|---|---|---|---|---:|---:|"]
     for spec in specs:
         got = outcomes[spec.name]
         extra = "/".join(x for x in (str(spec.budget or ""), f"-{spec.rank}" if spec.rank else "") if x) or "-"
         cells = " | ".join(_cell(spec, c, got) for c in CONDITIONS)
         evict = spec.evict_text().replace("|", "\\|")
         rows.append(f"| {spec.name} | {spec.form} | `{evict}` | {extra} | {dep_code(spec)} | {cells} | "
-                    f"{got['seconds']:.2f} |")
+                    f"{got['seconds']:.2f} | {got.get('cpu', 0.0):.2f} |")
     return "\n".join(rows)
 
 
 def summary(specs: list, outcomes: dict) -> tuple:
     times = [outcomes[s.name]["seconds"] for s in specs]
+    cpus = [outcomes[s.name].get("cpu", 0.0) for s in specs]
     findings = [f for s in specs for f in compare(s, outcomes[s.name])]
     unknowns = [(s.name, c, r["reason"]) for s in specs for c, r in outcomes[s.name]["results"].items()
                 if r["verdict"] == "unknown"]
@@ -523,7 +573,8 @@ def summary(specs: list, outcomes: dict) -> tuple:
     lines = [f"{len(specs)} policies ({sum(s.python for s in specs)} in the Python form), {5 * len(specs)} verdicts.",
              f"Time per policy (check() at the defaults): median {statistics.median(times):.2f} s, "
              f"max {max(times):.2f} s ({slow[0][1]}); over 1 s: {sum(t > 1 for t in times)}, "
-             f"over 5 s: {sum(t > 5 for t in times)}; total {sum(times):.1f} s.",
+             f"over 5 s: {sum(t > 5 for t in times)}; total {sum(times):.1f} s. CPU time of this process per policy: "
+             f"median {statistics.median(cpus):.2f} s, max {max(cpus):.2f} s.",
              f"Mismatches with the expectations (verdict, length or cross-check): {len(findings)}; "
              f"unknown verdicts: {len(unknowns)}."]
     return lines, findings, unknowns, slow
