@@ -438,14 +438,15 @@ def expectations(spec: Spec) -> dict:
 
 
 def _cross_check(policy, result) -> list:
-    """Independent checks of a reported counterexample; returns the problems found (empty when all pass)."""
+    """Independent checks of a reported counterexample: (the problems found, the names of the checks made)."""
     from prunecheck.checker.check import check_explicit
     from prunecheck.spec.conditions import violations
     from prunecheck.spec.runtime import REPEATABLE, Append, State, expand, step
 
-    trace, problems = result.trace, []
+    trace, problems, made = result.trace, [], []
     c = result.condition
     if trace.steps <= EXPANDED_REPLAY_MAX:
+        made.append("expanded")
         state, first = State(), None
         singles = [s for a in trace.actions for s in expand(a)]
         for index, action in enumerate(singles, 1):
@@ -458,6 +459,7 @@ def _cross_check(policy, result) -> list:
     repeated = [i for i, a in enumerate(trace.actions) if isinstance(a, REPEATABLE) and a.times > 1]
     if repeated:
         i = repeated[-1]
+        made.append("once-less")
         shorter = list(trace.actions)
         shorter[i] = replace(shorter[i], times=shorter[i].times - 1)
         state, hit = State(), False
@@ -468,12 +470,13 @@ def _cross_check(policy, result) -> list:
         if hit:
             problems.append(f"the trace with action {i + 1} repeated once less still violates {c}")
     if trace.steps <= EXPLICIT_MAX_STEPS:
+        made.append("explicit")
         tokens = sorted({1, 2} | {a.tokens for a in trace.actions if isinstance(a, Append)})
         (other,) = check_explicit(policy, depth=trace.steps, spans=trace.spans, only=[c], time_limit=120,
                                   tokens=tokens).results
         if other.verdict.name != "VIOLATED" or other.depth != trace.steps:
             problems.append(f"explicit engine: {other.verdict} at depth {other.depth} ({other.reason})")
-    return problems
+    return problems, made
 
 
 def check_one(job) -> dict:
@@ -502,7 +505,7 @@ def _check_one(path, cold: bool) -> dict:
         if r.trace is not None:
             entry["length"] = (len(r.trace.actions), r.trace.steps)
             entry["trace"] = [action_text(a) for a in r.trace.actions]
-            entry["problems"] = _cross_check(policy, r)
+            entry["problems"], entry["checked"] = _cross_check(policy, r)
         results[r.condition] = entry
     return {"path": str(path), "seconds": seconds, "cpu": cpu, "results": results}
 
@@ -569,12 +572,17 @@ def summary(specs: list, outcomes: dict) -> tuple:
     findings = [f for s in specs for f in compare(s, outcomes[s.name])]
     unknowns = [(s.name, c, r["reason"]) for s in specs for c, r in outcomes[s.name]["results"].items()
                 if r["verdict"] == "unknown"]
+    made = [r.get("checked", ()) for s in specs for r in outcomes[s.name]["results"].values()
+            if r["verdict"] == "violated"]
     slow = sorted(((outcomes[s.name]["seconds"], s.name) for s in specs), reverse=True)
     lines = [f"{len(specs)} policies ({sum(s.python for s in specs)} in the Python form), {5 * len(specs)} verdicts.",
              f"Time per policy (check() at the defaults): median {statistics.median(times):.2f} s, "
              f"max {max(times):.2f} s ({slow[0][1]}); over 1 s: {sum(t > 1 for t in times)}, "
              f"over 5 s: {sum(t > 5 for t in times)}; total {sum(times):.1f} s. CPU time of this process per policy: "
              f"median {statistics.median(cpus):.2f} s, max {max(cpus):.2f} s.",
+             f"Cross-checks of the {len(made)} violations: " + ", ".join(
+                 f"{sum(name in m for m in made)} {name}" for name in ("expanded", "once-less", "explicit"))
+             + " (expanded: replayed step by step; once-less: last repeat shortened; explicit: found again).",
              f"Mismatches with the expectations (verdict, length or cross-check): {len(findings)}; "
              f"unknown verdicts: {len(unknowns)}."]
     return lines, findings, unknowns, slow
