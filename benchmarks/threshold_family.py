@@ -64,7 +64,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Optional
@@ -208,19 +208,19 @@ def _gt(attr, c, op=">"):
     return Atom(attr, op, str(c))
 
 
-def _inverse(attr: str, c: int, python: bool) -> Atom:
+def _inverse(attr: str, c: int) -> Atom:
     """`attr < 1/c`, written as a decimal when 1/c is one (0.05, 0.01, 0.001, 0.000001), else as `attr * c < 1`."""
     decimals = {20: "0.05", 100: "0.01", 1000: "0.001", 10**6: "0.000001"}
     return Atom(attr, "<", decimals[c]) if c in decimals else Atom(attr, "<", "1", mult=c)
 
 
-def single_atom(attr: str, c: int, python: bool) -> tuple:
+def single_atom(attr: str, c: int) -> tuple:
     """The conjunction a family member with one threshold `c` on `attr` evicts by."""
     if attr == "recency":
-        return (_inverse("recency", c, python),)
+        return (_inverse("recency", c),)
     if attr == "frequency":
         # rarely read (read at least once): every unread span has frequency 0, whatever c is
-        return (_gt("reads", 1, ">="), _inverse("frequency", c, python))
+        return (_gt("reads", 1, ">="), _inverse("frequency", c))
     return (_gt(attr, c),)
 
 
@@ -244,13 +244,13 @@ def family() -> list:
     # 1. one threshold, YAML: every attribute at every threshold, deployments in rotation
     for i, (attr, c) in enumerate((a, c) for a in ATTRS for c in THRESHOLDS):
         dep = CYCLE[i % len(CYCLE)]
-        specs.append(Spec(f"{attr}-{c}-{dep.lower()}", (single_atom(attr, c, False),), DEPLOYMENTS[dep]))
+        specs.append(Spec(f"{attr}-{c}-{dep.lower()}", (single_atom(attr, c),), DEPLOYMENTS[dep]))
     # 2. one threshold, Python form (float literals are doubles)
     for i, (attr, c) in enumerate([("age", 20), ("idle", 1000), ("step", 10**6), ("reads", 100), ("recency", 100),
                                    ("recency", 1000), ("recency", 20), ("frequency", 100), ("age", 10**6),
                                    ("reads", 13)]):
         dep = CYCLE[(i + 3) % len(CYCLE)]
-        specs.append(Spec(f"py-{attr}-{c}-{dep.lower()}", (single_atom(attr, c, True),), DEPLOYMENTS[dep], "py"))
+        specs.append(Spec(f"py-{attr}-{c}-{dep.lower()}", (single_atom(attr, c),), DEPLOYMENTS[dep], "py"))
     # 3. combinations
     combos = [
         ("age-200-and-reads-lt-3", ((_gt("age", 200), Atom("reads", "<", "3")),), "W", "yaml"),
@@ -259,8 +259,8 @@ def family() -> list:
         ("reads-20-and-idle-100", ((_gt("reads", 20), _gt("idle", 100)),), "ALL", "yaml"),
         ("reads-13-and-age-100", ((_gt("reads", 13), _gt("age", 100)),), "WASB", "yaml"),
         ("step-1000-and-tokens-50", ((_gt("step", 1000), _gt("tokens", 50)),), "WRAS", "yaml"),
-        ("recency-0.01-and-reads-lt-3", ((_inverse("recency", 100, False), Atom("reads", "<", "3")),), "W", "yaml"),
-        ("age-1e6-and-frequency-0.001", ((_gt("age", 10**6), _inverse("frequency", 1000, False)),), "WA", "yaml"),
+        ("recency-0.01-and-reads-lt-3", ((_inverse("recency", 100), Atom("reads", "<", "3")),), "W", "yaml"),
+        ("age-1e6-and-frequency-0.001", ((_gt("age", 10**6), _inverse("frequency", 1000)),), "WA", "yaml"),
         ("py-age-200-and-reads-lt-3", ((_gt("age", 200), Atom("reads", "<", "3")),), "WR", "py"),
         ("py-reads-20-and-idle-100", ((_gt("reads", 20), _gt("idle", 100)),), "WRAS", "py"),
         ("py-idle-13-or-reads-1000", (((_gt("idle", 13),), (_gt("reads", 1000),))), "W", "py"),
@@ -270,7 +270,7 @@ def family() -> list:
     not_pinned = Atom("pinned", "not")
     specs += [
         Spec("not-pinned-age-100-self", ((not_pinned, _gt("age", 100)),), {"records": "window", "pins": "self"}),
-        Spec("py-not-pinned-recency-0.01-self", ((not_pinned, _inverse("recency", 100, True)),),
+        Spec("py-not-pinned-recency-0.01-self", ((not_pinned, _inverse("recency", 100)),),
              {"records": "window", "pins": "self", "audit": "policy"}, "py"),
         Spec("not-rationale-idle-20", ((Atom("kind", "!=", "rationale"), _gt("idle", 20)),), DEPLOYMENTS["WR"]),
     ]
@@ -284,7 +284,7 @@ def family() -> list:
         Spec("content-kinds-age-20", ((Atom("kind", "in", ("tool_output", "message")), _gt("age", 20)),),
              DEPLOYMENTS["WA"]),
         Spec("py-not-record-age-1e6", ((Atom("kind", "!=", "record"), _gt("age", 10**6)),), DEPLOYMENTS["WR"], "py"),
-        Spec("py-host-pinned-frequency-0.05", ((not_pinned,) + single_atom("frequency", 20, True),),
+        Spec("py-host-pinned-frequency-0.05", ((not_pinned,) + single_atom("frequency", 20),),
              DEPLOYMENTS["WA"], "py"),
     ]
     # 6. the seed's safe design, rationale in the window, blind undo: C1 holds whatever the threshold
@@ -323,7 +323,7 @@ def family() -> list:
              c1=(3, 10**6 + 1), note="wait 999,999 steps, then append and edit: the record is fresh in an old window"),
         Spec("age-100-and-idle-lt-13", ((_gt("age", 100), Atom("idle", "<", "13")),), DEPLOYMENTS["WA"],
              c1=(3, 103), note="read the record 101 times in a row: age 101, idle 0"),
-        Spec("recency-0.001-and-frequency-0.5", ((_inverse("recency", 1000, False), Atom("frequency", ">", "0.5")),),
+        Spec("recency-0.001-and-frequency-0.5", ((_inverse("recency", 1000), Atom("frequency", ">", "0.5")),),
              DEPLOYMENTS["WRAS"], c1=(4, 2004),
              note="idle >= 1000 and 2 reads > 1 + age: read r times, wait w >= 1000, r > w + 1: r = 1002, w = 1000"),
         Spec("age-times-reads-1e6", ((Atom("age", ">", str(10**6), mult="reads"),),), DEPLOYMENTS["W"], c1=(3, 1003),
