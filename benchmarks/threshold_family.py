@@ -332,6 +332,15 @@ def family() -> list:
              {"records": "window", "pins": "self"}, c1=(5, 117),
              note="records are created unpinned under self pins: pin it, read it 14 times, and 101 idle steps, "
                   "the pin's own step among them when it comes last (every action advances the clock)"),
+        Spec("late-record-5-actions", ((_gt("step", 1000), _gt("reads", 13), _gt("idle", 100), Atom("age", "<", "200")),),
+             DEPLOYMENTS["W"], c1=(5, 1001),
+             note="a young (age < 200), read (14), idle (101) record in an old window (step 1001): wait before the "
+                  "edit (reads and waits after it cannot make step > 1000 while age < 200)"),
+        Spec("late-pinned-record-6-actions",
+             ((Atom("pinned", "is"), _gt("step", 1000), _gt("reads", 13), _gt("idle", 100), Atom("age", "<", "200")),),
+             {"records": "window", "pins": "self"}, c1=(6, 1001),
+             note="as late-record-5-actions, and the record pinned (self pins): the pin is a sixth action, its step "
+                  "one of the idle ones"),
         Spec("py-age-times-reads-1e6", ((Atom("age", ">", str(10**6), mult="reads"),),), DEPLOYMENTS["WASB"], "py",
              c1=(3, 1003), note="as age-times-reads-1e6, in the Python form"),
     ]
