@@ -280,7 +280,12 @@ def main(argv=None) -> int:
     lines.append(f"Total benchmark time {time.perf_counter() - started:.0f} s. Batch: see BATCH.md.")
     text = "\n".join(lines) + "\n"
     print(text)
-    Path(args.write).write_text(text, encoding="utf-8")
+    # The threshold family's section (written by threshold_family.py) is kept below its marker.
+    target = Path(args.write)
+    old = target.read_text(encoding="utf-8") if target.exists() else ""
+    marker = "<!-- benchmarks/threshold_family.py writes from here to the end -->"
+    kept = old[old.index(marker):] if marker in old else ""
+    target.write_text(text + ("\n" + kept if kept else ""), encoding="utf-8")
     return 0
 
 
