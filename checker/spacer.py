@@ -12,8 +12,9 @@ from .result import Result, Verdict
 from .solver import RANDOM_SEED
 
 
-def spacer_invariant(enc: Encoding, timeout: float):
-    """(status, invariant over enc.param or None, reason): status is 'proved', 'refuted' (abstractly) or 'unknown'."""
+def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
+    """(status, invariant over enc.param or None, reason): status is 'proved', 'refuted' (abstractly) or 'unknown'.
+    `rlimit` bounds the query by z3's resource count as well as by time (Fixedpoint's own `rlimit`, per query)."""
     pre, post, act = enc.pre.variables(), enc.post.variables(), enc.act.variables()
     fp = z3.Fixedpoint()
     fp.set(engine="spacer")
@@ -21,6 +22,8 @@ def spacer_invariant(enc: Encoding, timeout: float):
     fp.set("fp.spacer.q3.use_qgen", True)
     fp.set("fp.spacer.random_seed", RANDOM_SEED)
     fp.set("timeout", max(1, int(timeout * 1000)))
+    if rlimit > 0:
+        fp.set("rlimit", int(rlimit))
     inv = z3.Function("Inv", *[v.sort() for v in pre], z3.BoolSort())
     fp.register_relation(inv)
     fp.declare_var(*(pre + post + act))
@@ -30,7 +33,8 @@ def spacer_invariant(enc: Encoding, timeout: float):
     try:
         answer = fp.query(z3.And(inv(*pre), *step, enc.bad))
     except z3.Z3Exception as exc:
-        return "unknown", None, f"spacer stopped: {exc}"
+        why = exc.value.decode(errors="replace") if isinstance(exc.value, bytes) else exc.value
+        return "unknown", None, f"spacer stopped: {why}"
     if answer == z3.sat:
         return "refuted", None, "the parametric model reaches a violation (possibly spurious)"
     if answer != z3.unsat:
@@ -40,8 +44,8 @@ def spacer_invariant(enc: Encoding, timeout: float):
 
 
 def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
-                      recheck_timeout_ms: int = 10000) -> Result:
-    """`holds` with a re-checked certificate, or `unknown` with why."""
+                      recheck_timeout_ms: int = 0, rlimit: int = 0) -> Result:
+    """`holds` with a re-checked certificate, or `unknown` with why; bounded like prove.prove."""
     started = time.perf_counter()
     reasons = []
     for free_policy in (True, False):
@@ -50,14 +54,14 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
             reasons.append("time exhausted")
             break
         enc = Encoding(policy, condition, free_policy)
-        status, invariant, why = spacer_invariant(enc, left)
+        status, invariant, why = spacer_invariant(enc, left, rlimit)
         scope = "any policy" if free_policy else "this policy"
         if status != "proved":
             reasons.append(f"{scope}: {why}")
             continue
         engine = "spacer" + (", policy abstracted to a free predicate" if free_policy else "")
         document = certificate_document(policy_doc, policy_hash, enc, invariant, [str(invariant)], engine)
-        check = recheck(document, enc, recheck_timeout_ms)
+        check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
         return certified_result(condition, engine, document, check, time.perf_counter() - started)
     return Result(condition, Verdict.UNKNOWN, None, "spacer: " + "; ".join(reasons), engine="spacer",
                   seconds=time.perf_counter() - started)
