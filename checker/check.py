@@ -87,7 +87,7 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
             z3.set_param("memory_max_size", 0)
 
 
-def _check(policy, wanted, depth, spans, timeout, prove, token_domain, rlimit=0) -> Report:
+def _check(policy, wanted, depth, spans, timeout, prove, token_domain, rlimit) -> Report:
     doc, digest = policy_document(policy), policy_hash(policy)
     refuted = {}
     if prove:
