@@ -15,6 +15,8 @@ from prunecheck.spec.runtime import (
 )
 from prunecheck.spec.symbolic import ENUM_CODES
 
+from conftest import HOUR, RLIMIT
+
 N = 5
 
 POLICIES = [
