@@ -46,4 +46,6 @@ def query(solver: z3.Solver, assumptions=(), timeout_ms: int = 0) -> Answer:
         return Answer("sat", "", seconds)
     if result == z3.unsat:
         return Answer("unsat", "", seconds)
-    return Answer("unknown", solver.reason_unknown() or "unknown", seconds)
+    reason = solver.reason_unknown() or "unknown"
+    # z3 reports a query stopped by its rlimit as "canceled"; nothing else in prunecheck cancels a query.
+    return Answer("unknown", "resource limit (rlimit) reached" if reason == "canceled" else reason, seconds)
