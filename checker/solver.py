@@ -47,5 +47,7 @@ def query(solver: z3.Solver, assumptions=(), timeout_ms: int = 0) -> Answer:
     if result == z3.unsat:
         return Answer("unsat", "", seconds)
     reason = solver.reason_unknown() or "unknown"
-    # z3 reports a query stopped by its rlimit as "canceled"; nothing else in prunecheck cancels a query.
-    return Answer("unknown", "resource limit (rlimit) reached" if reason == "canceled" else reason, seconds)
+    # z3's two words for a query stopped by its rlimit (nothing else in prunecheck cancels a query)
+    if reason in ("canceled", "max. resource limit exceeded"):
+        reason = "resource limit (rlimit) reached"
+    return Answer("unknown", reason, seconds)
