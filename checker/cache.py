@@ -21,7 +21,7 @@ from .result import Report, Result, Trace, Verdict
 
 FORMAT = 1
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
-RECHECK_MS = 10000  # what prove.py gives cvc5 per certificate, so that a process re-uses cvc5's answers
+RECHECK_MS = 10000  # cvc5's time per obligation (its decisive answers are shared with prove.py's re-checks)
 
 
 class ReportFormatError(PrunecheckError):
