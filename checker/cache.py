@@ -21,7 +21,6 @@ from .result import Report, Result, Trace, Verdict
 
 FORMAT = 1
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
-RECHECK_MS = 10000  # cvc5's time per obligation (its decisive answers are shared with prove.py's re-checks)
 
 
 class ReportFormatError(PrunecheckError):
@@ -158,12 +157,13 @@ def _trace_problem(policy, trace: Trace, condition: str, depth: int, spans: int)
     return None
 
 
-def _certificate_problem(text: str, policy, condition: str) -> Optional[str]:
-    """Why the certificate is not confirmed for exactly this policy and condition, or None (confirm_certificate
-    memoises by content, and shares regenerated models and cvc5's answers between policies of one shape)."""
+def _certificate_problem(text: str, policy, condition: str, settings: dict) -> Optional[str]:
+    """Why the certificate is not confirmed for exactly this policy and condition, or None, re-checked within the
+    time and rlimit the report is asked with (confirm_certificate memoises by content, and shares regenerated models
+    and cvc5's answers between policies of one shape)."""
     from .certificate import confirm_certificate
 
-    recheck = confirm_certificate(text, policy, condition, RECHECK_MS)
+    recheck = confirm_certificate(text, policy, condition, int(settings["timeout"] * 1000), settings["rlimit"])
     if recheck.status != "confirmed":
         return f"its certificate is {recheck.status}: {recheck.reason}"
     return None
@@ -186,7 +186,7 @@ def _result_problem(policy, result: Result, settings: dict) -> Optional[str]:
             return f"{result.condition}: holds without a certificate, or with a counterexample"
         if settings["engine"] != "symbolic" or not settings["prove"]:
             return f"{result.condition}: holds, which these options never report"
-        problem = _certificate_problem(result.certificate, policy, result.condition)
+        problem = _certificate_problem(result.certificate, policy, result.condition, settings)
         if problem:
             return f"{result.condition}: holds, but {problem}"
     return None
