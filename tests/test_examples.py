@@ -8,7 +8,7 @@ from prunecheck.checker.replay import confirm
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
 
-from conftest import BOUNDS, HOUR, RLIMIT
+from conftest import BOUNDS
 from policy_table import EXAMPLES, example_table
 
 ENGINES = {"bmc": check_bounded}
@@ -46,7 +46,7 @@ def test_seed_flawed_policy_violates_c1_within_8_steps():
 
 def test_late_violation_is_found_when_the_depth_reaches_it():
     policy = parse_policy_text(example_table()[-1][2], "late.yaml")
-    (result,) = check_bounded(policy, depth=23, spans=3, conditions=["C1"], timeout=HOUR, rlimit=2 * RLIMIT)
+    (result,) = check_bounded(policy, depth=23, spans=3, conditions=["C1"], **BOUNDS)
     assert result.verdict == Verdict.VIOLATED and len(result.trace.actions) == 23
 
 
