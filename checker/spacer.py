@@ -33,8 +33,7 @@ def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
     try:
         answer = fp.query(z3.And(inv(*pre), *step, enc.bad))
     except z3.Z3Exception as exc:
-        why = exc.value.decode(errors="replace") if isinstance(exc.value, bytes) else exc.value
-        return "unknown", None, f"spacer stopped: {why}"
+        return "unknown", None, f"spacer stopped: {exc}"
     if answer == z3.sat:
         return "refuted", None, "the parametric model reaches a violation (possibly spurious)"
     if answer != z3.unsat:

@@ -1,7 +1,6 @@
 """A resource limit reaches every engine: too small, everything is `unknown` and says so; never a wrong verdict."""
 
 import io
-import re
 
 from prunecheck.checker import policydiff
 from prunecheck.checker.certificate import Encoding
@@ -20,10 +19,8 @@ def test_a_starved_check_is_unknown_in_every_engine_and_names_the_limit():
     report = check(load_policy(EXAMPLES / "seed_flawed.yaml"), depth=3, spans=4, timeout=HOUR, rlimit=STARVED)
     for r in report.results:
         assert r.verdict == Verdict.UNKNOWN and r.certificate is None and r.trace is None
-        # the bounded search, the induction prover and Spacer each ran out of resources, not of time
-        assert re.match(r"solver gave up at depth \d \(resource limit \(rlimit\) reached\)", r.reason), r.reason
-        assert "induction check gave up: resource limit (rlimit) reached" in r.reason, r.reason
-        assert "spacer stopped: max. resource limit exceeded" in r.reason, r.reason
+        # the bounded search, induction and Spacer each ran out of resources
+        assert r.reason.count("resource limit") >= 3, r.reason
 
 
 def test_spacer_is_bounded_by_its_own_rlimit():
@@ -39,12 +36,12 @@ def test_a_starved_diff_is_unknown_never_equivalent():
         policydiff.EQUIVALENT
     diff = policydiff.diff_policies(old, new, depth=2, spans=2, timeout=HOUR, rlimit=STARVED)
     assert diff.outcome == policydiff.UNKNOWN
-    assert "not decided (resource limit (rlimit) reached)" in diff.equivalence.reason
-    assert "(resource limit (rlimit) reached)" in diff.new_evicts.reason + diff.old_evicts.reason
+    assert "resource limit" in diff.equivalence.reason
+    assert "resource limit" in diff.new_evicts.reason and "resource limit" in diff.old_evicts.reason
 
 
 def test_the_command_line_takes_rlimit():
     out = io.StringIO()
     code = main(["check", str(EXAMPLES / "seed_flawed.yaml"), "--depth", "2", "--no-prove", "--timeout", "3600",
                  "--rlimit", str(STARVED)], out, io.StringIO())
-    assert code == 3 and out.getvalue().count("resource limit (rlimit) reached") == 5
+    assert code == 3 and out.getvalue().count("resource limit") >= 5
