@@ -135,7 +135,7 @@ def test_violations_beyond_the_default_depth_are_never_holds(template, deploymen
     from prunecheck.spec.policy import Deployment
     policy = parse_policy_text(f"name: late\nevict: \"{template.format(n=threshold)}\"\n", "late.yaml",
                                Deployment(**deployment))
-    report = check(policy, **BOUNDS)
+    report = check(policy, timeout=3.0)
     for condition in violated:
         assert report.result(condition).verdict == Verdict.UNKNOWN, f"{condition}: {report.result(condition).reason}"
     for condition in early:
