@@ -117,7 +117,7 @@ class _Overtime(BaseException):
 @contextlib.contextmanager
 def _deadline(seconds: float):
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield  # no alarm available: the caller still measures the time
+        yield  # no alarm available: only the call count bounds the parse
         return
 
     def on_alarm(signum, frame):
