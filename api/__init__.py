@@ -81,7 +81,7 @@ def parse_policy(text, source: str = "<policy>.yaml", deployment=None):
 
 
 def check(policy, deployment=None, *, depth: int = 12, spans: int = 6, only=None, timeout: float = 30.0,
-          memory_mb: int = 0, prove: bool = True, tokens=None, max_counterexamples: int = 1):
+          memory_mb: int = 0, prove: bool = True, tokens=None, max_counterexamples: int = 1, rlimit: int = 0):
     """Check a policy (a Policy or a path) under its deployment or `deployment` (Deployment or dict): a Report with
     one Result per condition, `violated` with a replayed trace, `holds` with a cvc5-checked certificate, or
     `unknown` with the reason."""
@@ -89,7 +89,7 @@ def check(policy, deployment=None, *, depth: int = 12, spans: int = 6, only=None
     from prunecheck.spec.conditions import CONDITIONS
 
     return _check(_policy(policy, deployment), depth, spans, CONDITIONS if only is None else tuple(only), timeout,
-                  memory_mb, prove, token_domain=tokens, counterexamples=max_counterexamples)
+                  memory_mb, prove, token_domain=tokens, counterexamples=max_counterexamples, rlimit=rlimit)
 
 
 def explain(policy, result):
@@ -101,7 +101,7 @@ def explain(policy, result):
     return _explain(_policy(policy), result.trace.actions, result.condition, result.trace.spans)
 
 
-def repair(policy, *, allow_deployment: bool = True, timeout: float = 30.0):
+def repair(policy, *, allow_deployment: bool = True, timeout: float = 30.0, rlimit: int = 0):
     """The smallest proved change to a policy file's text (RepairResult; `.diff`, `.text`, `.report`)."""
     from prunecheck.checker.loader import decode_policy_bytes
     from prunecheck.checker.repair import repair as _repair
@@ -109,14 +109,14 @@ def repair(policy, *, allow_deployment: bool = True, timeout: float = 30.0):
     loaded = _policy(policy)
     with open(loaded.source, "rb") as handle:
         text = decode_policy_bytes(handle.read(), loaded.source)
-    return _repair(loaded, text, loaded.source, allow_deployment=allow_deployment, timeout=timeout)
+    return _repair(loaded, text, loaded.source, allow_deployment=allow_deployment, timeout=timeout, rlimit=rlimit)
 
 
-def diff(old, new, *, depth: int = 8, spans: int = 5, timeout: float = 30.0):
+def diff(old, new, *, depth: int = 8, spans: int = 5, timeout: float = 30.0, rlimit: int = 0):
     """Does `new` evict, in some reachable state, a span `old` keeps, and the reverse (PolicyDiff)."""
     from prunecheck.checker.policydiff import diff_policies
 
-    return diff_policies(_policy(old), _policy(new), depth, spans, timeout)
+    return diff_policies(_policy(old), _policy(new), depth, spans, timeout, rlimit)
 
 
 def check_many(paths, *, jobs: int = 1, cache_dir=None, **options):

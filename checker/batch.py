@@ -42,6 +42,7 @@ class CheckOptions:
     deployment: Optional[Deployment] = None
     counterexamples: int = 1
     cache_unknown: bool = False
+    rlimit: int = 0
 
     def settings(self, policy_hash: str) -> dict:
         """The cache key's fields: what changes the answer, including the budgets that can turn an answer into
@@ -49,7 +50,7 @@ class CheckOptions:
         from .check import versions
         return {"policy_hash": policy_hash, "depth": self.depth, "spans": self.spans,
                 "only": [c for c in CONDITIONS if c in set(self.only)], "timeout": float(self.timeout),
-                "memory_mb": int(self.memory_mb),
+                "memory_mb": int(self.memory_mb), "rlimit": int(self.rlimit),
                 "prove": bool(self.prove), "tokens": None if self.tokens is None else sorted(self.tokens),
                 "engine": self.engine, "counterexamples": self.counterexamples, "versions": dict(versions())}
 
@@ -125,7 +126,7 @@ def report_for(policy, options: CheckOptions) -> Report:
                               options.tokens or DEFAULT_TOKENS)
     extra = {"counterexamples": options.counterexamples} if options.counterexamples > 1 else {}
     return check(policy, options.depth, options.spans, options.only, float(options.timeout), options.memory_mb,
-                 options.prove, token_domain=options.tokens, **extra)
+                 options.prove, token_domain=options.tokens, rlimit=options.rlimit, **extra)
 
 
 def batch_item(path: str, options: CheckOptions, cache_dir: Optional[str] = None) -> BatchItem:
@@ -388,8 +389,9 @@ def add_batch_arguments(check_parser) -> None:
     check_parser.add_argument("--no-cache", dest="no_cache", action="store_true",
                               help="neither read nor write the report cache")
     check_parser.add_argument("--cache-unknown", dest="cache_unknown", action="store_true",
-                              help="also cache reports with an unknown result (keyed by --timeout and --memory), so "
-                                   "a re-run does not spend the same budget again; without it they are re-solved")
+                              help="also cache reports with an unknown result (keyed by --timeout, --rlimit and "
+                                   "--memory), so a re-run does not spend the same budget again; without it they are "
+                                   "re-solved")
 
 
 def options_from_args(args) -> CheckOptions:
@@ -401,7 +403,8 @@ def options_from_args(args) -> CheckOptions:
                         engine=args.engine, memory_mb=getattr(args, "memory", 0) or 0,
                         deployment=load_deployment(deployment) if deployment else None,
                         counterexamples=getattr(args, "max_counterexamples", 1) or 1,
-                        cache_unknown=bool(getattr(args, "cache_unknown", False)))
+                        cache_unknown=bool(getattr(args, "cache_unknown", False)),
+                        rlimit=getattr(args, "rlimit", 0) or 0)
 
 
 def run_batch_cli(args, stdout, stderr) -> int:

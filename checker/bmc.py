@@ -45,7 +45,7 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
         return ()
     assume = tuple(assume)
     model = Model(policy, spans, token_domain=token_domain, accelerate=accelerate)
-    invariant = inductive_lemmas(model, timeout) if lemmas else None
+    invariant = inductive_lemmas(model, timeout, rlimit) if lemmas else None
     solver = new_solver(timeout * 1000, rlimit)
     states, actions, steps = [model.state(0)], [], []
     solver.add(model.encode_init(states[0]))

@@ -22,7 +22,6 @@ from .result import Report, Result, Trace, Verdict
 
 FORMAT = 1
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
-RECHECK_MS = 10000  # what prove.py gives cvc5 per certificate, so that a process re-uses cvc5's answers
 
 
 class ReportFormatError(PrunecheckError):
@@ -162,12 +161,13 @@ def _trace_problem(policy, trace: Trace, condition: str, depth: int, spans: int)
     return None
 
 
-def _certificate_problem(text: str, policy, condition: str) -> Optional[str]:
-    """Why the certificate is not confirmed for exactly this policy and condition, or None (confirm_certificate
-    memoises by content, and shares regenerated models and cvc5's answers between policies of one shape)."""
+def _certificate_problem(text: str, policy, condition: str, settings: dict) -> Optional[str]:
+    """Why the certificate is not confirmed for exactly this policy and condition, or None, re-checked within the
+    time and rlimit the report is asked with (confirm_certificate memoises by content, and shares regenerated models
+    and cvc5's answers between policies of one shape)."""
     from .certificate import confirm_certificate
 
-    recheck = confirm_certificate(text, policy, condition, RECHECK_MS)
+    recheck = confirm_certificate(text, policy, condition, int(settings["timeout"] * 1000), settings["rlimit"])
     if recheck.status != "confirmed":
         return f"its certificate is {recheck.status}: {recheck.reason}"
     return None
@@ -190,7 +190,7 @@ def _result_problem(policy, result: Result, settings: dict) -> Optional[str]:
             return f"{result.condition}: holds without a certificate, or with a counterexample"
         if settings["engine"] != "symbolic" or not settings["prove"]:
             return f"{result.condition}: holds, which these options never report"
-        problem = _certificate_problem(result.certificate, policy, result.condition)
+        problem = _certificate_problem(result.certificate, policy, result.condition, settings)
         if problem:
             return f"{result.condition}: holds, but {problem}"
     return None

@@ -322,8 +322,9 @@ _answers: dict = {}
 def _cvc5(prefix: str, queries: list, timeout_ms: int, rlimit: int = 0) -> list:
     """cvc5's answer to each query (assertions) on top of `prefix`, in one incremental solver: the model is parsed
     once, each query between push and pop. Decisive answers are remembered per exact script for this process (a
-    certificate whose policy is abstracted has the same text for every policy of a deployment)."""
-    key = (hashlib.sha256("\0".join([prefix, *queries]).encode()).hexdigest(), timeout_ms, rlimit)
+    certificate whose policy is abstracted has the same text for every policy of a deployment), whatever the limits
+    they were found under: limits decide whether an answer comes, not which."""
+    key = hashlib.sha256("\0".join([prefix, *queries]).encode()).hexdigest()
     if key in _answers:
         return list(_answers[key])
     answers = _ask_cvc5(prefix, queries, timeout_ms, rlimit)

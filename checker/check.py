@@ -63,18 +63,20 @@ def clear_caches() -> None:
 
 def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
           only: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0,
-          prove: bool = True, token_domain=None, counterexamples: int = 1) -> Report:
+          prove: bool = True, token_domain=None, counterexamples: int = 1, rlimit: int = 0) -> Report:
     """Prove by induction what it can, search for counterexamples to the rest, then give Spacer what is left.
 
     Every `holds` carries a certificate re-checked by a second solver; every `violated` carries a trace already
-    replayed on the runtime; everything else is `unknown`, with the reasons of both engines.
+    replayed on the runtime; everything else is `unknown`, with the reasons of both engines. `rlimit` (0: none)
+    bounds every solver query by resources as well as `timeout` does by seconds: with a generous timeout, the
+    report no longer depends on the machine's load (tests use it).
     """
     wanted = [c for c in CONDITIONS if c in set(only)]
     if memory_mb > 0:
         z3.set_param("memory_max_size", int(memory_mb))
     try:
-        report = _check(policy, wanted, depth, spans, timeout, prove, token_domain)
-        return with_variants(policy, report, counterexamples, timeout) if counterexamples > 1 else report
+        report = _check(policy, wanted, depth, spans, timeout, prove, token_domain, rlimit)
+        return with_variants(policy, report, counterexamples, timeout, rlimit) if counterexamples > 1 else report
     except z3.Z3Exception as exc:
         if "memory" not in str(exc):
             raise
@@ -86,19 +88,19 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
             z3.set_param("memory_max_size", 0)
 
 
-def _check(policy, wanted, depth, spans, timeout, prove, token_domain) -> Report:
+def _check(policy, wanted, depth, spans, timeout, prove, token_domain, rlimit) -> Report:
     doc, digest = policy_document(policy), policy_hash(policy)
     refuted = {}
     if prove:
         # Most violations are a few steps deep: find those first, so the prover only sees what may hold.
         quick = check_bounded(policy, min(depth, QUICK_DEPTH), spans, wanted, timeout, token_domain=token_domain,
-                              lemmas=False)
+                              lemmas=False, rlimit=rlimit)
         refuted = {r.condition: r for r in quick if r.verdict == Verdict.VIOLATED}
-    proofs = prove_all(policy, [c for c in wanted if c not in refuted], doc, digest, timeout) if prove else {}
+    proofs = prove_all(policy, [c for c in wanted if c not in refuted], doc, digest, timeout, rlimit) if prove else {}
     open_conditions = [c for c in wanted
                        if c not in refuted and (c not in proofs or proofs[c].verdict != Verdict.HOLDS)]
     bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout,
-                                                     token_domain=token_domain)}
+                                                     token_domain=token_domain, rlimit=rlimit)}
     bounded.update(refuted)
     results = []
     for c in wanted:
@@ -108,32 +110,32 @@ def _check(policy, wanted, depth, spans, timeout, prove, token_domain) -> Report
         r = bounded[c]
         if not prove and r.verdict == Verdict.UNKNOWN:
             attempts = [attempt_of(r, "bounded search")]
-            reason = unknown_reason(policy, attempts, depth, spans, timeout)
+            reason = unknown_reason(policy, attempts, depth, spans, timeout, rlimit)
             results.append(replace(r, reason=f"{reason}; no proof attempted (--no-prove: bounded search only)"))
             continue
         if r.verdict != Verdict.UNKNOWN or c not in proofs:
             results.append(r)
             continue
         # Neither proved by induction nor refuted within the bound: give Spacer the condition's time.
-        spacer = prove_with_spacer(policy, c, doc, digest, timeout)
+        spacer = prove_with_spacer(policy, c, doc, digest, timeout, rlimit=rlimit)
         if spacer.verdict == Verdict.HOLDS:
             results.append(spacer)
         else:
             attempts = [attempt_of(r, "bounded search"), attempt_of(proofs[c], "induction"),
                         attempt_of(spacer, "Spacer")]
             stop = Stop.LIMIT if any(a.stop is Stop.LIMIT for a in attempts) else r.stop
-            results.append(Result(c, Verdict.UNKNOWN, r.depth, unknown_reason(policy, attempts, depth, spans, timeout),
-                                  engine="bmc+induction+spacer", seconds=r.seconds + proofs[c].seconds + spacer.seconds,
-                                  stop=stop))
+            reason = unknown_reason(policy, attempts, depth, spans, timeout, rlimit)
+            results.append(Result(c, Verdict.UNKNOWN, r.depth, reason, engine="bmc+induction+spacer",
+                                  seconds=r.seconds + proofs[c].seconds + spacer.seconds, stop=stop))
     return Report(policy.name, digest, policy.source, depth, spans, tuple(results), versions())
 
 
-def with_variants(policy: Policy, report: Report, count: int, timeout: float) -> Report:
+def with_variants(policy: Policy, report: Report, count: int, timeout: float, rlimit: int = 0) -> Report:
     """The report with up to `count` counterexamples per violated condition, different in their action sequences."""
     results = []
     for r in report.results:
         if r.trace is not None:
-            traces = distinct_counterexamples(policy, r.condition, r.trace, count, report.depth, timeout)
+            traces = distinct_counterexamples(policy, r.condition, r.trace, count, report.depth, timeout, rlimit)
             r = replace(r, others=traces[1:])
         results.append(r)
     return replace(report, results=tuple(results))

@@ -75,6 +75,12 @@ def _bounded_int(low: int, high: int):
     return convert
 
 
+def add_rlimit_argument(parser) -> None:
+    parser.add_argument("--rlimit", type=_bounded_int(0, 10**12), default=0, metavar="N",
+                        help="also bound every solver query by N resource units (z3 rlimit, cvc5 rlimit-per), which "
+                             "unlike --timeout a loaded machine cannot change (0: none)")
+
+
 def _conditions(text: str) -> tuple:
     wanted = tuple(c.strip().upper() for c in text.split(",") if c.strip())
     unknown = [c for c in wanted if c not in CONDITIONS]
@@ -108,6 +114,7 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     check.add_argument("--out", metavar="DIR", help="write each counterexample as an ITF trace file into DIR")
     check.add_argument("--deployment", metavar="FILE", help="override the policies' deployment section")
     check.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per condition (default 30)")
+    add_rlimit_argument(check)
     check.add_argument("--memory", type=_bounded_int(0, 1 << 20), default=0, metavar="MB",
                        help="solver memory limit in MB (0: none)")
     check.add_argument("--max-counterexamples", type=_bounded_int(1, 100), default=1, metavar="N",
@@ -231,7 +238,7 @@ def _check(args, stdout, stderr) -> int:
                                     args.tokens or DEFAULT_TOKENS)
         else:
             report = check(policy, args.depth, args.spans, args.only, float(args.timeout), args.memory, args.prove,
-                           token_domain=args.tokens, counterexamples=args.max_counterexamples)
+                           token_domain=args.tokens, counterexamples=args.max_counterexamples, rlimit=args.rlimit)
         reports.append(report)
         if args.out:
             _write_traces(policy, policy_document(policy), report, Path(args.out), stderr)

@@ -145,9 +145,9 @@ def _mentioned(*exprs) -> list:
 
 
 def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraints, budget, guard,
-                      timeout: float) -> Optional[str]:
+                      timeout: float, rlimit: int) -> Optional[str]:
     """None if `same` is valid (given the guard, under the constraints); otherwise why it was not proved."""
-    solver = new_solver(timeout * 1000)
+    solver = new_solver(timeout * 1000, rlimit)
     solver.add(constraints)
     solver.add(guard, z3.Not(same))
     answer = query(solver)
@@ -164,7 +164,7 @@ def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraint
     return f"{what} differs on some attribute valuation ({shown}: OLD {_value_text(left)}, NEW {_value_text(right)})"
 
 
-def equivalence(old: Policy, new: Policy, timeout: float = DEFAULT_TIMEOUT) -> Equivalence:
+def equivalence(old: Policy, new: Policy, timeout: float = DEFAULT_TIMEOUT, rlimit: int = 0) -> Equivalence:
     """Proved when deployment and budget are equal, the ranks agree on every candidate (or no budget makes the rank
     matter), and the evict predicates agree on every valuation of the attribute vocabulary within its intervals:
     then every compaction has the same candidates and order, so every run is the same run under both."""
@@ -176,7 +176,7 @@ def equivalence(old: Policy, new: Policy, timeout: float = DEFAULT_TIMEOUT) -> E
     ints, env, constraints = _attribute_space(old.budget)
     old_evict, new_evict = ExprEncoder(env).encode(old.evict), ExprEncoder(env).encode(new.evict)
     why = _differ_somewhere("evict", old.evict, new.evict, old_evict == new_evict, ints, env, constraints,
-                            old.budget, z3.BoolVal(True), timeout)
+                            old.budget, z3.BoolVal(True), timeout, rlimit)
     if why is not None:
         return Equivalence(False, why)
     if old.budget is None:
@@ -187,7 +187,7 @@ def equivalence(old: Policy, new: Policy, timeout: float = DEFAULT_TIMEOUT) -> E
     if old.rank is not None:
         old_rank, new_rank = ExprEncoder(env).encode(old.rank), ExprEncoder(env).encode(new.rank)
         why = _differ_somewhere("rank", old.rank, new.rank, frac_compare("==", old_rank, new_rank), ints, env,
-                                constraints, old.budget, old_evict, timeout)
+                                constraints, old.budget, old_evict, timeout, rlimit)
         if why is not None:
             return Equivalence(False, f"{why} on a candidate")
     return Equivalence(True, "same deployment and budget, ranks agree on every candidate, evict predicates agree "
@@ -218,7 +218,7 @@ def _witness(a: SymAction, before_old: SymState, before_new: SymState, after_old
                   z3.Not(dropped.alive[slot]), kept.alive[slot])
 
 
-def _pair_invariant(m_old: Model, m_new: Model, timeout: float) -> tuple:
+def _pair_invariant(m_old: Model, m_new: Model, timeout: float, rlimit: int) -> tuple:
     """(names of the pair lemmas that hold in every reachable pair of states, by Houdini over the product step;
     the directions that no step from a state satisfying them can witness: none at any depth within n slots)."""
     n = m_old.n
@@ -233,10 +233,10 @@ def _pair_invariant(m_old: Model, m_new: Model, timeout: float) -> tuple:
     step = m_old.encode_step(pre_old, a, post_old).constraints + m_new.encode_step(pre_new, a, post_new).constraints
     before = dict(_pair_lemmas(m_old, m_new, pre_old, pre_new, at_init))
     after = dict(_pair_lemmas(m_old, m_new, post_old, post_new, at_init))
-    invariant = houdini(None, None, step, before, after, timeout)
+    invariant = houdini(None, None, step, before, after, timeout, rlimit)
     impossible = []
     for d in DIRECTIONS:
-        solver = new_solver(timeout * 1000)
+        solver = new_solver(timeout * 1000, rlimit)
         solver.add(step + [before[name] for name in invariant.names])
         solver.add(z3.Or([_witness(a, pre_old, pre_new, post_old, post_new, d, i) for i in range(n)]))
         if query(solver).status == "unsat":
@@ -245,16 +245,17 @@ def _pair_invariant(m_old: Model, m_new: Model, timeout: float) -> tuple:
 
 
 def lockstep_directions(old: Policy, new: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
-                        timeout: float = DEFAULT_TIMEOUT) -> tuple:
+                        timeout: float = DEFAULT_TIMEOUT, rlimit: int = 0) -> tuple:
     """(NEW evicts what OLD keeps, OLD evicts what NEW keeps): per direction a shortest replayed witness within
     `depth` steps and `spans` slots, or none and why. Both policies run on one shared action sequence; every step
-    must be enabled in both runs. `timeout` is each direction's solver time."""
+    must be enabled in both runs. `timeout` is each direction's solver time; `rlimit` bounds each query by z3's
+    resource count as well (0: none)."""
     m_old, m_new = Model(old, spans, tag="old_"), Model(new, spans, tag="new_")
-    lemmas, impossible = _pair_invariant(m_old, m_new, timeout)
+    lemmas, impossible = _pair_invariant(m_old, m_new, timeout, rlimit)
     answers = {d: Direction(d, None, f"none at any depth within {spans} spans (proved by an inductive invariant "
                                      "of the two runs)") for d in impossible}
     pending = [d for d in DIRECTIONS if d not in impossible]
-    solver = new_solver(timeout * 1000)
+    solver = new_solver(timeout * 1000, rlimit)
     olds, news, actions = [m_old.state(0)], [m_new.state(0)], []
     m_old.encode_init(olds[0])
     m_new.encode_init(news[0])
@@ -337,17 +338,17 @@ def replayed_witness(old: Policy, new: Policy, direction: str, actions: tuple, s
 
 
 def diff_policies(old: Policy, new: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
-                  timeout: float = DEFAULT_TIMEOUT) -> PolicyDiff:
+                  timeout: float = DEFAULT_TIMEOUT, rlimit: int = 0) -> PolicyDiff:
     """`equivalent` only when proved (no search needed then); otherwise the lockstep search in both directions:
     `different` with a replayed witness in at least one, or `unknown` (no difference within depth and spans)."""
     started = time.perf_counter()
     keys = differing_deployment_keys(old, new)
-    proof = equivalence(old, new, timeout)
+    proof = equivalence(old, new, timeout, rlimit)
     if proof.proved:
         none = "none: the policies are equivalent"
         return PolicyDiff(EQUIVALENT, Direction(NEW_EVICTS, None, none), Direction(OLD_EVICTS, None, none), keys,
                           proof, depth, spans, time.perf_counter() - started)
-    forward, backward = lockstep_directions(old, new, depth, spans, timeout)
+    forward, backward = lockstep_directions(old, new, depth, spans, timeout, rlimit)
     found = forward.witness is not None or backward.witness is not None
     return PolicyDiff(DIFFERENT if found else UNKNOWN, forward, backward, keys, proof, depth, spans,
                       time.perf_counter() - started)
@@ -453,7 +454,7 @@ def diff_json(diff: PolicyDiff, old: Policy, new: Policy) -> dict:
 
 
 def add_parser(subparsers) -> None:
-    from .cli import _bounded_int
+    from .cli import _bounded_int, add_rlimit_argument
 
     p = subparsers.add_parser("diff", help="compare two policies: where does one evict what the other keeps")
     p.add_argument("old", metavar="OLD", help="the deployed policy (.yaml, .yml, .json or .py)")
@@ -464,6 +465,7 @@ def add_parser(subparsers) -> None:
                    help=f"span slots (default {DEFAULT_SPANS})")
     p.add_argument("--timeout", type=_bounded_int(1, 3600), default=int(DEFAULT_TIMEOUT),
                    help=f"solver seconds per direction (default {int(DEFAULT_TIMEOUT)})")
+    add_rlimit_argument(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
 
 
@@ -472,7 +474,7 @@ def run(args, stdout, stderr) -> int:
     from .loader import load_policy
 
     old, new = load_policy(args.old), load_policy(args.new)
-    diff = diff_policies(old, new, args.depth, args.spans, float(args.timeout))
+    diff = diff_policies(old, new, args.depth, args.spans, float(args.timeout), args.rlimit)
     if args.format == "json":
         print(json.dumps(diff_json(diff, old, new), indent=2), file=stdout)
     else:

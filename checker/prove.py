@@ -21,18 +21,18 @@ _SHARED_SIZE = 32
 _shared: dict = {}
 
 
-def free_shape(policy, timeout: float) -> tuple:
+def free_shape(policy, timeout: float, rlimit: int = 0) -> tuple:
     return (policy.deployment, policy.rank is not None and policy.budget is not None, policy.budget is not None,
-            timeout)
+            timeout, rlimit)
 
 
 class _Attempts:
     """One encoding and one Houdini run per (policy, free_policy), shared by every condition checked: the candidate
     lemmas and the transition relation do not depend on the condition, only the final safety query does."""
 
-    def __init__(self, policy, timeout: float):
-        self.policy, self.timeout, self.done, self.proved = policy, timeout, {}, {}
-        shared = _shared.get(free_shape(policy, timeout))
+    def __init__(self, policy, timeout: float, rlimit: int = 0):
+        self.policy, self.timeout, self.rlimit, self.done, self.proved = policy, timeout, rlimit, {}, {}
+        shared = _shared.get(free_shape(policy, timeout, rlimit))
         if shared is not None:
             self.done[True], self.proved[True] = shared
 
@@ -43,13 +43,13 @@ class _Attempts:
             before = dict(pair_candidates(enc.model, enc.pre))
             after = dict(pair_candidates(enc.model, enc.post))
             self.done[free_policy] = (enc, before, houdini(enc.init, at_init, enc.trans, before, after,
-                                                           self.timeout))
+                                                           self.timeout, self.rlimit))
             self.proved[free_policy] = {}
             if free_policy and self.done[True][2].complete:
                 # Only complete runs: an incomplete one gave up on time, which another run may not.
                 if len(_shared) >= _SHARED_SIZE:
                     _shared.clear()
-                _shared[free_shape(self.policy, self.timeout)] = (self.done[True], self.proved[True])
+                _shared[free_shape(self.policy, self.timeout, self.rlimit)] = (self.done[True], self.proved[True])
         return self.done[free_policy]
 
     def induction(self, condition: str, free_policy: bool):
@@ -83,7 +83,7 @@ class _Attempts:
         if not invariant.complete:
             return (enc, (), False, f"the search for lemmas {limit_words(invariant.reason)}", True), True
         names = invariant.names
-        solver = new_solver(self.timeout * 1000)
+        solver = new_solver(self.timeout * 1000, self.rlimit)
         solver.add([before[n] for n in names])
         if condition in STEP_CONDITIONS:
             solver.add(enc.trans)
@@ -109,17 +109,21 @@ def certified_result(condition: str, engine: str, document: dict, check, seconds
                   f"({check.reason})", engine=engine, seconds=seconds)
 
 
-def prove_all(policy, conditions, policy_doc: dict, policy_hash: str, timeout: float = 30.0) -> dict:
+def prove_all(policy, conditions, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
+              rlimit: int = 0) -> dict:
     """{condition: prove(...)} with the encodings and Houdini runs shared between conditions."""
-    attempts = _Attempts(policy, timeout)
-    return {c: prove(policy, c, policy_doc, policy_hash, timeout, attempts=attempts) for c in conditions}
+    attempts = _Attempts(policy, timeout, rlimit)
+    return {c: prove(policy, c, policy_doc, policy_hash, timeout, attempts=attempts, rlimit=rlimit)
+            for c in conditions}
 
 
 def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
-          recheck_timeout_ms: int = 10000, attempts: "_Attempts" = None) -> Result:
-    """`holds` with a re-checked certificate, or `unknown` with why; never `violated` (that is the bounded engine's)."""
+          recheck_timeout_ms: int = 0, attempts: "_Attempts" = None, rlimit: int = 0) -> Result:
+    """`holds` with a re-checked certificate, or `unknown` with why; never `violated` (that is the bounded engine's).
+    `rlimit` bounds every z3 query (and cvc5's re-check, as rlimit-per) by resources as well as by time; the re-check
+    has `recheck_timeout_ms`, by default the condition's `timeout`."""
     started = time.perf_counter()
-    attempts = attempts or _Attempts(policy, timeout)
+    attempts = attempts or _Attempts(policy, timeout, rlimit)
     reasons, limited = [], False
     for free_policy in (True, False):
         enc, names, proved, why, limit = attempts.induction(condition, free_policy)
@@ -130,7 +134,7 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
         invariant, readable = attempts.invariant(free_policy, names)
         engine = "induction" + (", policy abstracted to a free predicate" if free_policy else "")
         document = certificate_document(policy_doc, policy_hash, enc, invariant, readable, engine)
-        check = recheck(document, enc, recheck_timeout_ms)
+        check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
         return certified_result(condition, engine, document, check, time.perf_counter() - started)
     return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine="induction",
                   seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF)

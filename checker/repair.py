@@ -112,16 +112,17 @@ def _first_open(report: Report) -> str:
 
 def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True, timeout: float = DEFAULT_TIMEOUT,
            depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS, alternatives: int = MAX_ALTERNATIVES,
-           original: Optional[Report] = None) -> RepairResult:
+           original: Optional[Report] = None, rlimit: int = 0) -> RepairResult:
     """Search change sets by increasing cost for one under which every condition is proved (HOLDS with a
     certificate); candidates a known counterexample still breaks on the runtime are dropped without a solver.
-    After the first proved set, up to `alternatives` more full checks look for others of the same cost."""
+    After the first proved set, up to `alternatives` more full checks look for others of the same cost. Each check
+    has `timeout` seconds and `rlimit` (z3 resources per query, 0: none) per condition."""
     started = time.perf_counter()
     form = form_of(source)
     if parse_policy_text(text, source) != policy:
         raise PolicySyntaxError("the policy differs from its text (a deployment override?): repair edits the text",
                                 source, 1, 1)
-    original = original or check(policy, depth=depth, spans=spans, timeout=timeout, prove=True)
+    original = original or check(policy, depth=depth, spans=spans, timeout=timeout, prove=True, rlimit=rlimit)
     if _proved(original):
         return RepairResult(original, (), policy, text, "", original, "every condition already holds", form,
                             seconds=time.perf_counter() - started)
@@ -146,7 +147,7 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
         checked += 1
         if best_cost is not None:
             extra += 1
-        report = check(candidate, depth=depth, spans=spans, timeout=timeout, prove=True)
+        report = check(candidate, depth=depth, spans=spans, timeout=timeout, prove=True, rlimit=rlimit)
         pool += _traces(report)
         if not _proved(report):
             refuted[_first_open(report)] += 1
@@ -275,7 +276,7 @@ def result_json(result: RepairResult) -> dict:
 
 
 def add_parser(subparsers) -> None:
-    from .cli import _bounded_int
+    from .cli import _bounded_int, add_rlimit_argument
 
     parser = subparsers.add_parser("repair", help="propose the smallest proved-safe change to a violated policy")
     parser.add_argument("policy", metavar="POLICY", help=".yaml, .yml, .json or .py policy file")
@@ -285,6 +286,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--alternatives", type=_bounded_int(0, 64), default=MAX_ALTERNATIVES, metavar="N",
                         help=f"full checks spent naming other repairs of the same cost (default {MAX_ALTERNATIVES})")
     parser.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per condition (default 30)")
+    add_rlimit_argument(parser)
     parser.add_argument("--depth", type=_bounded_int(1, 200), default=DEFAULT_DEPTH,
                         help=f"bounded search depth (default {DEFAULT_DEPTH})")
     parser.add_argument("--spans", type=_bounded_int(2, 32), default=DEFAULT_SPANS,
@@ -301,7 +303,7 @@ def run(args, stdout, stderr) -> int:
     policy = load_policy(args.policy)
     text = _read_text(args.policy)
     result = repair(policy, text, args.policy, allow_deployment=not args.text_only, timeout=float(args.timeout),
-                    depth=args.depth, spans=args.spans, alternatives=args.alternatives)
+                    depth=args.depth, spans=args.spans, alternatives=args.alternatives, rlimit=args.rlimit)
     stale = ()
     if result.repaired:
         expect = expected_verdicts(args.policy)

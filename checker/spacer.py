@@ -13,8 +13,9 @@ from .solver import RANDOM_SEED
 from .unknowns import limit_words, scoped
 
 
-def spacer_invariant(enc: Encoding, timeout: float):
-    """(status, invariant over enc.param or None, reason): status is 'proved', 'refuted' (abstractly) or 'unknown'."""
+def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
+    """(status, invariant over enc.param or None, reason): status is 'proved', 'refuted' (abstractly) or 'unknown'.
+    `rlimit` bounds the query by z3's resource count as well as by time (Fixedpoint's own `rlimit`, per query)."""
     pre, post, act = enc.pre.variables(), enc.post.variables(), enc.act.variables()
     fp = z3.Fixedpoint()
     fp.set(engine="spacer")
@@ -22,6 +23,8 @@ def spacer_invariant(enc: Encoding, timeout: float):
     fp.set("fp.spacer.q3.use_qgen", True)
     fp.set("fp.spacer.random_seed", RANDOM_SEED)
     fp.set("timeout", max(1, int(timeout * 1000)))
+    if rlimit > 0:
+        fp.set("rlimit", int(rlimit))
     inv = z3.Function("Inv", *[v.sort() for v in pre], z3.BoolSort())
     fp.register_relation(inv)
     fp.declare_var(*(pre + post + act))
@@ -42,8 +45,8 @@ def spacer_invariant(enc: Encoding, timeout: float):
 
 
 def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
-                      recheck_timeout_ms: int = 10000) -> Result:
-    """`holds` with a re-checked certificate, or `unknown` with why."""
+                      recheck_timeout_ms: int = 0, rlimit: int = 0) -> Result:
+    """`holds` with a re-checked certificate, or `unknown` with why; bounded like prove.prove."""
     started = time.perf_counter()
     reasons, limited = [], False
     for free_policy in (True, False):
@@ -53,7 +56,7 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
             limited = True
             break
         enc = Encoding(policy, condition, free_policy)
-        status, invariant, why = spacer_invariant(enc, left)
+        status, invariant, why = spacer_invariant(enc, left, rlimit)
         scope = "policy abstracted" if free_policy else "policy as written"
         if status != "proved":
             reasons.append((scope, why))
@@ -61,7 +64,7 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
             continue
         engine = "spacer" + (", policy abstracted to a free predicate" if free_policy else "")
         document = certificate_document(policy_doc, policy_hash, enc, invariant, [str(invariant)], engine)
-        check = recheck(document, enc, recheck_timeout_ms)
+        check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
         return certified_result(condition, engine, document, check, time.perf_counter() - started)
     return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine="spacer",
                   seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF)

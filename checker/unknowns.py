@@ -32,7 +32,9 @@ def solver_words(reason) -> str:
     if text.startswith("b'") or text.startswith('b"'):
         text = text[2:].strip("'\"")
     lowered = text.lower()
-    if lowered in ("canceled", "cancelled", "timeout") or "timeout" in lowered:
+    if lowered in ("canceled", "cancelled") or "time or resource" in lowered:
+        return "its time or resource limit ran out"
+    if "timeout" in lowered:
         return "its time limit ran out"
     if "resource limit" in lowered or "rlimit" in lowered:
         return "its resource limit (rlimit) ran out"
@@ -55,11 +57,12 @@ def _compared(policy: Policy) -> tuple:
     return tuple(sorted({node.name for e in exprs for node in subexpressions(e) if isinstance(node, Attr)}))
 
 
-def advice(policy: Policy, attempts: Sequence[Attempt], depth: int, spans: int, timeout: float) -> str:
+def advice(policy: Policy, attempts: Sequence[Attempt], depth: int, spans: int, timeout: float, rlimit: int = 0) -> str:
     """What would decide the condition, as command-line options, most promising first."""
     tries = []
     if any(a.stop is Stop.LIMIT for a in attempts):
-        tries.append(f"--timeout {max(2 * timeout, timeout + 30):g} (more solver time)")
+        more = f"--timeout {max(2 * timeout, timeout + 30):g}"
+        tries.append(f"{more} (more solver time){' or a larger --rlimit' if rlimit else ''}")
     if any(a.stop is Stop.BOUND for a in attempts):
         attrs = _compared(policy)
         many = {"window_tokens", "budget"} & set(attrs) or policy.rank is not None
@@ -71,10 +74,11 @@ def advice(policy: Policy, attempts: Sequence[Attempt], depth: int, spans: int, 
     return "to decide it, try " + " or ".join(tries)
 
 
-def unknown_reason(policy: Policy, attempts: Sequence[Attempt], depth: int, spans: int, timeout: float) -> str:
+def unknown_reason(policy: Policy, attempts: Sequence[Attempt], depth: int, spans: int, timeout: float,
+                   rlimit: int = 0) -> str:
     """One line: each engine's clause, then the advice."""
     said = "; ".join(f"{a.engine}: {a.said}" for a in attempts)
-    hint = advice(policy, attempts, depth, spans, timeout)
+    hint = advice(policy, attempts, depth, spans, timeout, rlimit)
     return f"{said}; {hint}" if hint else said
 
 

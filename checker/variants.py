@@ -39,7 +39,7 @@ def contains_sequence(acts: Sequence, names: tuple):
 
 
 def distinct_counterexamples(policy: Policy, condition: str, first: Trace, count: int, depth: int,
-                             timeout: float) -> tuple:
+                             timeout: float, rlimit: int = 0) -> tuple:
     """Up to `count` replayed, reduced traces (the first included), shortest first, pairwise different in their
     action sequences; each violates `condition` first at its end.
 
@@ -54,15 +54,16 @@ def distinct_counterexamples(policy: Policy, condition: str, first: Trace, count
     deadline = time.monotonic() + timeout
     for strict in (True, False):
         if len(found) < count:
-            _search(policy, condition, found, count, depth, deadline, timeout, strict, MAX_QUERIES_PER_TRACE * count)
+            _search(policy, condition, found, count, depth, deadline, timeout, rlimit, strict,
+                    MAX_QUERIES_PER_TRACE * count)
     return tuple(found)
 
 
-def _search(policy, condition, found, count, depth, deadline, timeout, strict, queries: int) -> None:
+def _search(policy, condition, found, count, depth, deadline, timeout, rlimit, strict, queries: int) -> None:
     spans = found[0].spans
     model = Model(policy, spans, accelerate=True)
-    invariant = inductive_lemmas(model, timeout)
-    solver = new_solver(timeout * 1000)
+    invariant = inductive_lemmas(model, timeout, rlimit)
+    solver = new_solver(timeout * 1000, rlimit)
     states, actions, steps = [model.state(0)], [], []
     solver.add(model.encode_init(states[0]))
 

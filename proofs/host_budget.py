@@ -12,7 +12,7 @@ from prunecheck.spec.policy import BoolLit, Policy
 from prunecheck.spec.runtime import Append, Compact, Edit
 from prunecheck.spec.symbolic import ENUM_CODES, Frac
 
-from .theorem import TheoremResult, deployments, timed
+from .theorem import RLIMIT, TIMEOUT, TheoremResult, deployments, timed
 
 NAME = "no budget-proof record in the window"
 STATEMENT = ("With recovery records in the window, C2 ('no compaction, at any budget, removes a recovery record') "
@@ -57,7 +57,7 @@ def _every_policy_violates(deployment, ranked: bool, budgeted: bool) -> str:
         constraints += model.build_step(states[-1], action, post, None, terms, budget).constraints
         constraints += _pin(model, action, concrete)
         states.append(post)
-    solver = new_solver(30000)
+    solver = new_solver(TIMEOUT * 1000, RLIMIT)
     solver.add(constraints)
     if query(solver).status != "sat":
         return "vacuous"

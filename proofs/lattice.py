@@ -11,7 +11,7 @@ from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.policy import Deployment
 
-from .theorem import TheoremResult, any_policy, prove_invariant, timed
+from .theorem import RLIMIT, TIMEOUT, TheoremResult, any_policy, prove_invariant, timed
 
 NAME = "implication lattice"
 STATEMENT = ("For each deployment (the safe design, each single setting flipped, the seed's), and each ordered pair of "
@@ -37,7 +37,8 @@ def _witness(deployment, a: str, b: str):
     """A replayed trace of some witness policy that keeps a at every step and ends violating b, as text."""
     for text in WITNESSES:
         policy = parse_policy_text(f"name: w\n{text}\n", "witness.yaml", deployment)
-        (result,) = check_bounded(policy, depth=6, spans=5, conditions=[b], timeout=10.0, assume=[a])
+        (result,) = check_bounded(policy, depth=6, spans=5, conditions=[b], timeout=TIMEOUT, rlimit=RLIMIT,
+                                  assume=[a])
         if result.verdict == Verdict.VIOLATED:
             steps = "; ".join(action_call(x) for x in result.trace.actions)
             return f"{text.replace(chr(10), '; ')} :: {steps}"

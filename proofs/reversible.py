@@ -9,7 +9,7 @@ from prunecheck.checker.solver import new_solver, query
 from prunecheck.spec.model import ACT, Model
 from prunecheck.spec.policy import BoolLit, Policy
 
-from .theorem import TheoremResult, deployments, timed
+from .theorem import RLIMIT, TIMEOUT, TheoremResult, deployments, timed
 
 NAME = "soundness of 'reversible'"
 STATEMENT = ("In every reachable state (over 6 span slots, relative to the proved structural invariant) of a "
@@ -44,7 +44,7 @@ def _undo_facts(deployment) -> tuple:
 def _valid(premises, claim) -> str:
     """'unsat' when the claim follows; premises that no state satisfies would make that vacuous, so they count
     as a failure."""
-    solver = new_solver(30000)
+    solver = new_solver(TIMEOUT * 1000, RLIMIT)
     solver.add(premises)
     if query(solver).status != "sat":
         return "vacuous"

@@ -13,7 +13,7 @@ from prunecheck.spec.pair_lemmas import pair_candidates
 from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import Append, Edit, State, span_env, step
 
-from .theorem import TheoremResult, any_policy, timed
+from .theorem import RLIMIT, TIMEOUT, TheoremResult, any_policy, timed
 
 NAME = "self-set pins never suffice"
 STATEMENT = ("With records in the window and pins: self, 'records are pinned' is not an invariant (it is one under "
@@ -38,7 +38,8 @@ def _pins_invariant(deployment: Deployment) -> bool:
     enc = Encoding(any_policy(deployment), "C1", True)
     before = {n: t for n, t in pair_candidates(enc.model, enc.pre) if not n.startswith("not ")}
     after = {n: t for n, t in pair_candidates(enc.model, enc.post) if not n.startswith("not ")}
-    return "host_pins_records[r]" in houdini(enc.init, before, enc.step.constraints, before, after, 30.0).names
+    invariant = houdini(enc.init, before, enc.step.constraints, before, after, TIMEOUT, RLIMIT)
+    return "host_pins_records[r]" in invariant.names
 
 
 def prove() -> TheoremResult:

@@ -16,6 +16,11 @@ from prunecheck.checker.solver import new_solver, query
 from prunecheck.spec.pair_lemmas import pair_candidates
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, BoolLit, Deployment, Num, Policy
 
+# A theorem is a fixed statement: bounded by solver resources (per query) rather than by seconds, it is decided alike
+# on every machine, however loaded; TIMEOUT only cuts off a hang.
+RLIMIT = 100_000_000
+TIMEOUT = 600.0
+
 
 @dataclass(frozen=True)
 class TheoremResult:
@@ -41,16 +46,17 @@ def deployments(**fixed) -> list:
             for values in product(*(DEPLOYMENT_CHOICES[k] for k in keys))]
 
 
-def prove_invariant(policy: Policy, condition: str, free_policy: bool, assume=(), timeout: float = 30.0):
+def prove_invariant(policy: Policy, condition: str, free_policy: bool, assume=(), timeout: float = TIMEOUT,
+                    rlimit: int = RLIMIT):
     """(proved, re-check status, why) for `condition` on the parametric model, restricted to the runs along which
     the `assume` conditions hold at every step; a proof is re-checked from its certificate like any other."""
     enc = Encoding(policy, condition, free_policy, assume)
     before = dict(pair_candidates(enc.model, enc.pre))
     after = dict(pair_candidates(enc.model, enc.post))
-    invariant = houdini(enc.init, before, enc.trans, before, after, timeout)
+    invariant = houdini(enc.init, before, enc.trans, before, after, timeout, rlimit)
     if not invariant.complete:
         return False, "n/a", invariant.reason
-    solver = new_solver(timeout * 1000)
+    solver = new_solver(timeout * 1000, rlimit)
     solver.add([before[n] for n in invariant.names])
     if condition in STEP_CONDITIONS:
         solver.add(enc.trans)
@@ -61,7 +67,7 @@ def prove_invariant(policy: Policy, condition: str, free_policy: bool, assume=()
     params = dict(pair_candidates(enc.model, enc.param))
     document = certificate_document(policy_document(policy), policy_hash(policy), enc,
                                     z3.And([params[n] for n in invariant.names]), [], "induction")
-    return True, recheck(document, enc).status, ""
+    return True, recheck(document, enc, int(timeout * 1000), rlimit).status, ""
 
 
 def timed(fn):

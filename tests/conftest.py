@@ -1,12 +1,50 @@
 """Shared fixtures and hypothesis profiles for the test suite."""
 
+import contextlib
 import os
+import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "policies"
+
+# Tests bound every solver by its resource count (z3 rlimit per query, cvc5 rlimit-per), never by seconds, so that a
+# loaded machine cannot change an outcome (docs/decisions/0005-resource-limits-in-tests.md). HOUR is a time limit no
+# test reaches, a hang guard only; RLIMIT decides.
+HOUR = 3600.0
+RLIMIT = 100_000_000
+BOUNDS = {"timeout": HOUR, "rlimit": RLIMIT}
+CLI_BOUNDS = ["--timeout", str(int(HOUR)), "--rlimit", str(RLIMIT)]
+# A child process (python, dot, chromium) that takes longer is hung: the guard fails such a test instead of stalling
+# the suite, and is far above any healthy run on a loaded machine, so it never decides a test that would pass.
+HANG_GUARD = 600
+# Python function calls (and calls into C) one parse may make: "bounded quickly" as work, which load cannot change.
+# The dearest hostile input in the tests, 80 KB of `+ 1`, takes about 1.1 million.
+PARSE_CALLS = 5_000_000
+
+
+class Calls:
+    count = 0
+
+
+@contextlib.contextmanager
+def counted_calls():
+    """Count the function calls made inside the block (this thread), a deterministic measure of work."""
+    calls = Calls()
+
+    def profile(frame, event, arg):
+        if event == "call" or event == "c_call":
+            calls.count += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield calls
+    finally:
+        sys.setprofile(previous)
+
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

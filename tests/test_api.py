@@ -8,13 +8,13 @@ import pytest
 import prunecheck
 from prunecheck.checker.render import report_json
 
-from conftest import EXAMPLES
+from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HANG_GUARD
 
 SEED = EXAMPLES / "seed_flawed.yaml"
 
 
 def test_check_a_path_returns_a_typed_report():
-    report = prunecheck.check(SEED, depth=4, only=["C1"], prove=False)
+    report = prunecheck.check(SEED, depth=4, only=["C1"], prove=False, **BOUNDS)
     assert isinstance(report, prunecheck.Report)
     assert report.verdict is prunecheck.Verdict.VIOLATED
     (result,) = report.results
@@ -22,7 +22,7 @@ def test_check_a_path_returns_a_typed_report():
 
 
 def test_a_deployment_dict_replaces_the_policys_own():
-    safe = prunecheck.check(SEED, {"records": "undo_region"}, depth=4, only=["C1"])
+    safe = prunecheck.check(SEED, {"records": "undo_region"}, depth=4, only=["C1"], **BOUNDS)
     assert safe.verdict is prunecheck.Verdict.HOLDS and safe.results[0].certificate
     with pytest.raises(prunecheck.PolicySyntaxError):
         prunecheck.check(SEED, {"records": "attic"})
@@ -30,7 +30,7 @@ def test_a_deployment_dict_replaces_the_policys_own():
 
 def test_parse_policy_and_explain():
     policy = prunecheck.parse_policy("name: p\nevict: idle > 2\ndeployment: {records: window}\n", "p.yaml")
-    report = prunecheck.check(policy, depth=6, only=["C1"], prove=False)
+    report = prunecheck.check(policy, depth=6, only=["C1"], prove=False, **BOUNDS)
     explanation = prunecheck.explain(policy, report.result("C1"))
     assert explanation.cause.points[0].text == "idle > 2"
     assert len(explanation.steps) == len(report.result("C1").trace.actions)
@@ -42,9 +42,9 @@ def test_the_command_line_prints_what_the_api_returns(tmp_path):
 
     from prunecheck.checker.cli import main
     out = io.StringIO()
-    main(["check", str(SEED), "--depth", "4", "--only", "C1,C3", "--format", "json"], out, io.StringIO())
+    main(["check", str(SEED), "--depth", "4", "--only", "C1,C3", "--format", "json", *CLI_BOUNDS], out, io.StringIO())
     printed = json.loads(out.getvalue())
-    report = prunecheck.check(SEED, depth=4, only=["C1", "C3"])
+    report = prunecheck.check(SEED, depth=4, only=["C1", "C3"], **BOUNDS)
     expected = report_json(report, prunecheck.load_policy(SEED))
     for doc in (printed, expected):
         for entry in doc["conditions"].values():
@@ -55,7 +55,7 @@ def test_the_command_line_prints_what_the_api_returns(tmp_path):
 
 def test_importing_the_spec_does_not_load_the_checker_or_z3():
     code = "import sys, prunecheck.spec.runtime; print('z3' in sys.modules, 'prunecheck.checker' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_GUARD)
     assert done.stdout.split() == ["False", "False"]
 
 

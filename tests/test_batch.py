@@ -19,11 +19,11 @@ from prunecheck.checker.render import report_json
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.errors import PolicySyntaxError
 
-from conftest import EXAMPLES
+from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, RLIMIT
 
 # rationale_in_window's P1 counterexample at depth 6 once depended on what the process had checked before.
 NAMES = ("seed_flawed.yaml", "seed_safe_design.yaml", "blind_undo.yaml", "rationale_in_window.yaml")
-OPTIONS = CheckOptions(depth=6, spans=4, timeout=20.0)
+OPTIONS = CheckOptions(depth=6, spans=4, **BOUNDS)
 
 
 def _copies(directory: Path) -> list:
@@ -109,7 +109,8 @@ def test_cache_ignores_corrupt_entries_and_keys_every_option(batch, tmp_path):
     assert cache.store(settings, report) and cache.report(settings, policy) == report
     for changed in (replace(OPTIONS, depth=5), replace(OPTIONS, prove=False), replace(OPTIONS, tokens=(1, 2)),
                     replace(OPTIONS, engine="explicit"), replace(OPTIONS, timeout=21.0), replace(OPTIONS, only=("C1",)),
-                    replace(OPTIONS, counterexamples=2), replace(OPTIONS, memory_mb=512)):
+                    replace(OPTIONS, counterexamples=2), replace(OPTIONS, memory_mb=512),
+                    replace(OPTIONS, rlimit=RLIMIT + 1)):
         assert cache.report(changed.settings(policy_hash(policy)), policy) is None
     (entry,) = tmp_path.rglob("*.json")
     text = entry.read_text()
@@ -199,7 +200,7 @@ def _check_args(argv):
 
 def test_cli_text_json_and_exit_codes(batch, tmp_path):
     paths, cache, cold, _ = batch
-    common = ["--depth", "6", "--spans", "4", "--timeout", "20", "--cache", str(cache)]
+    common = ["--depth", "6", "--spans", "4", *CLI_BOUNDS, "--cache", str(cache)]
     out, err = io.StringIO(), io.StringIO()
     assert run_batch_cli(_check_args([str(paths[0].parent / "seed_*.yaml"), str(paths[3])] + common), out, err) == 1
     assert out.getvalue().splitlines()[-1] == "3 policies: 2 violated, 1 holds; 3 from the cache"

@@ -19,11 +19,11 @@ from prunecheck.checker.cli import main
 from prunecheck.checker.loader import load_policy
 from prunecheck.checker.result import Verdict
 
-from conftest import EXAMPLES
+from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES
 
 # Depth and spans bound every solver here (the tests never rely on a time limit).
-OPTIONS = CheckOptions(depth=6, spans=4)
-ARGS = ["--depth", "6", "--spans", "4"]
+OPTIONS = CheckOptions(depth=6, spans=4, **BOUNDS)
+ARGS = ["--depth", "6", "--spans", "4", *CLI_BOUNDS]
 FLAWED_VIOLATED = ("C1", "C2", "C4")
 
 

@@ -9,7 +9,7 @@ from prunecheck.checker.loader import load_policy, parse_policy_text
 from prunecheck.spec.model import Model
 from prunecheck.spec.template import step_template
 
-from conftest import EXAMPLES
+from conftest import BOUNDS, EXAMPLES, HOUR, RLIMIT
 
 NAMES = ("seed_flawed.yaml", "blind_undo.yaml", "budget_truncates_records.yaml", "seed_safe_design.yaml")
 # Same deployment and shape as seed_safe_design.yaml, other expressions: the abstracted proofs are shared.
@@ -25,16 +25,16 @@ def test_reports_are_the_same_with_caches_cold_and_warm():
     cold = []
     for policy in policies:
         clear_caches()
-        cold.append(_strip_timing(check(policy, depth=6, spans=5)))
-    warm = [_strip_timing(check(policy, depth=6, spans=5)) for policy in reversed(policies)][::-1]
+        cold.append(_strip_timing(check(policy, depth=6, spans=5, **BOUNDS)))
+    warm = [_strip_timing(check(policy, depth=6, spans=5, **BOUNDS)) for policy in reversed(policies)][::-1]
     assert warm == cold
 
 
 def test_a_shared_proof_certifies_the_policy_it_is_reported_for():
     clear_caches()
-    first = check(load_policy(EXAMPLES / "seed_safe_design.yaml"), depth=4, spans=4)
+    first = check(load_policy(EXAMPLES / "seed_safe_design.yaml"), depth=4, spans=4, **BOUNDS)
     sibling = parse_policy_text(SIBLING, "sibling.yaml")
-    second = check(sibling, depth=4, spans=4)
+    second = check(sibling, depth=4, spans=4, **BOUNDS)
     shared = [r for r in second.results if r.engine and "free predicate" in r.engine]
     assert shared, "the sibling should reuse a proof with the policy abstracted"
     for result in shared:
@@ -42,7 +42,7 @@ def test_a_shared_proof_certifies_the_policy_it_is_reported_for():
         assert document["policy"]["name"] == "sibling" and document["policy_hash"] == second.policy_hash
         assert document["policy_hash"] != first.policy_hash
         encoding = Encoding(sibling, result.condition, free_policy=True)
-        assert recheck(document, encoding).status == "confirmed"
+        assert recheck(document, encoding, int(HOUR * 1000), RLIMIT).status == "confirmed"
 
 
 def test_a_template_is_shared_by_policies_of_one_shape_and_not_across_shapes():

@@ -15,10 +15,11 @@ from prunecheck.checker.check import check, clear_caches, policy_hash
 from prunecheck.checker.loader import load_policy
 from prunecheck.checker.result import Verdict
 
-from conftest import EXAMPLES
+from conftest import BOUNDS, EXAMPLES, HOUR
 
 # cvc5 needs about 10^5 per obligation of a genuine certificate; tests bound solvers by resources, never by time.
 RLIMIT = 5_000_000
+CERT_BOUNDS = {"timeout_ms": int(HOUR * 1000), "rlimit": RLIMIT}
 VIOLATED = ("C1", "C2", "C4")
 FLAWED = EXAMPLES / "seed_flawed.yaml"
 SAFE = EXAMPLES / "seed_safe_design.yaml"
@@ -27,7 +28,7 @@ SAFE = EXAMPLES / "seed_safe_design.yaml"
 @pytest.fixture(scope="module")
 def flawed():
     policy = load_policy(FLAWED)
-    report = check(policy, depth=4, spans=4)
+    report = check(policy, depth=4, spans=4, **BOUNDS)
     verdicts = {r.condition: r.verdict for r in report.results}
     # The forgeries matter because these three have counterexamples that check replayed on the runtime.
     assert all(verdicts[c] == Verdict.VIOLATED for c in VIOLATED)
@@ -37,7 +38,7 @@ def flawed():
 @pytest.fixture(scope="module")
 def safe():
     policy = load_policy(SAFE)
-    report = check(policy, depth=4, spans=4)
+    report = check(policy, depth=4, spans=4, **BOUNDS)
     return policy, {r.condition: json.loads(r.certificate) for r in report.results if r.certificate}
 
 
@@ -64,7 +65,7 @@ def certify(tmp_path, docs, *extra):
         path.write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
         paths.append(str(path))
     out, err = io.StringIO(), io.StringIO()
-    code = cli.main(["certify", *paths, "--rlimit", str(RLIMIT), *extra], out, err)
+    code = cli.main(["certify", *paths, "--rlimit", str(RLIMIT), "--timeout", str(int(HOUR)), *extra], out, err)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -335,26 +336,26 @@ def load_policy_text(doc):
 @pytest.mark.parametrize("path", sorted(EXAMPLES.iterdir()), ids=lambda p: p.name)
 def test_genuine_certificates_of_every_example_are_confirmed(tmp_path, path):
     policy = load_policy(path)
-    report = check(policy, depth=4, spans=4)
+    report = check(policy, depth=4, spans=4, **BOUNDS)
     docs = [r.certificate for r in report.results if r.certificate]
     assert docs, f"{path.name} has no proved condition"
     code, out, _ = certify(tmp_path, docs, "--policy", str(path))
     assert code == 0 and out.count("confirmed (") == len(docs), out
     for r in report.results:
         if r.certificate:
-            check_ = confirm_certificate(r.certificate, policy, r.condition, rlimit=RLIMIT)
+            check_ = confirm_certificate(r.certificate, policy, r.condition, **CERT_BOUNDS)
             assert check_.status == Status.CONFIRMED, check_.reason
 
 
 def test_confirm_certificate_binds_text_policy_and_condition(flawed, safe):
     policy, certs = safe
     text = json.dumps(certs["C1"])
-    assert confirm_certificate(text, policy, "C1", rlimit=RLIMIT).status == Status.CONFIRMED
-    assert confirm_certificate(text, policy, "C2", rlimit=RLIMIT).status == Status.REJECTED
-    assert confirm_certificate(text, flawed[0], "C1", rlimit=RLIMIT).status == Status.REJECTED
-    assert confirm_certificate(text[:-2], policy, "C1", rlimit=RLIMIT).status == Status.REJECTED
+    assert confirm_certificate(text, policy, "C1", **CERT_BOUNDS).status == Status.CONFIRMED
+    assert confirm_certificate(text, policy, "C2", **CERT_BOUNDS).status == Status.REJECTED
+    assert confirm_certificate(text, flawed[0], "C1", **CERT_BOUNDS).status == Status.REJECTED
+    assert confirm_certificate(text[:-2], policy, "C1", **CERT_BOUNDS).status == Status.REJECTED
     assuming = json.dumps(_assuming(certs, policy, "C1", "C2"))
-    assert "assume" in confirm_certificate(assuming, policy, "C1", rlimit=RLIMIT).reason
+    assert "assume" in confirm_certificate(assuming, policy, "C1", **CERT_BOUNDS).reason
 
 
 def test_a_solver_that_gives_up_leaves_a_certificate_unchecked(tmp_path, safe):
@@ -429,13 +430,13 @@ def test_no_mutated_certificate_is_confirmed_for_a_violated_condition(flawed, sa
     texts = [json.dumps(doc), _char_edit(json.dumps(doc), data)]
     for text in texts:
         for c in VIOLATED:
-            status = confirm_certificate(text, policy, c, rlimit=RLIMIT).status
+            status = confirm_certificate(text, policy, c, **CERT_BOUNDS).status
             event(f"{status}")
             assert status != Status.CONFIRMED
     set_of = [(f"m{i}", json.loads(t)) for i, t in enumerate(texts[:1])] + \
         [(c, certs[c]) for c in sorted(certs)]
     flawed_hash = certs["P1"]["policy_hash"]
-    for v in certify_set(set_of, rlimit=RLIMIT):
+    for v in certify_set(set_of, **CERT_BOUNDS):
         assert not (v.status == Status.CONFIRMED and v.policy_hash == flawed_hash and v.condition in VIOLATED), v
 
 
@@ -447,7 +448,7 @@ def test_a_proof_only_z3_rechecks_is_unknown_not_holds(monkeypatch, safe):
     policy, _ = safe
     clear_caches()
     monkeypatch.setattr(certificate, "_ask_cvc5", lambda prefix, queries, *_: ["unknown"] * len(queries))
-    result = prove(policy, "C1", policy_document(policy), policy_hash(policy), timeout=600.0)
+    result = prove(policy, "C1", policy_document(policy), policy_hash(policy), **BOUNDS)
     clear_caches()
     assert result.verdict == Verdict.UNKNOWN and result.certificate is None
     assert "not confirmed: cvc5 gave up on initiation, consecution, safety; z3 alone proves them" in result.reason
@@ -459,7 +460,7 @@ def test_spacer_certificates_with_datatype_testers_are_confirmed(safe, condition
     from prunecheck.checker.spacer import prove_with_spacer
 
     policy, _ = safe
-    result = prove_with_spacer(policy, condition, policy_document(policy), policy_hash(policy), timeout=120.0)
+    result = prove_with_spacer(policy, condition, policy_document(policy), policy_hash(policy), **BOUNDS)
     assert result.verdict == Verdict.HOLDS, result.reason
     assert "(_ is " in json.loads(result.certificate)["invariant_smt2"]
-    assert confirm_certificate(result.certificate, policy, condition, rlimit=RLIMIT).status == Status.CONFIRMED
+    assert confirm_certificate(result.certificate, policy, condition, **CERT_BOUNDS).status == Status.CONFIRMED

@@ -11,6 +11,7 @@ import pytest
 from prunecheck import cli
 from prunecheck.spec.errors import ReplayMismatch
 
+from conftest import CLI_BOUNDS, HANG_GUARD
 from policy_table import EXAMPLES
 
 SEED = str(EXAMPLES / "seed_flawed.yaml")
@@ -18,8 +19,9 @@ SAFE = str(EXAMPLES / "seed_safe_design.yaml")
 
 
 def run(*argv):
+    """The command line in-process; every `check` bounded by resources, not seconds."""
     out, err = io.StringIO(), io.StringIO()
-    code = cli.main(list(argv), out, err)
+    code = cli.main(list(argv) + (CLI_BOUNDS if argv[:1] == ("check",) else []), out, err)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -112,7 +114,7 @@ def test_counterexample_prints_as_a_runnable_script(tmp_path):
     script = out[out.index("from prunecheck"):]
     path = tmp_path / "cex.py"
     path.write_text(script)
-    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=HANG_GUARD)
     assert done.returncode == 0, done.stderr
     assert "C1" in done.stdout
 
@@ -177,8 +179,8 @@ def test_a_counterexample_that_does_not_replay_is_an_internal_error(monkeypatch)
 def test_same_policy_and_flags_give_the_same_traces_whatever_the_hash_seed():
     def traces(seed):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        done = subprocess.run([sys.executable, "-m", "prunecheck", "check", SEED, "--depth", "4", "--format", "json"],
-                              capture_output=True, text=True, env=env, timeout=300)
+        done = subprocess.run([sys.executable, "-m", "prunecheck", "check", SEED, "--depth", "4", "--format", "json",
+                               *CLI_BOUNDS], capture_output=True, text=True, env=env, timeout=HANG_GUARD)
         doc = json.loads(done.stdout)
         return {c: v.get("trace") for c, v in doc["conditions"].items()}
     first = traces("1")

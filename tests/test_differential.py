@@ -11,6 +11,7 @@ from prunecheck.spec.policy import Deployment
 
 from prunecheck.strategies import policies
 
+from conftest import BOUNDS, HOUR
 from test_model import POLICIES, _policy, deployments
 
 DEPTH, SPANS, TOKENS = 4, 4, (1, 2)
@@ -22,8 +23,8 @@ def _summary(results):
 
 def agree(policy):
     domains = domains_for(policy, TOKENS)
-    explicit = explore(policy, DEPTH, SPANS, domains=domains, time_limit=60.0)
-    symbolic = check_bounded(policy, DEPTH, SPANS, token_domain=domains.tokens)
+    explicit = explore(policy, DEPTH, SPANS, domains=domains, time_limit=HOUR)
+    symbolic = check_bounded(policy, DEPTH, SPANS, token_domain=domains.tokens, **BOUNDS)
     assert all(r.verdict != Verdict.UNKNOWN or "time limit" not in r.reason for r in explicit)
     assert _summary(explicit) == _summary(symbolic), f"explicit {_summary(explicit)} symbolic {_summary(symbolic)}"
     return _summary(symbolic)

@@ -8,6 +8,7 @@ from prunecheck.checker.replay import confirm
 from prunecheck.checker.result import Stop, Verdict
 from prunecheck.spec.conditions import CONDITIONS
 
+from conftest import BOUNDS
 from policy_table import EXAMPLES, example_table
 
 ENGINES = {"bmc": check_bounded}
@@ -23,7 +24,7 @@ def _load(path, text, name):
 def test_example_verdicts(engine, name, path, text, expected):
     policy = _load(path, text, name)
     assert set(expected) == set(CONDITIONS), f"{name} must state a verdict for every condition"
-    results = {r.condition: r for r in ENGINES[engine](policy)}
+    results = {r.condition: r for r in ENGINES[engine](policy, **BOUNDS)}
     for condition, want in expected.items():
         got = results[condition]
         if got.verdict == Verdict.VIOLATED:
@@ -37,7 +38,7 @@ def test_example_verdicts(engine, name, path, text, expected):
 
 def test_seed_flawed_policy_violates_c1_within_8_steps():
     for path in ("seed_flawed.yaml", "seed_flawed.py"):
-        result = {r.condition: r for r in check_bounded(load_policy(EXAMPLES / path))}["C1"]
+        result = {r.condition: r for r in check_bounded(load_policy(EXAMPLES / path), **BOUNDS)}["C1"]
         assert result.verdict == Verdict.VIOLATED and len(result.trace.actions) <= 8
 
 
@@ -60,8 +61,8 @@ def test_unaccelerated_search_needs_the_depth_of_every_step():
 
 
 def test_yaml_and_python_forms_agree():
-    yaml_form = check_bounded(load_policy(EXAMPLES / "seed_flawed.yaml"))
-    py_form = check_bounded(load_policy(EXAMPLES / "seed_flawed.py"))
+    yaml_form = check_bounded(load_policy(EXAMPLES / "seed_flawed.yaml"), **BOUNDS)
+    py_form = check_bounded(load_policy(EXAMPLES / "seed_flawed.py"), **BOUNDS)
     assert [(r.condition, r.verdict, r.depth) for r in yaml_form] == [(r.condition, r.verdict, r.depth) for r in py_form]
 
 
@@ -74,4 +75,4 @@ def test_a_counterexample_the_runtime_does_not_reproduce_is_never_reported(monke
     monkeypatch.setattr(Model, "bad_c1", lambda self, t: z3.Or([t.live_edit(i) for i in range(self.n)]))
     policy = load_policy(EXAMPLES / "seed_safe_design.yaml")
     with pytest.raises(ReplayMismatch):
-        check_bounded(policy, depth=3, spans=4, conditions=["C1"])
+        check_bounded(policy, depth=3, spans=4, conditions=["C1"], **BOUNDS)

@@ -24,7 +24,7 @@ from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, span_env
 from prunecheck.strategies import policies, traces
 
-from conftest import EXAMPLES
+from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HANG_GUARD, HOUR, RLIMIT
 
 UNSAFE = sorted(p.name for p in EXAMPLES.iterdir()
                 if "violated" in expected_verdicts(p).values())
@@ -34,7 +34,7 @@ SEED = EXAMPLES / "seed_flawed.yaml"
 @functools.lru_cache(maxsize=None)
 def _report(name, depth=8):
     policy = load_policy(EXAMPLES / name)
-    return policy, check(policy, depth=depth, spans=6, prove=False)
+    return policy, check(policy, depth=depth, spans=6, prove=False, **BOUNDS)
 
 
 def _text_at(path, line, col):
@@ -45,7 +45,7 @@ def _text_at(path, line, col):
 def test_every_unsafe_example_names_its_offending_text_at_its_line_and_column(name):
     policy, report = _report(name)
     out = io.StringIO()
-    assert main(["check", str(EXAMPLES / name), "--depth", "8", "--no-prove"], out, io.StringIO()) == 1
+    assert main(["check", str(EXAMPLES / name), "--depth", "8", "--no-prove", *CLI_BOUNDS], out, io.StringIO()) == 1
     text = out.getvalue()
     for r in report.results:
         if r.verdict != Verdict.VIOLATED:
@@ -75,7 +75,7 @@ def test_reduced_traces_are_no_longer_than_the_explicit_engines_shortest(name):
             pytest.skip(f"{name} {r.condition}: {length} steps is beyond the explicit engine's fast range "
                         "(covered by the slow variant)")
         tokens = tuple(sorted({1, 2} | {a.tokens for a in r.trace.actions if isinstance(a, Append)}))
-        explicit = check_explicit(policy, depth=length, spans=6, only=(r.condition,), tokens=tokens)
+        explicit = check_explicit(policy, depth=length, spans=6, only=(r.condition,), tokens=tokens, time_limit=HOUR)
         other = explicit.result(r.condition)
         assert other.verdict == Verdict.VIOLATED
         assert length <= len(other.trace.actions)
@@ -86,7 +86,7 @@ def test_the_long_example_trace_is_no_longer_than_the_explicit_engines_shortest(
     policy, report = _report("rationale_in_window.yaml")
     r = report.result("P1")
     explicit = check_explicit(policy, depth=len(r.trace.actions), spans=6, only=("P1",), tokens=(1,),
-                              time_limit=600)
+                              time_limit=HOUR)
     assert explicit.result("P1").verdict == Verdict.VIOLATED
     assert len(r.trace.actions) <= len(explicit.result("P1").trace.actions)
 
@@ -150,7 +150,7 @@ def _walk(expr):
 
 
 def test_explain_command_reads_a_written_trace(tmp_path):
-    assert main(["check", str(SEED), "--depth", "4", "--no-prove", "--out", str(tmp_path)],
+    assert main(["check", str(SEED), "--depth", "4", "--no-prove", "--out", str(tmp_path), *CLI_BOUNDS],
                 io.StringIO(), io.StringIO()) == 1
     out = io.StringIO()
     assert main(["explain", str(tmp_path / "seed-recency-frequency.C2.itf.json")], out, io.StringIO()) == 0
@@ -176,8 +176,8 @@ def test_explain_refuses_a_non_trace_with_one_positioned_line(tmp_path):
 def test_distinct_counterexamples_differ_in_their_action_sequences():
     policy = parse_policy_text("name: v\nevict: idle > 1 or tokens > 3\ndeployment:\n  records: window\n"
                                "  rationale: window\n  pins: self\n", "v.yaml")
-    first = check(policy, depth=6, spans=6, only=("C2",), prove=False).result("C2").trace
-    found = distinct_counterexamples(policy, "C2", first, 3, 6, 60.0)
+    first = check(policy, depth=6, spans=6, only=("C2",), prove=False, **BOUNDS).result("C2").trace
+    found = distinct_counterexamples(policy, "C2", first, 3, 6, HOUR, RLIMIT)
     assert len(found) == 3 and found[0] == first
     names = [tuple(a.name for a in t.actions) for t in found]
     assert len(set(names)) == 3
@@ -189,8 +189,8 @@ def test_distinct_counterexamples_differ_in_their_action_sequences():
 def test_variants_first_look_for_traces_that_do_not_contain_each_other():
     policy = parse_policy_text("name: v\nevict: reads > 0 or pinned\ndeployment:\n  records: window\n"
                                "  pins: self\n", "v.yaml")
-    first = check(policy, depth=6, spans=6, only=("C1",), prove=False).result("C1").trace
-    found = distinct_counterexamples(policy, "C1", first, 2, 6, 60.0)
+    first = check(policy, depth=6, spans=6, only=("C1",), prove=False, **BOUNDS).result("C1").trace
+    found = distinct_counterexamples(policy, "C1", first, 2, 6, HOUR, RLIMIT)
     names = [tuple(a.name for a in t.actions) for t in found]
     assert len(found) == 2
     assert not _subsequence(names[0], names[1]) and not _subsequence(names[1], names[0]), names
@@ -205,7 +205,7 @@ def test_emitted_pytest_module_asserts_the_violation_and_becomes_a_regression_te
     policy_file = tmp_path / "p.yaml"
     policy_file.write_text(SEED.read_text())
     policy = load_policy(policy_file)
-    report = check(policy, depth=4, spans=6, only=("C2",), prove=False)
+    report = check(policy, depth=4, spans=6, only=("C2",), prove=False, **BOUNDS)
     tests = tmp_path / "regress"
     (path,) = write_pytest_files(policy, report, tests)
     compile(path.read_text(), str(path), "exec")
@@ -213,7 +213,7 @@ def test_emitted_pytest_module_asserts_the_violation_and_becomes_a_regression_te
 
     def run():
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
-                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                              capture_output=True, text=True, timeout=HANG_GUARD, cwd=tmp_path)
         return done.stdout
 
     assert "1 failed, 1 passed" in run()  # the finding reproduces; the file still violates C2
@@ -225,11 +225,12 @@ def test_a_trace_does_not_depend_on_what_the_process_solved_before():
     target = EXAMPLES / "rationale_in_window.yaml"
     script = ("import sys; from prunecheck.checker.check import check; from prunecheck.checker.loader import "
               "load_policy; print(repr(check(load_policy(sys.argv[1]), depth=6, spans=6, only=('P1',), "
-              "prove=False).result('P1').trace.actions))")
-    fresh = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, timeout=300)
+              f"prove=False, timeout={HOUR}, rlimit={RLIMIT}).result('P1').trace.actions))")
+    fresh = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True,
+                           timeout=HANG_GUARD)
     for name in ("seed_flawed.yaml", "budget_truncates_records.yaml", "blind_undo.yaml"):
-        check(load_policy(EXAMPLES / name), depth=6, spans=6, prove=False)
-    after = check(load_policy(target), depth=6, spans=6, only=("P1",), prove=False).result("P1").trace.actions
+        check(load_policy(EXAMPLES / name), depth=6, spans=6, prove=False, **BOUNDS)
+    after = check(load_policy(target), depth=6, spans=6, only=("P1",), prove=False, **BOUNDS).result("P1").trace.actions
     assert fresh.stdout.strip() == repr(after)
 
 
@@ -244,7 +245,7 @@ def test_a_host_budget_is_raised_to_the_largest_that_still_violates():
 
 def test_a_truncation_at_a_host_budget_is_explained_by_that_budget():
     policy = load_policy(EXAMPLES / "kind_excludes_records.json")
-    result = {r.condition: r for r in check_explicit(policy, depth=3, spans=4).results}["C2"]
+    result = {r.condition: r for r in check_explicit(policy, depth=3, spans=4, time_limit=HOUR).results}["C2"]
     assert result.verdict == Verdict.VIOLATED and result.trace.actions[-1].budget is not None
     explanation = explain(policy, result.trace.actions, "C2", 4)
     budget = result.trace.actions[-1].budget

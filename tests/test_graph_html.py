@@ -25,6 +25,8 @@ from prunecheck.checker.render import action_call
 from prunecheck.checker.replay import replay
 from prunecheck.spec.runtime import Append, Compact, Edit, Undo
 
+from conftest import BOUNDS, CLI_BOUNDS, HANG_GUARD
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "policies"
 SEED = EXAMPLES / "seed_flawed.yaml"
 DOT = shutil.which("dot")
@@ -52,14 +54,14 @@ def run_cli(*argv):
 @pytest.fixture(scope="module")
 def seed():
     policy = load_policy(SEED)
-    return policy, check(policy, depth=6, spans=5)
+    return policy, check(policy, depth=6, spans=5, **BOUNDS)
 
 
 @pytest.fixture(scope="module")
 def c2_trace_file(tmp_path_factory):
     out = tmp_path_factory.mktemp("traces")
     code, _, _ = run_cli("check", str(SEED), "--depth", "6", "--spans", "5", "--only", "C2", "--no-prove",
-                         "--out", str(out))
+                         "--out", str(out), *CLI_BOUNDS)
     assert code == 1
     (path,) = out.glob("*.C2.itf.json")
     return path
@@ -147,7 +149,7 @@ def test_dot_text_is_valid_for_graphviz_and_the_svg_carries_ids_and_classes(seed
             continue
         g = edit_graph(policy, replay(policy, result.trace.actions, result.trace.spans))
         done = subprocess.run([DOT, "-Tsvg"], input=graph_dot(g, "t", "x-").encode(), capture_output=True,
-                              timeout=60)
+                              timeout=HANG_GUARD)
         assert done.returncode == 0 and done.stderr == b"", done.stderr
         root = ET.fromstring(done.stdout)
         classes = {el.get("id"): el.get("class") for el in root.iter(f"{SVG_NS}g") if el.get("id")}
@@ -263,7 +265,7 @@ def test_html_lists_results_steps_and_policy_and_uses_step_labels(seed):
 def test_html_escapes_hostile_policy_names_sources_and_descriptions():
     policy = parse_policy_text(hostile_yaml(), "<b>evil</b>.yaml")
     assert policy.name == HOSTILE_NAME
-    report = check(policy, depth=3, spans=4, only=("C1",), prove=False)
+    report = check(policy, depth=3, spans=4, only=("C1",), prove=False, **BOUNDS)
     page = report_html(report, policy)
     parsed = elements(page)
     assert not any(t in ("script", "img", "b") for t, _ in parsed.tags)
@@ -321,7 +323,7 @@ def chromium(tmp_path: Path, *args) -> subprocess.CompletedProcess:
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={tmp_path / 'profile'}"]
-    done = subprocess.run([CHROMIUM, *flags, *args], capture_output=True, timeout=60)
+    done = subprocess.run([CHROMIUM, *flags, *args], capture_output=True, timeout=HANG_GUARD)
     assert done.returncode == 0, done.stderr[-2000:]
     return done
 
@@ -353,7 +355,7 @@ def test_report_in_headless_chromium_has_rows_pictures_and_a_nonblank_screenshot
 
 def test_hostile_report_runs_nothing_in_chromium(tmp_path):
     policy = parse_policy_text(hostile_yaml(), "evil.yaml")
-    report = check(policy, depth=3, spans=4, only=("C1",), prove=False)
+    report = check(policy, depth=3, spans=4, only=("C1",), prove=False, **BOUNDS)
     page = tmp_path / "hostile.html"
     page.write_text(report_html(report, policy), encoding="utf-8")
     dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout.decode("utf-8")

@@ -15,6 +15,8 @@ from prunecheck.spec.runtime import (
 )
 from prunecheck.spec.symbolic import ENUM_CODES
 
+from conftest import HOUR, RLIMIT
+
 N = 5
 
 POLICIES = [
@@ -71,7 +73,7 @@ def _pin(model, a, action):
 
 def _agree(policy, actions, with_lemmas):
     model = Model(policy, N)
-    invariant = inductive_lemmas(model) if with_lemmas else None
+    invariant = inductive_lemmas(model, HOUR, RLIMIT) if with_lemmas else None
     solver = z3.Solver()
     states, syms, steps = [model.state(0)], [], []
     solver.add(model.encode_init(states[0]))
@@ -116,8 +118,9 @@ def test_proved_lemmas_exclude_no_reachable_state(run):
 
 
 def test_houdini_drops_lemmas_that_fail_in_unsafe_deployments():
-    safe = inductive_lemmas(Model(_policy(POLICIES[0], Deployment()), N))
-    unsafe = inductive_lemmas(Model(_policy(POLICIES[0], Deployment(records="window", pins="self")), N))
+    safe = inductive_lemmas(Model(_policy(POLICIES[0], Deployment()), N), HOUR, RLIMIT)
+    unsafe = inductive_lemmas(Model(_policy(POLICIES[0], Deployment(records="window", pins="self")), N), HOUR,
+                              RLIMIT)
     assert safe.complete and unsafe.complete
     assert "record_alive[1]" in safe.names
     assert "record_alive[1]" not in unsafe.names

@@ -28,7 +28,7 @@ from prunecheck.spec.policy import ATTRS, BOOL, KIND, NAMESPACE, Attr, Binary, B
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, State, Undo, step
 from prunecheck.spec.symbolic import ENUM_CODES, ExprEncoder, Frac
 
-from conftest import EXAMPLES
+from conftest import BOUNDS, EXAMPLES, HOUR, RLIMIT
 from test_model import _agree, _policy  # the model-against-runtime check of every state and condition
 
 EXPRESSIONS = [
@@ -98,15 +98,13 @@ def test_the_encoder_agrees_with_the_evaluator(expr):
     assert outcomes == {True, False}, f"{text} does not separate the valuations"
 
 
-def _limited(timeout_ms):
-    solver = new_solver(timeout_ms)
-    solver.set("rlimit", 1)
-    return solver
+def _limited(timeout_ms, rlimit=0):
+    return new_solver(timeout_ms, rlimit=1)
 
 
 def test_a_query_that_runs_out_of_resources_is_unknown():
     x, y, z = z3.Ints("x y z")
-    solver = _limited(10000)
+    solver = _limited(HOUR * 1000)
     solver.add(x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z + 1)
     answer = query(solver)
     assert answer.status == "unknown" and answer.reason
@@ -115,20 +113,20 @@ def test_a_query_that_runs_out_of_resources_is_unknown():
 def test_houdini_that_gives_up_proves_nothing(monkeypatch):
     """`x >= 0` is not inductive under x' = x - 1; a run that cannot decide must not call it proved."""
     x, x1 = z3.Ints("x x1")
-    assert houdini(None, None, [x1 == x - 1], {"nonneg": x >= 0}, {"nonneg": x1 >= 0}, 10).names == ()
+    assert houdini(None, None, [x1 == x - 1], {"nonneg": x >= 0}, {"nonneg": x1 >= 0}, HOUR, RLIMIT).names == ()
     monkeypatch.setattr(invariants, "new_solver", _limited)
-    given_up = houdini(None, None, [x1 == x - 1], {"nonneg": x >= 0}, {"nonneg": x1 >= 0}, 10)
+    given_up = houdini(None, None, [x1 == x - 1], {"nonneg": x >= 0}, {"nonneg": x1 >= 0}, HOUR, RLIMIT)
     assert not given_up.complete and given_up.names == ()
 
 
 def test_a_certificate_the_recheck_refutes_is_never_holds(monkeypatch):
     policy = load_policy(EXAMPLES / "host_pins_records.yaml")
     doc, digest = policy_document(policy), policy_hash(policy)
-    assert prove_module.prove(policy, "C1", doc, digest).verdict == Verdict.HOLDS
+    assert prove_module.prove(policy, "C1", doc, digest, **BOUNDS).verdict == Verdict.HOLDS
     for status in ("refuted", "unknown"):
         monkeypatch.setattr(prove_module, "recheck",
                             lambda *args, status=status, **kwargs: SimpleNamespace(status=status, reason="forced"))
-        result = prove_module.prove(policy, "C1", doc, digest)
+        result = prove_module.prove(policy, "C1", doc, digest, **BOUNDS)
         assert result.verdict == Verdict.UNKNOWN and result.certificate is None
 
 
@@ -136,7 +134,7 @@ def test_a_certificate_the_recheck_refutes_is_never_holds(monkeypatch):
 def test_spacer_proves_with_a_confirmed_certificate(name, condition):
     """C2 by a non-trivial invariant over the abstracted policy; C1 only with the policy's own expressions."""
     policy = load_policy(EXAMPLES / name)
-    result = prove_with_spacer(policy, condition, policy_document(policy), policy_hash(policy))
+    result = prove_with_spacer(policy, condition, policy_document(policy), policy_hash(policy), **BOUNDS)
     assert result.verdict == Verdict.HOLDS and result.certificate is not None, result.reason
 
 
@@ -202,7 +200,7 @@ def test_a_witness_searched_under_assumptions_is_replayed_too(monkeypatch):
     monkeypatch.setattr(Model, "bad_c1", lambda self, t: z3.Or([t.live_edit(i) for i in range(self.n)]))
     policy = load_policy(EXAMPLES / "seed_safe_design.yaml")
     with pytest.raises(ReplayMismatch):
-        check_bounded(policy, depth=3, spans=4, conditions=["C1"], assume=["C3"])
+        check_bounded(policy, depth=3, spans=4, conditions=["C1"], assume=["C3"], **BOUNDS)
 
 
 def test_a_counterexample_is_confirmed_only_if_it_violates_exactly_at_its_end():
@@ -231,6 +229,6 @@ def test_ranks_that_differ_only_off_the_candidates_are_equivalent():
     old = parse_policy_text("name: a\nevict: kind == 'tool_output'\nrank: tokens\nbudget: 10\n", "a.yaml")
     new = parse_policy_text("name: b\nevict: kind == 'tool_output'\nrank: tokens if kind == 'tool_output' else 0\n"
                             "budget: 10\n", "b.yaml")
-    assert equivalence(old, new, 10).proved
+    assert equivalence(old, new, **BOUNDS).proved
     other = parse_policy_text("name: c\nevict: kind == 'tool_output'\nrank: 0 - tokens\nbudget: 10\n", "c.yaml")
-    assert not equivalence(old, other, 10).proved
+    assert not equivalence(old, other, **BOUNDS).proved

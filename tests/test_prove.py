@@ -16,6 +16,7 @@ from prunecheck.checker.prove import prove
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
 
+from conftest import BOUNDS, CLI_BOUNDS, HOUR, RLIMIT
 from policy_table import EXAMPLES, example_table
 from test_model import POLICIES, _policy, deployments
 
@@ -23,7 +24,7 @@ ROWS = example_table()
 
 
 def _prove(policy, condition):
-    return prove(policy, condition, policy_document(policy), policy_hash(policy))
+    return prove(policy, condition, policy_document(policy), policy_hash(policy), **BOUNDS)
 
 
 @pytest.mark.parametrize("name,path,text,expected", ROWS, ids=[r[0] for r in ROWS])
@@ -41,7 +42,7 @@ def test_prover_proves_exactly_the_conditions_expected_to_hold(name, path, text,
 @pytest.mark.parametrize("name,path,text,expected", ROWS, ids=[r[0] for r in ROWS])
 def test_check_combines_both_engines(name, path, text, expected):
     policy = load_policy(path) if path is not None else parse_policy_text(text, name)
-    report = check(policy)
+    report = check(policy, **BOUNDS)
     for condition, want in expected.items():
         got = report.result(condition).verdict
         assert str(got) == want, f"{name} {condition}: {report.result(condition).reason}"
@@ -52,9 +53,13 @@ def test_check_combines_both_engines(name, path, text, expected):
 def test_no_condition_is_both_proved_and_refuted(text, deployment, condition):
     policy = _policy(text, deployment)
     proof = _prove(policy, condition)
-    (bounded,) = check_bounded(policy, depth=7, spans=5, conditions=[condition])
+    (bounded,) = check_bounded(policy, depth=7, spans=5, conditions=[condition], **BOUNDS)
     assert not (proof.verdict == Verdict.HOLDS and bounded.verdict == Verdict.VIOLATED), \
         f"{condition} proved yet violated by {bounded.trace}"
+
+
+def _recheck(document, encoding):
+    return recheck(document, encoding, int(HOUR * 1000), RLIMIT)
 
 
 def _certificate(name="host_pins_records.yaml", condition="C1"):
@@ -66,7 +71,7 @@ def _certificate(name="host_pins_records.yaml", condition="C1"):
 
 def test_an_untouched_certificate_is_confirmed_by_cvc5():
     policy, document = _certificate()
-    check = recheck(document, Encoding(policy, "C1", document["free_policy"]))
+    check = _recheck(document, Encoding(policy, "C1", document["free_policy"]))
     assert check.status == "confirmed" and [o.cvc5 for o in check.obligations] == ["unsat"] * 3
 
 
@@ -78,7 +83,7 @@ def test_an_untouched_certificate_is_confirmed_by_cvc5():
 def test_an_altered_invariant_is_rejected(tamper, failing):
     policy, document = _certificate()
     document["invariant_smt2"] = tamper(document["invariant_smt2"])
-    check = recheck(document, Encoding(policy, "C1", document["free_policy"]))
+    check = _recheck(document, Encoding(policy, "C1", document["free_policy"]))
     assert check.status == "refuted"
     assert failing in check.reason
 
@@ -86,10 +91,10 @@ def test_an_altered_invariant_is_rejected(tamper, failing):
 def test_a_certificate_for_another_model_is_rejected():
     policy, document = _certificate()
     document["model_smt2"] = document["model_smt2"].replace("(define-fun Bad () Bool", "(define-fun Bad () Bool false)\n(define-fun Unused () Bool", 1)
-    assert recheck(document, Encoding(policy, "C1", document["free_policy"])).status == Status.REJECTED
+    assert _recheck(document, Encoding(policy, "C1", document["free_policy"])).status == Status.REJECTED
     unsafe = load_policy(EXAMPLES / "seed_flawed.yaml")
     _, document = _certificate()
-    assert recheck(document, Encoding(unsafe, "C1", document["free_policy"])).status == Status.REJECTED
+    assert _recheck(document, Encoding(unsafe, "C1", document["free_policy"])).status == Status.REJECTED
 
 
 def test_certify_command(tmp_path):
@@ -100,9 +105,9 @@ def test_certify_command(tmp_path):
     bad = tmp_path / "bad.cert.json"
     bad.write_text(json.dumps(document))
     out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["certify", str(good)], out, err) == 0 and "confirmed" in out.getvalue()
+    assert cli.main(["certify", str(good), *CLI_BOUNDS], out, err) == 0 and "confirmed" in out.getvalue()
     out = io.StringIO()
-    assert cli.main(["certify", str(good), str(bad)], out, err) == 1 and "refuted" in out.getvalue()
+    assert cli.main(["certify", str(good), str(bad), *CLI_BOUNDS], out, err) == 1 and "refuted" in out.getvalue()
     assert "assumes nothing" in out.getvalue()
     junk = tmp_path / "junk.json"
     junk.write_text("[1, 2")

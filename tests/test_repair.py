@@ -21,6 +21,7 @@ from prunecheck.spec.runtime import Append, Compact, Edit
 
 from prunecheck.strategies import EXTENSION, policy_texts
 
+from conftest import BOUNDS, CLI_BOUNDS
 from policy_table import EXAMPLES
 
 RECORDS = Change("exclude", kinds=("record",))
@@ -35,7 +36,7 @@ def flip(key, value):
 
 def cli(*argv):
     out, err = io.StringIO(), io.StringIO()
-    code = main(["repair", *argv], out, err, extra_commands={"repair": (add_parser, run_repair)})
+    code = main(["repair", *CLI_BOUNDS, *argv], out, err, extra_commands={"repair": (add_parser, run_repair)})
     return code, out.getvalue(), err.getvalue()
 
 
@@ -206,7 +207,7 @@ def test_json_repair_moves_rationale_out_of_the_window():
     text = ('{"name": "j", "evict": "kind != \'record\' and not edited and age >= 3",\n'
             ' "deployment": {"rationale": "window"}}\n')
     policy = parse_policy_text(text, "p.json")
-    result = repair(policy, text, "p.json", alternatives=0)
+    result = repair(policy, text, "p.json", alternatives=0, **BOUNDS)
     assert_proved(result)
     # Excluding rationale from evict is not enough: a host budget truncates it (P1).
     assert result.changes == (flip("rationale", "decision_log"),)
@@ -250,7 +251,7 @@ def unsafe_examples():
 @pytest.mark.parametrize("path", unsafe_examples(), ids=lambda p: p.name)
 def test_every_unsafe_example_has_a_proved_repair(path):
     policy = load_policy(path)
-    result = repair(policy, path.read_text(), str(path))
+    result = repair(policy, path.read_text(), str(path), **BOUNDS)
     assert_proved(result)
     # Records and rationale both in the window need both moved out: no text keeps them from a host budget.
     assert not result.reprinted and len(result.changes) <= 2

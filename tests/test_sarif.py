@@ -9,7 +9,7 @@ import pytest
 
 from prunecheck.checker.cli import main
 
-from conftest import EXAMPLES, ROOT
+from conftest import CLI_BOUNDS, EXAMPLES, ROOT
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-2.1.0-rtm.5.json").read_text(encoding="utf-8"))
 
@@ -17,7 +17,7 @@ SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-2.1.0-rtm.5.json").
 def _sarif(args, monkeypatch, cwd=ROOT):
     monkeypatch.chdir(cwd)
     out = io.StringIO()
-    code = main(["check", *args, "--format", "sarif"], out, io.StringIO())
+    code = main(["check", *args, "--format", "sarif", *CLI_BOUNDS], out, io.StringIO())
     return code, json.loads(out.getvalue())
 
 

@@ -1,0 +1,47 @@
+"""A resource limit reaches every engine: too small, everything is `unknown` and says so; never a wrong verdict."""
+
+import io
+
+from prunecheck.checker import policydiff
+from prunecheck.checker.certificate import Encoding
+from prunecheck.checker.check import check
+from prunecheck.checker.cli import main
+from prunecheck.checker.loader import load_policy, parse_policy_text
+from prunecheck.checker.result import Verdict
+from prunecheck.checker.spacer import spacer_invariant
+
+from conftest import EXAMPLES, HOUR, RLIMIT
+
+STARVED = 1  # resource unit: less than any query needs
+
+
+def test_a_starved_check_is_unknown_in_every_engine_and_names_the_limit():
+    report = check(load_policy(EXAMPLES / "seed_flawed.yaml"), depth=3, spans=4, timeout=HOUR, rlimit=STARVED)
+    for r in report.results:
+        assert r.verdict == Verdict.UNKNOWN and r.certificate is None and r.trace is None
+        # the bounded search, induction and Spacer each ran out of resources
+        assert r.reason.count("resource limit") >= 3, r.reason
+
+
+def test_spacer_is_bounded_by_its_own_rlimit():
+    enc = Encoding(load_policy(EXAMPLES / "seed_safe_design.yaml"), "C1", True)
+    assert spacer_invariant(enc, HOUR, STARVED)[0] == "unknown"
+    assert spacer_invariant(enc, HOUR, RLIMIT)[0] == "proved"
+
+
+def test_a_starved_diff_is_unknown_never_equivalent():
+    old = parse_policy_text("name: a\nevict: age > 1\n", "a.yaml")
+    new = parse_policy_text("name: b\nevict: age >= 2\n", "b.yaml")
+    assert policydiff.diff_policies(old, new, depth=2, spans=2, timeout=HOUR, rlimit=RLIMIT).outcome == \
+        policydiff.EQUIVALENT
+    diff = policydiff.diff_policies(old, new, depth=2, spans=2, timeout=HOUR, rlimit=STARVED)
+    assert diff.outcome == policydiff.UNKNOWN
+    assert "resource limit" in diff.equivalence.reason
+    assert "resource limit" in diff.new_evicts.reason and "resource limit" in diff.old_evicts.reason
+
+
+def test_the_command_line_takes_rlimit():
+    out = io.StringIO()
+    code = main(["check", str(EXAMPLES / "seed_flawed.yaml"), "--depth", "2", "--no-prove", "--timeout", "3600",
+                 "--rlimit", str(STARVED)], out, io.StringIO())
+    assert code == 3 and out.getvalue().count("resource limit") >= 5
