@@ -74,6 +74,5 @@ def test_safe_conditions_are_proved(tmp_path, name):
     policy = _load(tmp_path, spec)
     safe = [c for c, (verdict, _) in family_module.expectations(spec).items() if verdict == "holds"]
     for c in safe:
-        # TODO(lead): pass rlimit= once prove() takes it (helper "rlimit"); until then prove's own timeout applies.
-        result = prove(policy, c, policy_document(policy), policy_hash(policy))
+        result = prove(policy, c, policy_document(policy), policy_hash(policy), timeout=3600.0, rlimit=RLIMIT)
         assert result.verdict == Verdict.HOLDS and result.certificate, f"{name} {c}: {result.reason}"
