@@ -120,7 +120,8 @@ def test_default_domains_agree_on_every_large_constant_policy(template, c, deplo
 def test_nothing_proved_safe_is_found_violated(template, c):
     # The seed's safe design: what the symbolic engine proves holds, the explicit engine must not refute.
     policy = large(template, c, Deployment())
-    proved = {r.condition for r in check(policy, depth=3, spans=SPANS, timeout=3600.0).results if r.verdict == Verdict.HOLDS}
+    report = check(policy, depth=3, spans=SPANS, timeout=3600.0)
+    proved = {r.condition for r in report.results if r.verdict == Verdict.HOLDS}
     explicit = explore(policy, 3, SPANS, domains=domains_for(policy), time_limit=math.inf, max_states=STATES)
     assert proved and not [r.condition for r in explicit if r.verdict == Verdict.VIOLATED and r.condition in proved]
 
