@@ -84,7 +84,8 @@ def compare(policy, record: dict) -> None:
     depth, explicit = _explicit(policy, domains)
     record["times"]["explicit"] += time.perf_counter() - started
     started = time.perf_counter()
-    exact = summary(check_bounded(policy, depth, SPANS, token_domain=domains.tokens, repeat_domain=domains.repeats))
+    exact = summary(check_bounded(policy, depth, SPANS, token_domain=domains.tokens, repeat_domain=domains.repeats,
+                                  clock_targets=domains.clock_targets))
     free = summary(check_bounded(policy, depth, SPANS))
     record["times"]["symbolic"] += time.perf_counter() - started
     record["shallower"] += depth < DEPTH

@@ -26,19 +26,23 @@ TOKEN_ATTRS = ("tokens", "window_tokens", "budget")
 @dataclass(frozen=True)
 class Domains:
     """The finite choices the explorer tries: an append's token counts and content kinds, a read's or an audit's
-    repetitions; `derived` names the domains taken from the policy's constants rather than given."""
+    repetitions (a count, or up to a clock value); `derived` names the domains taken from the policy's constants
+    rather than given."""
 
     tokens: tuple
     kinds: tuple
     repeats: tuple = DEFAULT_REPEATS
     derived: tuple = ()
+    # Clock values a read or audit may also repeat up to (from `step` constants): times = target - the clock.
+    clock_targets: tuple = ()
 
     def describe(self) -> str:
         def text(name, values):
             return f"{name} {{{', '.join(map(str, values))}}}{'' if name in self.derived else ' (given)'}"
         derived = f"; {' and '.join(self.derived)}: the defaults plus what the policy's constants ask for" \
             if self.derived else ""
-        return (f"{text('tokens', self.tokens)}, {text('repetitions', self.repeats)}, "
+        targets = f" or up to clock {{{', '.join(map(str, self.clock_targets))}}}" if self.clock_targets else ""
+        return (f"{text('tokens', self.tokens)}, {text('repetitions', self.repeats)}{targets}, "
                 f"kinds {{{', '.join(self.kinds)}}}, host budgets: one per distinct compaction{derived}")
 
 
@@ -70,7 +74,7 @@ def _contexts(policy: Policy):
 
 def _repeat_values(attrs: set, c: Fraction) -> set:
     """What a constant c compared with clock attributes asks of a repetition count."""
-    out = neighbours(c) if attrs & {"age", "idle", "step", "reads"} else set()
+    out = neighbours(c) if attrs & {"age", "idle", "reads"} else set()
     if "recency" in attrs and c > 0:
         out |= neighbours(1 / c - 1)  # 1/(1+idle) crosses c where idle crosses 1/c - 1
     if "frequency" in attrs:
@@ -79,34 +83,39 @@ def _repeat_values(attrs: set, c: Fraction) -> set:
 
 
 def constant_domains(policy: Policy) -> tuple:
-    """(token counts, repetitions) the policy's constants and budget ask for, beyond the defaults."""
-    tokens, repeats = set(), set()
+    """(token counts, repetitions, clock targets) the policy's constants and budget ask for, beyond the defaults."""
+    tokens, repeats, targets = set(), set(), set()
     for attrs, constants in _contexts(policy):
         for c in constants:
             if attrs & set(TOKEN_ATTRS):
                 tokens |= neighbours(c)
             if attrs & set(CLOCK_ATTRS):
                 repeats |= _repeat_values(attrs, c)
+            if "step" in attrs:
+                targets |= neighbours(c)  # the clock is absolute: wait until it reads c, whatever came before
     if policy.budget is not None:
         tokens |= neighbours(Fraction(policy.budget))
-    return ({t for t in tokens if t >= 1}, {r for r in repeats if r >= 1})
+    return tuple({v for v in values if v >= 1} for values in (tokens, repeats, targets))
 
 
 def domains_for(policy: Policy, tokens: Optional[Iterable[int]] = None,
                 repeats: Optional[Iterable[int]] = None) -> Domains:
     """The explorer's domains: the defaults plus what the policy's constants ask for (spec/SPEC.md §7c), unless
     `tokens` or `repeats` is given, which then replaces that domain."""
-    wanted_tokens, wanted_repeats = constant_domains(policy)
+    wanted_tokens, wanted_repeats, targets = constant_domains(policy)
     derived = tuple(name for name, given in (("tokens", tokens), ("repetitions", repeats)) if given is None)
     tokens = set(DEFAULT_TOKENS) | wanted_tokens if tokens is None else set(tokens)
+    targets = targets if repeats is None else set()
     repeats = set(DEFAULT_REPEATS) | wanted_repeats if repeats is None else set(repeats)
-    return Domains(tuple(sorted(tokens)), kind_representatives(policy), tuple(sorted(repeats)), derived)
+    return Domains(tuple(sorted(tokens)), kind_representatives(policy), tuple(sorted(repeats)), derived,
+                   tuple(sorted(targets)))
 
 
 def _choices(policy: Policy, state: State, spans: int, domains: Domains) -> list:
     """The enabled actions within the domains, audits first (waiting reads best as an audit, as in the symbolic
     engine's canonical traces)."""
-    actions = [a for a in enabled_actions(policy, state, spans, domains.tokens, domains.repeats)
+    repeats = set(domains.repeats) | {t - state.step for t in domains.clock_targets if t > state.step}
+    actions = [a for a in enabled_actions(policy, state, spans, domains.tokens, tuple(sorted(repeats)))
                if not (isinstance(a, Append) and a.kind not in domains.kinds)]
     return sorted(actions, key=lambda a: not isinstance(a, Audit))
 

@@ -27,7 +27,7 @@ LARGE = [
     "evict: recency < {r}", "evict: frequency == 0.84", "evict: frequency < 0.5 and age >= {c}",
     "evict: idle >= {c} or tokens > {c}", "evict: tokens > {c}\nbudget: {b}",
     "evict: window_tokens > {c} and age > 1\nbudget: {b}", "evict: idle > {c}\nrank: 0 - age\nbudget: {b}",
-    "evict: age > {c} and idle < {h}",
+    "evict: age > {c} and idle < {h}", "evict: step == {c}",
 ]
 CONSTANTS = (13, 1000, 10**6)
 LEAKY = (Deployment(records="window"), Deployment(rationale="window"),
@@ -60,7 +60,7 @@ def agree(policy, depth=DEPTH, tokens=DEFAULT_TOKENS):
     domains = domains_for(policy, tokens)
     depth, explicit = _explore(policy, depth, domains)
     symbolic = check_bounded(policy, depth, SPANS, timeout=3600.0, rlimit=RLIMIT, token_domain=domains.tokens,
-                             repeat_domain=domains.repeats)
+                             repeat_domain=domains.repeats, clock_targets=domains.clock_targets)
     assert _summary(explicit) == _summary(symbolic), f"explicit {_summary(explicit)} symbolic {_summary(symbolic)}"
     return _summary(symbolic)
 
@@ -138,3 +138,7 @@ def test_domains_come_from_the_policys_constants_and_overrides_replace_them():
     assert (given_.tokens, given_.repeats) == ((5,), (7, 8))
     assert given_.describe().count("(given)") == 2
     assert domains_for(_policy("evict: age > 12.5", Deployment())).repeats == (1, 12, 13)
+    # the clock is absolute: `step == 1000` after two single steps needs audit(times=998), a clock target
+    clock = domains_for(_policy("evict: step == 1000", Deployment()))
+    assert (clock.repeats, clock.clock_targets) == ((1,), (999, 1000, 1001))
+    assert domains_for(_policy("evict: step == 1000", Deployment()), repeats=(1,)).clock_targets == ()
