@@ -79,6 +79,8 @@ def _repeat_values(attrs: set, c: Fraction) -> set:
         out |= neighbours(1 / c - 1)  # 1/(1+idle) crosses c where idle crosses 1/c - 1
     if "frequency" in attrs:
         out |= {c.numerator, c.denominator - c.numerator - 1}  # p reads at age q-1: q-p-1 other steps
+        if c < 1:
+            out |= neighbours(c / (1 - c))  # n reads from birth: n/(1+n) crosses c at n = c/(1-c)
     return out
 
 

@@ -27,7 +27,7 @@ LARGE = [
     "evict: recency < {r}", "evict: frequency == 0.84", "evict: frequency < 0.5 and age >= {c}",
     "evict: idle >= {c} or tokens > {c}", "evict: tokens > {c}\nbudget: {b}",
     "evict: window_tokens > {c} and age > 1\nbudget: {b}", "evict: idle > {c}\nrank: 0 - age\nbudget: {b}",
-    "evict: age > {c} and idle < {h}", "evict: step == {c}",
+    "evict: age > {c} and idle < {h}", "evict: step == {c}", "evict: frequency > 0.5",
 ]
 CONSTANTS = (13, 1000, 10**6)
 LEAKY = (Deployment(records="window"), Deployment(rationale="window"),
@@ -131,8 +131,9 @@ def test_domains_come_from_the_policys_constants_and_overrides_replace_them():
                      Deployment())
     domains = domains_for(policy)
     assert domains.tokens == tuple(sorted({*DEFAULT_TOKENS, 49, 50, 51, 99999, 100000, 100001}))
-    # age > 1000: 999..1001; recency < 1/1000: idle 998..1000; frequency 21/25: 21 reads and 3 other steps
-    assert domains.repeats == tuple(sorted({*DEFAULT_REPEATS, 3, 21, 998, 999, 1000, 1001}))
+    # age > 1000: 999..1001; recency < 1/1000: idle 998..1000; frequency 21/25: 21 reads and 3 other steps, or
+    # n reads from birth with n/(1+n) on either side of 21/25 (n = 5, 6)
+    assert domains.repeats == tuple(sorted({*DEFAULT_REPEATS, 3, 5, 6, 21, 998, 999, 1000, 1001}))
     assert "(given)" not in domains.describe()
     given_ = domains_for(policy, tokens=(5,), repeats=(7, 8))
     assert (given_.tokens, given_.repeats) == ((5,), (7, 8))
