@@ -169,7 +169,8 @@ def main(argv=None) -> int:
                   f"{args.policies} --large {args.large} --seed {args.seed} --write {args.write}` on "
                   f"{time.strftime('%Y-%m-%d')}, with host budgets (issue 11) and accelerated steps (issue 12). "
                   "Both engines are bounded here, so `holds` never appears: the tallies count bounded verdicts of "
-                  "the unrestricted symbolic search and of the explicit engine at its default domains.", ""]
+                  "the unrestricted symbolic search and of the explicit engine at its default domains. Engine times "
+                  "are wall-clock seconds on whatever machine ran it (load included).", ""]
         Path(args.write).write_text("\n".join(header + lines) + "\n")
     bad = any(r["disagreements"] or r["unsound"] or r["errors"] for r in records)
     return 1 if bad else 0

@@ -143,3 +143,15 @@ def test_domains_come_from_the_policys_constants_and_overrides_replace_them():
     clock = domains_for(_policy("evict: step == 1000", Deployment()))
     assert (clock.repeats, clock.clock_targets) == ((1,), (999, 1000, 1001))
     assert domains_for(_policy("evict: step == 1000", Deployment()), repeats=(1,)).clock_targets == ()
+
+
+def test_a_restricted_model_has_its_own_step_template():
+    from prunecheck.spec.model import Model
+    from prunecheck.spec.template import step_template
+
+    policy = _policy("evict: age > 13", Deployment(records="window"))
+    free = step_template(Model(policy, 3, accelerate=True))
+    restricted = step_template(Model(policy, 3, accelerate=True, repeat_domain=(1, 14)))
+    targeted = step_template(Model(policy, 3, accelerate=True, repeat_domain=(1,), clock_targets=(14,)))
+    assert len({id(free), id(restricted), id(targeted)}) == 3
+    assert step_template(Model(policy, 3, accelerate=True, repeat_domain=(1, 14))) is restricted
