@@ -19,6 +19,7 @@ from test_model import POLICIES, _policy, deployments
 
 # Bounded by depth, span slots, explored states and z3's rlimit, never by the clock.
 DEPTH, SPANS, STATES, RLIMIT = 4, 4, 30_000, 200_000_000
+SLOW_STATES = 1_000_000
 
 # Thresholds people write, with large constants: {c} a clock or token threshold, {r} = 1/c, {h} = c/2, {b} a budget.
 LARGE = [
@@ -44,13 +45,13 @@ def _summary(results):
     return {r.condition: (r.verdict, r.depth if r.verdict == Verdict.VIOLATED else None) for r in results}
 
 
-def _explore(policy, depth, domains):
-    """The explicit search to `depth`, or to the deepest level it completes within STATES states."""
-    results = explore(policy, depth, SPANS, domains=domains, time_limit=math.inf, max_states=STATES)
+def _explore(policy, depth, domains, states=STATES):
+    """The explicit search to `depth`, or to the deepest level it completes within `states` states."""
+    results = explore(policy, depth, SPANS, domains=domains, time_limit=math.inf, max_states=states)
     stopped = [r.depth for r in results if "state limit" in r.reason]
     if stopped:
         depth = stopped[0]
-        results = explore(policy, depth, SPANS, domains=domains, time_limit=math.inf, max_states=STATES)
+        results = explore(policy, depth, SPANS, domains=domains, time_limit=math.inf, max_states=states)
     return depth, results
 
 
@@ -65,13 +66,13 @@ def agree(policy, depth=DEPTH, tokens=DEFAULT_TOKENS):
     return _summary(symbolic)
 
 
-def agree_unrestricted(policy, depth):
+def agree_unrestricted(policy, depth, states=STATES):
     """The explicit engine at its default domains finds every violation the unrestricted symbolic search finds, as
-    short in actions; and it finds nothing the symbolic search does not."""
-    depth, explicit = _explore(policy, depth, domains_for(policy))
+    short in actions; and it finds nothing the symbolic search does not. Returns the depth compared too."""
+    depth, explicit = _explore(policy, depth, domains_for(policy), states)
     symbolic = _summary(check_bounded(policy, depth, SPANS, timeout=3600.0, rlimit=RLIMIT))
     assert _summary(explicit) == symbolic, f"explicit {_summary(explicit)} symbolic {symbolic}"
-    return symbolic
+    return depth, symbolic
 
 
 # 100 policies per default run keep CI within its budget; the slow variants and benchmarks/differential_sweep.py
@@ -105,14 +106,14 @@ def test_engines_agree_and_find_violations_on_the_seed_policy():
 def test_default_domains_find_what_the_unrestricted_symbolic_search_finds_with_large_constants(index):
     # One constant and one leaky deployment per template here; the slow test below takes every combination.
     policy = large(LARGE[index], CONSTANTS[index % 3], LEAKY[index % 2 * 2])
-    summary = agree_unrestricted(policy, 3)
-    assert any(verdict == Verdict.VIOLATED for verdict, _ in summary.values())
+    depth, summary = agree_unrestricted(policy, 3)
+    assert depth == 3 and any(verdict == Verdict.VIOLATED for verdict, _ in summary.values())
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("template,c,deployment", list(itertools.product(LARGE, CONSTANTS, LEAKY)))
 def test_default_domains_agree_on_every_large_constant_policy(template, c, deployment):
-    agree_unrestricted(large(template, c, deployment), DEPTH)
+    assert agree_unrestricted(large(template, c, deployment), DEPTH, SLOW_STATES)[0] == DEPTH
 
 
 @pytest.mark.parametrize("template,c", [("evict: age > {c}", 10**6), ("evict: recency < {r}", 1000),
