@@ -47,8 +47,7 @@ def template_key(model) -> tuple:
     policy = model.policy
     rank_has_den = policy.rank is not None and model.policy_terms(model.generic())[0][1].den is not None
     return (model.dep, model.n, model.tag, model.token_domain, policy.rank is not None, rank_has_den,
-            policy.budget is not None, model.accelerate, model.repeat_domain,
-            model.clock_targets)
+            policy.budget is not None, model.accelerate, model.repeat_domain, model.clock_targets)
 
 
 def step_template(model) -> "StepTemplate":
