@@ -81,7 +81,8 @@ def parse_policy(text, source: str = "<policy>.yaml", deployment=None):
 
 
 def check(policy, deployment=None, *, depth: int = 12, spans: int = 6, only=None, timeout: float = 30.0,
-          memory_mb: int = 0, prove: bool = True, tokens=None, max_counterexamples: int = 1, rlimit: int = 0):
+          memory_mb: int = 0, prove: bool = True, tokens=None, max_counterexamples: int = 1, repeats=None,
+          rlimit: int = 0):
     """Check a policy (a Policy or a path) under its deployment or `deployment` (Deployment or dict): a Report with
     one Result per condition, `violated` with a replayed trace, `holds` with a cvc5-checked certificate, or
     `unknown` with the reason."""
@@ -89,7 +90,8 @@ def check(policy, deployment=None, *, depth: int = 12, spans: int = 6, only=None
     from prunecheck.spec.conditions import CONDITIONS
 
     return _check(_policy(policy, deployment), depth, spans, CONDITIONS if only is None else tuple(only), timeout,
-                  memory_mb, prove, token_domain=tokens, counterexamples=max_counterexamples, rlimit=rlimit)
+                  memory_mb, prove, token_domain=tokens, counterexamples=max_counterexamples, repeat_domain=repeats,
+                  rlimit=rlimit)
 
 
 def explain(policy, result):

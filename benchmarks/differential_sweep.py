@@ -1,87 +1,179 @@
 """Differential sweep: generated policies through the symbolic and the explicit engine; tallies and disagreements.
 
-Run: python benchmarks/differential_sweep.py [--policies 2000] [--seed 0] [--write benchmarks/DIFFERENTIAL.md]
-Both engines search depth 4 over 4 spans with appends of 1 or 2 tokens; a disagreement is any condition whose
-verdict or shortest counterexample length differs. Every counterexample is replayed by the engine that found it.
+Run: python benchmarks/differential_sweep.py [--policies 2000] [--large 500] [--seed 0] [--write FILE]
+Two families: policies as prunecheck.strategies.policies generates them (constants up to 100), and thresholds people
+write with large constants (age/idle/step/reads 13..10^6, tokens 13..10^5, recency 1/c, frequency p/q, budgets up
+to 10^5). Each is searched to depth 4 over 4 spans by the explicit engine over its default domains (derived from
+the policy's constants) and by the symbolic engine twice: restricted to the same domains (exact: any difference in
+verdict or shortest length is a disagreement) and unrestricted (the explicit engine must find every violation as
+short in actions, and nothing the symbolic engine does not). Every counterexample is replayed by its engine.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import math
 import sys
 import time
 from collections import Counter
+from fractions import Fraction
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 
 from prunecheck.checker.bmc import check_bounded
 from prunecheck.checker.explicit import domains_for, explore
+from prunecheck.checker.loader import parse_policy_text
 from prunecheck.checker.printer import policy_yaml
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
-from prunecheck.strategies import policies
+from prunecheck.spec.policy import COMPARE_OPS
+from prunecheck.strategies import deployments, policies
 
-DEPTH, SPANS, TOKENS = 4, 4, (1, 2)
+DEPTH, SPANS, STATES = 4, 4, 200_000
 
 
 def summary(results):
     return {r.condition: (r.verdict, r.depth if r.verdict == Verdict.VIOLATED else None) for r in results}
 
 
+def _atom(draw) -> str:
+    kind = draw(st.sampled_from(("clock", "clock", "tokens", "recency", "frequency")))
+    op = draw(st.sampled_from(COMPARE_OPS))
+    if kind == "clock":
+        return f"{draw(st.sampled_from(('age', 'idle', 'step', 'reads')))} {op} {draw(st.integers(13, 10**6))}"
+    if kind == "tokens":
+        return f"{draw(st.sampled_from(('tokens', 'window_tokens')))} {op} {draw(st.integers(13, 10**5))}"
+    if kind == "recency":
+        return f"recency {op} {float(Fraction(1, draw(st.integers(13, 10**6)))):.7f}".rstrip("0")
+    q = draw(st.integers(2, 100))
+    return f"frequency {op} {float(Fraction(draw(st.integers(1, q - 1)), q)):.4f}".rstrip("0")
+
+
+@st.composite
+def large_policies(draw):
+    """Thresholds people write, with large constants: one or two comparisons, maybe `not pinned`, a rank, a budget."""
+    atoms = [_atom(draw) for _ in range(draw(st.integers(1, 2)))]
+    evict = f" {draw(st.sampled_from(('and', 'or')))} ".join(atoms)
+    if draw(st.booleans()):
+        evict = f"not pinned and ({evict})"
+    lines = ["name: large", f"evict: \"{evict}\""]
+    budget = draw(st.none() | st.integers(2, 10**5))
+    if budget is not None:
+        lines.append(f"budget: {budget}")
+        if draw(st.booleans()):
+            lines.append(f"rank: \"{draw(st.sampled_from(('0 - age', 'tokens', 'idle', 'recency')))}\"")
+    return parse_policy_text("\n".join(lines) + "\n", "large.yaml", draw(deployments()))
+
+
+def _explicit(policy, domains):
+    """The explicit search to DEPTH, or to the deepest level it completes within STATES states."""
+    depth = DEPTH
+    results = explore(policy, depth, SPANS, domains=domains, time_limit=math.inf, max_states=STATES)
+    stopped = [r.depth for r in results if "state limit" in r.reason]
+    if stopped:
+        depth = stopped[0]
+        results = explore(policy, depth, SPANS, domains=domains, time_limit=math.inf, max_states=STATES)
+    return depth, summary(results)
+
+
+def compare(policy, record: dict) -> None:
+    domains = domains_for(policy)
+    started = time.perf_counter()
+    depth, explicit = _explicit(policy, domains)
+    record["times"]["explicit"] += time.perf_counter() - started
+    started = time.perf_counter()
+    exact = summary(check_bounded(policy, depth, SPANS, token_domain=domains.tokens, repeat_domain=domains.repeats,
+                                  clock_targets=domains.clock_targets))
+    free = summary(check_bounded(policy, depth, SPANS))
+    record["times"]["symbolic"] += time.perf_counter() - started
+    record["shallower"] += depth < DEPTH
+    text = policy_yaml(policy)
+    for c in CONDITIONS:
+        record["tallies"][c][str(free[c][0])] += 1
+        record["tallies"][c]["explicit " + str(explicit[c][0])] += 1
+    if exact != explicit:
+        record["disagreements"].append((text, exact, explicit))
+    missed = [c for c in CONDITIONS if free[c][0] == Verdict.VIOLATED and explicit[c] != free[c]]
+    if missed:
+        record["missed"].append((text, free, explicit))
+    if any(explicit[c][0] == Verdict.VIOLATED and free[c][0] != Verdict.VIOLATED for c in CONDITIONS):
+        record["unsound"].append((text, free, explicit))
+
+
+def sweep(strategy, count: int, seed_: int, name: str) -> dict:
+    record = {"name": name, "seen": 0, "shallower": 0, "disagreements": [], "missed": [], "unsound": [],
+              "errors": [], "times": {"symbolic": 0.0, "explicit": 0.0}, "tallies": {c: Counter() for c in CONDITIONS}}
+
+    @seed(seed_)
+    @settings(max_examples=count, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def run(policy):
+        try:
+            compare(policy, record)
+        except Exception as exc:  # noqa: BLE001 - a crash is a finding: record it and go on
+            record["errors"].append((policy_yaml(policy), f"{type(exc).__name__}: {exc}"))
+            return
+        record["seen"] += 1
+        if record["seen"] % 50 == 0:
+            print(f"{name}: {record['seen']} policies, {len(record['disagreements'])} disagreements, "
+                  f"{len(record['missed'])} missed", flush=True)
+
+    run()
+    return record
+
+
+def lines_for(record: dict) -> list:
+    t = record["tallies"]
+    lines = [f"## {record['name']}", "", f"policies: {record['seen']}",
+             f"exact disagreements (same domains; verdict or shortest length): {len(record['disagreements'])}",
+             f"explicit violations the unrestricted symbolic search does not find: {len(record['unsound'])}",
+             f"symbolic violations the explicit engine misses at its default domains (or finds only later): "
+             f"{len(record['missed'])}",
+             f"searched less deep than {DEPTH} (explicit state limit {STATES}): {record['shallower']}",
+             f"engine errors: {len(record['errors'])}",
+             f"engine time: symbolic {record['times']['symbolic']:.0f} s (both runs), "
+             f"explicit {record['times']['explicit']:.0f} s", "",
+             "| condition | symbolic violated | symbolic unknown | explicit violated | explicit unknown |",
+             "|---|---:|---:|---:|---:|"]
+    lines += [f"| {c} | {t[c]['violated']} | {t[c]['unknown']} | {t[c]['explicit violated']} | "
+              f"{t[c]['explicit unknown']} |" for c in CONDITIONS]
+    for title, key in (("Error", "errors"), ("Disagreement", "disagreements"), ("Unsound", "unsound"),
+                       ("Missed", "missed")):
+        for item in record[key][:5]:
+            lines += ["", f"{title}:", "```yaml", item[0].rstrip(), "```"]
+            lines += [item[1]] if key == "errors" else [f"symbolic {_short(item[1])}", f"explicit {_short(item[2])}"]
+    return lines + [""]
+
+
+def _short(results: dict) -> str:
+    return ", ".join(f"{c} {v.name.lower()}" + (f" {d}" if d is not None else "") for c, (v, d) in results.items())
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policies", type=int, default=2000)
+    parser.add_argument("--policies", type=int, default=2000, help="generated policies (constants up to 100)")
+    parser.add_argument("--large", type=int, default=500, help="policies with large constants")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write", metavar="FILE")
     args = parser.parse_args(argv)
-    tallies = {c: Counter() for c in CONDITIONS}
-    disagreements, errors, seen, times = [], [], [], {"symbolic": 0.0, "explicit": 0.0}
-
-    @settings(max_examples=args.policies, database=None, deadline=None, derandomize=False,
-              suppress_health_check=list(HealthCheck))
-    @given(policies(max_depth=3))
-    def sweep(policy):
-        domains = domains_for(policy, TOKENS)
-        try:
-            started = time.perf_counter()
-            symbolic = summary(check_bounded(policy, DEPTH, SPANS, token_domain=domains.tokens))
-            times["symbolic"] += time.perf_counter() - started
-            started = time.perf_counter()
-            explicit = summary(explore(policy, DEPTH, SPANS, domains=domains, time_limit=120.0))
-            times["explicit"] += time.perf_counter() - started
-        except Exception as exc:  # noqa: BLE001 - a crash is a finding: record it and go on
-            errors.append((policy_yaml(policy), f"{type(exc).__name__}: {exc}"))
-            return
-        seen.append(policy)
-        for c in CONDITIONS:
-            tallies[c][str(symbolic[c][0])] += 1
-        if symbolic != explicit:
-            disagreements.append((policy_yaml(policy), symbolic, explicit))
-        if len(seen) % 100 == 0:
-            print(f"{len(seen)} policies, {len(disagreements)} disagreements", flush=True)
-
-    random.seed(args.seed)
-    sweep()
-    lines = [f"policies: {len(seen)} (generated by prunecheck.strategies.policies, max depth 3, random deployments)",
-             f"bounds: depth {DEPTH}, {SPANS} spans, append tokens {TOKENS}",
-             f"disagreements (verdict or shortest length): {len(disagreements)}",
-             f"engine errors: {len(errors)}",
-             f"engine time: symbolic {times['symbolic']:.0f} s, explicit {times['explicit']:.0f} s", "",
-             "| condition | violated | unknown | holds |", "|---|---:|---:|---:|"]
-    lines += [f"| {c} | {tallies[c]['violated']} | {tallies[c]['unknown']} | {tallies[c]['holds']} |" for c in CONDITIONS]
-    for text, error in errors[:5]:
-        lines += ["", "Error:", "```yaml", text, "```", error]
-    for text, symbolic, explicit in disagreements[:5]:
-        lines += ["", "Disagreement:", "```yaml", text, "```", f"symbolic {symbolic}", f"explicit {explicit}"]
+    records = [sweep(large_policies(), args.large, args.seed, "Large constants"),
+               sweep(policies(max_depth=3), args.policies, args.seed, "Generated policies")]
+    lines = [f"bounds: depth {DEPTH}, {SPANS} spans; explicit domains derived from each policy's constants", ""]
+    for record in records:
+        lines += lines_for(record)
     print("\n".join(lines))
     if args.write:
         header = ["# Differential sweep", "", f"Generated by `python benchmarks/differential_sweep.py --policies "
-                  f"{args.policies} --write {args.write}` on {time.strftime('%Y-%m-%d')}. Both engines are bounded "
-                  "here, so `holds` never appears: the tallies count bounded verdicts.", ""]
+                  f"{args.policies} --large {args.large} --seed {args.seed} --write {args.write}` on "
+                  f"{time.strftime('%Y-%m-%d')}, with host budgets (issue 11) and accelerated steps (issue 12). "
+                  "Both engines are bounded here, so `holds` never appears: the tallies count bounded verdicts of "
+                  "the unrestricted symbolic search and of the explicit engine at its default domains. Engine times "
+                  "are wall-clock seconds on whatever machine ran it (load included).", ""]
         Path(args.write).write_text("\n".join(header + lines) + "\n")
-    return 1 if disagreements or errors else 0
+    bad = any(r["disagreements"] or r["unsound"] or r["errors"] for r in records)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

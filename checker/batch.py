@@ -37,6 +37,7 @@ class CheckOptions:
     timeout: float = DEFAULT_TIMEOUT
     prove: bool = True
     tokens: Optional[tuple] = None
+    repeats: Optional[tuple] = None
     engine: str = "symbolic"
     memory_mb: int = 0
     deployment: Optional[Deployment] = None
@@ -52,6 +53,7 @@ class CheckOptions:
                 "only": [c for c in CONDITIONS if c in set(self.only)], "timeout": float(self.timeout),
                 "memory_mb": int(self.memory_mb), "rlimit": int(self.rlimit),
                 "prove": bool(self.prove), "tokens": None if self.tokens is None else sorted(self.tokens),
+                "repeats": None if self.repeats is None else sorted(self.repeats),
                 "engine": self.engine, "counterexamples": self.counterexamples, "versions": dict(versions())}
 
 
@@ -119,14 +121,14 @@ def expand_policy_paths(args: Iterable[str]) -> tuple:
 
 def report_for(policy, options: CheckOptions) -> Report:
     from .check import check, check_explicit
-    from .explicit import DEFAULT_TOKENS
 
     if options.engine == "explicit":
         return check_explicit(policy, options.depth, options.spans, options.only, float(options.timeout),
-                              options.tokens or DEFAULT_TOKENS)
+                              options.tokens, options.repeats)
     extra = {"counterexamples": options.counterexamples} if options.counterexamples > 1 else {}
     return check(policy, options.depth, options.spans, options.only, float(options.timeout), options.memory_mb,
-                 options.prove, token_domain=options.tokens, rlimit=options.rlimit, **extra)
+                 options.prove, token_domain=options.tokens, repeat_domain=options.repeats, rlimit=options.rlimit,
+                 **extra)
 
 
 def batch_item(path: str, options: CheckOptions, cache_dir: Optional[str] = None) -> BatchItem:
@@ -400,6 +402,7 @@ def options_from_args(args) -> CheckOptions:
     deployment = getattr(args, "deployment", None)
     return CheckOptions(depth=args.depth, spans=args.spans, only=tuple(args.only), timeout=float(args.timeout),
                         prove=bool(args.prove), tokens=None if args.tokens is None else tuple(args.tokens),
+                        repeats=None if getattr(args, "repeats", None) is None else tuple(args.repeats),
                         engine=args.engine, memory_mb=getattr(args, "memory", 0) or 0,
                         deployment=load_deployment(deployment) if deployment else None,
                         counterexamples=getattr(args, "max_counterexamples", 1) or 1,

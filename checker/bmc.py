@@ -30,7 +30,7 @@ DEFAULT_TIMEOUT = 30.0
 def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
                   conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT,
                   assume: Iterable[str] = (), token_domain=None, lemmas: bool = True, rlimit: int = 0,
-                  accelerate: bool = True) -> tuple:
+                  accelerate: bool = True, repeat_domain=None, clock_targets=()) -> tuple:
     """Per condition: `violated` with a replayed shortest trace, or `unknown` with why (never `holds`).
 
     With `assume`, only runs along which those conditions hold at every step are searched (for witnesses that
@@ -39,12 +39,15 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
     as by time (tests pass a generous timeout and an rlimit, so that load cannot change their outcome).
     With `accelerate` (the default) a step may repeat a read or an audit any number of times, so `depth` counts
     actions, not steps: a violation after 3 actions and 10^6 steps is found at depth 3 (spec/SPEC.md §7).
+    `token_domain` and `repeat_domain` (with `clock_targets`) restrict appends' tokens and repetitions, to compare
+    with the explicit engine (checker/explicit.py `Domains`).
     """
     pending = [c for c in CONDITIONS if c in set(conditions)]
     if not pending:
         return ()
     assume = tuple(assume)
-    model = Model(policy, spans, token_domain=token_domain, accelerate=accelerate)
+    model = Model(policy, spans, token_domain=token_domain, accelerate=accelerate, repeat_domain=repeat_domain,
+                  clock_targets=clock_targets)
     invariant = inductive_lemmas(model, timeout, rlimit) if lemmas else None
     solver = new_solver(timeout * 1000, rlimit)
     states, actions, steps = [model.state(0)], [], []

@@ -13,7 +13,7 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.policy import Policy
 
 from .bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT, check_bounded
-from .explicit import DEFAULT_TOKENS, domains_for, explore
+from .explicit import domains_for, explore
 from .printer import to_text
 from .prove import prove_all
 from .spacer import prove_with_spacer
@@ -63,7 +63,8 @@ def clear_caches() -> None:
 
 def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
           only: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0,
-          prove: bool = True, token_domain=None, counterexamples: int = 1, rlimit: int = 0) -> Report:
+          prove: bool = True, token_domain=None, counterexamples: int = 1, repeat_domain=None,
+          rlimit: int = 0) -> Report:
     """Prove by induction what it can, search for counterexamples to the rest, then give Spacer what is left.
 
     Every `holds` carries a certificate re-checked by a second solver; every `violated` carries a trace already
@@ -75,7 +76,8 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
     if memory_mb > 0:
         z3.set_param("memory_max_size", int(memory_mb))
     try:
-        report = _check(policy, wanted, depth, spans, timeout, prove, token_domain, rlimit)
+        restrict = {"token_domain": token_domain, "repeat_domain": repeat_domain, "rlimit": rlimit}
+        report = _check(policy, wanted, depth, spans, timeout, prove, restrict)
         return with_variants(policy, report, counterexamples, timeout, rlimit) if counterexamples > 1 else report
     except z3.Z3Exception as exc:
         if "memory" not in str(exc):
@@ -88,19 +90,18 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
             z3.set_param("memory_max_size", 0)
 
 
-def _check(policy, wanted, depth, spans, timeout, prove, token_domain, rlimit) -> Report:
+def _check(policy, wanted, depth, spans, timeout, prove, restrict) -> Report:
+    rlimit = restrict["rlimit"]
     doc, digest = policy_document(policy), policy_hash(policy)
     refuted = {}
     if prove:
         # Most violations are a few steps deep: find those first, so the prover only sees what may hold.
-        quick = check_bounded(policy, min(depth, QUICK_DEPTH), spans, wanted, timeout, token_domain=token_domain,
-                              lemmas=False, rlimit=rlimit)
+        quick = check_bounded(policy, min(depth, QUICK_DEPTH), spans, wanted, timeout, lemmas=False, **restrict)
         refuted = {r.condition: r for r in quick if r.verdict == Verdict.VIOLATED}
     proofs = prove_all(policy, [c for c in wanted if c not in refuted], doc, digest, timeout, rlimit) if prove else {}
     open_conditions = [c for c in wanted
                        if c not in refuted and (c not in proofs or proofs[c].verdict != Verdict.HOLDS)]
-    bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout,
-                                                     token_domain=token_domain, rlimit=rlimit)}
+    bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout, **restrict)}
     bounded.update(refuted)
     results = []
     for c in wanted:
@@ -143,7 +144,8 @@ def with_variants(policy: Policy, report: Report, count: int, timeout: float, rl
 
 def check_explicit(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
                    only: Iterable[str] = CONDITIONS, time_limit: float = DEFAULT_TIMEOUT,
-                   tokens=DEFAULT_TOKENS) -> Report:
-    """The explicit-state oracle's report: the same shape, never `holds`, its domains named in every reason."""
-    results = explore(policy, depth, spans, only, domains_for(policy, tokens), time_limit)
+                   tokens=None, repeats=None) -> Report:
+    """The explicit-state oracle's report: the same shape, never `holds`, its domains named in every reason (tokens
+    and repeats, when given, replace the domains derived from the policy's constants)."""
+    results = explore(policy, depth, spans, only, domains_for(policy, tokens, repeats), time_limit)
     return Report(policy.name, policy_hash(policy), policy.source, depth, spans, results, versions())

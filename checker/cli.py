@@ -90,14 +90,16 @@ def _conditions(text: str) -> tuple:
     return wanted
 
 
-def _token_domain(text: str) -> tuple:
-    try:
-        values = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of integers") from None
-    if not values or values[0] < 1 or values[-1] > 10**9 or len(values) > 16:
-        raise argparse.ArgumentTypeError("token counts are 1 to 16 integers between 1 and 10**9")
-    return values
+def _domain(what: str):
+    def parse(text: str) -> tuple:
+        try:
+            values = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a list of integers") from None
+        if not values or values[0] < 1 or values[-1] > 10**9 or len(values) > 16:
+            raise argparse.ArgumentTypeError(f"{what} are 1 to 16 integers between 1 and 10**9")
+        return values
+    return parse
 
 
 def build_parser(extra_commands=None) -> argparse.ArgumentParser:
@@ -128,8 +130,13 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     check.add_argument("--engine", choices=("symbolic", "explicit"), default="symbolic",
                        help="symbolic (z3: proofs and bounded search, default) or explicit (breadth-first search "
                             "over the reference runtime: an independent second opinion for small bounds)")
-    check.add_argument("--tokens", type=_token_domain, default=None, metavar="N,N,...",
-                       help="token counts an append may carry (explicit engine default 1,2; symbolic: any)")
+    check.add_argument("--tokens", type=_domain("token counts"), default=None, metavar="N,N,...",
+                       help="token counts an append may carry, overriding the default (explicit engine: 1,2 and the "
+                            "neighbours of the policy's token constants and budget; symbolic: any)")
+    check.add_argument("--repeats", type=_domain("repetition counts"), default=None, metavar="N,N,...",
+                       help="how many times in a row a read or audit may repeat as one action, overriding the "
+                            "default (explicit engine: 1 and the neighbours of the policy's clock constants; "
+                            "symbolic: any)")
     from .batch import add_batch_arguments
     add_batch_arguments(check)
     replay = sub.add_parser("replay", help="re-execute an ITF trace on the reference runtime")
@@ -224,7 +231,6 @@ def _batch_mode(args) -> bool:
 
 def _check(args, stdout, stderr) -> int:
     from .check import check, check_explicit, policy_document
-    from .explicit import DEFAULT_TOKENS
     from .loader import load_deployment, load_policy
     from .render import report_json, report_text, trace_as_python
     from .result import Verdict
@@ -235,10 +241,11 @@ def _check(args, stdout, stderr) -> int:
     for policy in policies:
         if args.engine == "explicit":
             report = check_explicit(policy, args.depth, args.spans, args.only, float(args.timeout),
-                                    args.tokens or DEFAULT_TOKENS)
+                                    args.tokens, args.repeats)
         else:
             report = check(policy, args.depth, args.spans, args.only, float(args.timeout), args.memory, args.prove,
-                           token_domain=args.tokens, counterexamples=args.max_counterexamples, rlimit=args.rlimit)
+                           token_domain=args.tokens, counterexamples=args.max_counterexamples,
+                           repeat_domain=args.repeats, rlimit=args.rlimit)
         reports.append(report)
         if args.out:
             _write_traces(policy, policy_document(policy), report, Path(args.out), stderr)

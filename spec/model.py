@@ -125,13 +125,18 @@ class StepTerms:
 class Model:
     """The policy's transition system unrolled over `n` slots; encode_* functions return constraints."""
 
-    def __init__(self, policy: Policy, n: int, tag: str = "", token_domain=None, accelerate: bool = False):
-        """token_domain: if given, appends carry only these token counts (to compare with the explicit engine).
+    def __init__(self, policy: Policy, n: int, tag: str = "", token_domain=None, accelerate: bool = False,
+                 repeat_domain=None, clock_targets=()):
+        """token_domain: if given, appends carry only these token counts (to compare with the explicit engine);
+        repeat_domain likewise restricts an accelerated read's or audit's `times` to these counts, or to those that
+        end at one of clock_targets.
         accelerate: a read or audit step may stand for any number of repetitions (its `times`), so the clock of an
         unrolled state is a term, not the numeral k; the reachable states are the same (spec/SPEC.md §7)."""
         self.policy, self.n, self.tag = policy, n, tag
         self.accelerate = accelerate
         self.token_domain = None if token_domain is None else tuple(token_domain)
+        self.repeat_domain = None if repeat_domain is None or not accelerate else tuple(repeat_domain)
+        self.clock_targets = tuple(clock_targets) if self.repeat_domain is not None else ()
         self.dep = policy.deployment
         self.slots = slot_sort(n)[1]
         self._policy_terms: dict = {}
@@ -281,6 +286,9 @@ class Model:
         is_ = {name: act == ACT[name] for name in ACTIONS}
         if self.accelerate:
             out.append(z3.If(z3.Or(is_["read"], is_["audit"]), a.times >= 1, a.times == 1))
+            if self.repeat_domain is not None:
+                allowed = [a.times == v for v in self.repeat_domain] + [now == v for v in self.clock_targets]
+                out.append(z3.Implies(z3.Or(is_["read"], is_["audit"]), z3.Or(allowed)))
         else:
             out.append(a.times == 1)
         once = a.times if self.accelerate else 1

@@ -108,8 +108,8 @@ def test_cache_ignores_corrupt_entries_and_keys_every_option(batch, tmp_path):
     report = cold[1].report
     assert cache.store(settings, report) and cache.report(settings, policy) == report
     for changed in (replace(OPTIONS, depth=5), replace(OPTIONS, prove=False), replace(OPTIONS, tokens=(1, 2)),
-                    replace(OPTIONS, engine="explicit"), replace(OPTIONS, timeout=21.0), replace(OPTIONS, only=("C1",)),
-                    replace(OPTIONS, counterexamples=2), replace(OPTIONS, memory_mb=512),
+                    replace(OPTIONS, repeats=(1, 9)), replace(OPTIONS, engine="explicit"), replace(OPTIONS, timeout=21.0),
+                    replace(OPTIONS, only=("C1",)), replace(OPTIONS, counterexamples=2), replace(OPTIONS, memory_mb=512),
                     replace(OPTIONS, rlimit=RLIMIT + 1)):
         assert cache.report(changed.settings(policy_hash(policy)), policy) is None
     (entry,) = tmp_path.rglob("*.json")

@@ -162,6 +162,7 @@ def test_wrong_encoding_names_the_byte(tmp_path):
 @pytest.mark.parametrize("argv", [
     ["check"], ["check", SEED, "--depth", "deep"], ["check", SEED, "--only", "C9"], ["frobnicate"], [],
     ["check", "/nonexistent/policy.yaml"], ["replay", "/nonexistent/trace.json"],
+    ["check", SEED, "--repeats", "0"], ["check", SEED, "--repeats", "many"], ["check", SEED, "--tokens", "1,x"],
 ])
 def test_usage_errors_exit_2_in_one_line(argv):
     code, out, err = run(*argv)
@@ -192,3 +193,14 @@ def test_a_memory_limit_is_honoured_and_reported_as_unknown():
     assert code == 3 and err == "" and out.count("solver memory limit of 1 MB reached") == 5
     code, out, _ = run("check", SEED, "--no-prove", "--depth", "3")
     assert code == 1 and "C1  violated" in out  # the limit was lifted after the first check
+
+
+def test_the_explicit_engine_waits_as_long_as_the_policys_constant_asks_and_repeats_overrides_it(tmp_path):
+    path = tmp_path / "old.yaml"
+    path.write_text("name: old\nevict: age > 100\ndeployment: {records: window}\n")
+    code, out, _ = run("check", str(path), "--engine", "explicit", "--depth", "3", "--spans", "4", "--only", "C1")
+    assert code == 1 and "audit(times=101)" in out and "3 actions, 103 steps" in out
+    assert "repetitions {1, 99, 100, 101}" in out
+    code, out, _ = run("check", str(path), "--engine", "explicit", "--depth", "3", "--spans", "4", "--only", "C1",
+                       "--repeats", "1,2")
+    assert code == 3 and "repetitions {1, 2} (given)" in out

@@ -1,11 +1,15 @@
 """The symbolic engine against the explicit-state oracle: same verdicts, same shortest counterexample lengths."""
 
+import itertools
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prunecheck.checker.bmc import check_bounded
-from prunecheck.checker.explicit import domains_for, explore
+from prunecheck.checker.check import check
+from prunecheck.checker.explicit import DEFAULT_REPEATS, DEFAULT_TOKENS, domains_for, explore
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.policy import Deployment
 
@@ -14,24 +18,66 @@ from prunecheck.strategies import policies
 from conftest import BOUNDS, HOUR
 from test_model import POLICIES, _policy, deployments
 
-DEPTH, SPANS, TOKENS = 4, 4, (1, 2)
+# Bounded by depth, span slots, explored states and z3's rlimit, never by the clock.
+DEPTH, SPANS, STATES, RLIMIT = 4, 4, 30_000, 200_000_000
+SLOW_STATES = 1_000_000
+
+# Thresholds people write, with large constants: {c} a clock or token threshold, {r} = 1/c, {h} = c/2, {b} a budget.
+LARGE = [
+    "evict: age > {c}", "evict: age >= {c}", "evict: not pinned and idle > {c}",
+    "evict: step > {c} and kind != 'message'", "evict: reads >= {c}", "evict: reads < 3 and age > {c}",
+    "evict: recency < {r}", "evict: frequency == 0.84", "evict: frequency < 0.5 and age >= {c}",
+    "evict: idle >= {c} or tokens > {c}", "evict: tokens > {c}\nbudget: {b}",
+    "evict: window_tokens > {c} and age > 1\nbudget: {b}", "evict: idle > {c}\nrank: 0 - age\nbudget: {b}",
+    "evict: age > {c} and idle < {h}", "evict: step == {c}", "evict: frequency > 0.5",
+]
+CONSTANTS = (13, 1000, 10**6)
+LEAKY = (Deployment(records="window"), Deployment(rationale="window"),
+         Deployment(records="window", pins="self", audit="policy"),
+         Deployment(records="window", rationale="window", pins="self", audit="policy", undo="blind"))
+
+
+def large(template: str, c: int, deployment: Deployment):
+    text = template.format(c=c, r=f"{1 / c:.7f}".rstrip("0"), h=c // 2, b=min(10**5, 10 * c))
+    return _policy(text, deployment)
 
 
 def _summary(results):
     return {r.condition: (r.verdict, r.depth if r.verdict == Verdict.VIOLATED else None) for r in results}
 
 
-def agree(policy):
-    domains = domains_for(policy, TOKENS)
-    explicit = explore(policy, DEPTH, SPANS, domains=domains, time_limit=HOUR)
-    symbolic = check_bounded(policy, DEPTH, SPANS, token_domain=domains.tokens, **BOUNDS)
-    assert all(r.verdict != Verdict.UNKNOWN or "time limit" not in r.reason for r in explicit)
+def _explore(policy, depth, domains, states=STATES):
+    """The explicit search to `depth`, or to the deepest level it completes within `states` states."""
+    results = explore(policy, depth, SPANS, domains=domains, time_limit=HOUR, max_states=states)
+    stopped = [r.depth for r in results if "state limit" in r.reason]
+    if stopped:
+        depth = stopped[0]
+        results = explore(policy, depth, SPANS, domains=domains, time_limit=HOUR, max_states=states)
+    return depth, results
+
+
+def agree(policy, depth=DEPTH, tokens=DEFAULT_TOKENS):
+    """Both engines over the explicit engine's domains (repetitions derived from the policy's constants, tokens too
+    unless given): exactly equal. More token counts make the symbolic search of a ranked eviction much dearer."""
+    domains = domains_for(policy, tokens)
+    depth, explicit = _explore(policy, depth, domains)
+    symbolic = check_bounded(policy, depth, SPANS, timeout=HOUR, rlimit=RLIMIT, token_domain=domains.tokens,
+                             repeat_domain=domains.repeats, clock_targets=domains.clock_targets)
     assert _summary(explicit) == _summary(symbolic), f"explicit {_summary(explicit)} symbolic {_summary(symbolic)}"
     return _summary(symbolic)
 
 
+def agree_unrestricted(policy, depth, states=STATES):
+    """The explicit engine at its default domains finds every violation the unrestricted symbolic search finds, as
+    short in actions; and it finds nothing the symbolic search does not. Returns the depth compared too."""
+    depth, explicit = _explore(policy, depth, domains_for(policy), states)
+    symbolic = _summary(check_bounded(policy, depth, SPANS, timeout=3600.0, rlimit=RLIMIT))
+    assert _summary(explicit) == symbolic, f"explicit {_summary(explicit)} symbolic {symbolic}"
+    return depth, symbolic
+
+
 # 100 policies per default run keep CI within its budget; the slow variants and benchmarks/differential_sweep.py
-# (2000 policies) go further.
+# go further.
 @settings(max_examples=40)
 @given(st.sampled_from(POLICIES), deployments)
 def test_engines_agree_on_table_policies(text, deployment):
@@ -47,11 +93,67 @@ def test_engines_agree_on_generated_policies(policy):
 @pytest.mark.slow
 @settings(max_examples=300)
 @given(policies(max_depth=3))
-def test_engines_agree_on_many_generated_policies(policy):
-    agree(policy)
+def test_engines_agree_on_many_generated_policies_over_all_their_derived_domains(policy):
+    agree(policy, tokens=None)
 
 
 def test_engines_agree_and_find_violations_on_the_seed_policy():
     seed = Deployment(records="window", pins="self", audit="policy")
     summary = agree(_policy("evict: not pinned and recency * frequency < 0.25", seed))
     assert summary["C1"] == (Verdict.VIOLATED, 2) and summary["C2"] == (Verdict.VIOLATED, 3)
+
+
+@pytest.mark.parametrize("index", range(len(LARGE)))
+def test_default_domains_find_what_the_unrestricted_symbolic_search_finds_with_large_constants(index):
+    # One constant and one leaky deployment per template here; the slow test below takes every combination.
+    policy = large(LARGE[index], CONSTANTS[index % 3], LEAKY[index % 2 * 2])
+    depth, summary = agree_unrestricted(policy, 3)
+    assert depth == 3 and any(verdict == Verdict.VIOLATED for verdict, _ in summary.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("template,c,deployment", list(itertools.product(LARGE, CONSTANTS, LEAKY)))
+def test_default_domains_agree_on_every_large_constant_policy(template, c, deployment):
+    assert agree_unrestricted(large(template, c, deployment), DEPTH, SLOW_STATES)[0] == DEPTH
+
+
+@pytest.mark.parametrize("template,c", [("evict: age > {c}", 10**6), ("evict: recency < {r}", 1000),
+                                        ("evict: tokens > {c}\nbudget: {b}", 10**4)])
+def test_nothing_proved_safe_is_found_violated(template, c):
+    # The seed's safe design: what the symbolic engine proves holds, the explicit engine must not refute.
+    policy = large(template, c, Deployment())
+    report = check(policy, depth=3, spans=SPANS, **BOUNDS)
+    proved = {r.condition for r in report.results if r.verdict == Verdict.HOLDS}
+    explicit = explore(policy, 3, SPANS, domains=domains_for(policy), time_limit=math.inf, max_states=STATES)
+    assert proved and not [r.condition for r in explicit if r.verdict == Verdict.VIOLATED and r.condition in proved]
+
+
+def test_domains_come_from_the_policys_constants_and_overrides_replace_them():
+    policy = _policy("evict: age > 1000 or recency < 0.001 or frequency == 0.84 or tokens > 50\nbudget: 100000",
+                     Deployment())
+    domains = domains_for(policy)
+    assert domains.tokens == tuple(sorted({*DEFAULT_TOKENS, 49, 50, 51, 99999, 100000, 100001}))
+    # age > 1000: 999..1001; recency < 1/1000: idle 998..1000; frequency 21/25: 21 reads and 3 other steps, or
+    # n reads from birth with n/(1+n) on either side of 21/25 (n = 5, 6)
+    assert domains.repeats == tuple(sorted({*DEFAULT_REPEATS, 3, 5, 6, 21, 998, 999, 1000, 1001}))
+    assert "(given)" not in domains.describe()
+    given_ = domains_for(policy, tokens=(5,), repeats=(7, 8))
+    assert (given_.tokens, given_.repeats) == ((5,), (7, 8))
+    assert given_.describe().count("(given)") == 2
+    assert domains_for(_policy("evict: age > 12.5", Deployment())).repeats == (1, 12, 13)
+    # the clock is absolute: `step == 1000` after two single steps needs audit(times=998), a clock target
+    clock = domains_for(_policy("evict: step == 1000", Deployment()))
+    assert (clock.repeats, clock.clock_targets) == ((1,), (999, 1000, 1001))
+    assert domains_for(_policy("evict: step == 1000", Deployment()), repeats=(1,)).clock_targets == ()
+
+
+def test_a_restricted_model_has_its_own_step_template():
+    from prunecheck.spec.model import Model
+    from prunecheck.spec.template import step_template
+
+    policy = _policy("evict: age > 13", Deployment(records="window"))
+    free = step_template(Model(policy, 3, accelerate=True))
+    restricted = step_template(Model(policy, 3, accelerate=True, repeat_domain=(1, 14)))
+    targeted = step_template(Model(policy, 3, accelerate=True, repeat_domain=(1,), clock_targets=(14,)))
+    assert len({id(free), id(restricted), id(targeted)}) == 3
+    assert step_template(Model(policy, 3, accelerate=True, repeat_domain=(1, 14))) is restricted
