@@ -74,9 +74,9 @@ def _contexts(policy: Policy):
 
 def _repeat_values(attrs: set, c: Fraction) -> set:
     """What a constant c compared with clock attributes asks of a repetition count."""
-    out = neighbours(c) if attrs & {"age", "idle", "reads"} else set()
-    if "recency" in attrs and c > 0:
-        out |= neighbours(1 / c - 1)  # 1/(1+idle) crosses c where idle crosses 1/c - 1
+    out = neighbours(c)  # the constant itself, whatever arithmetic surrounds it (`recency * 13 < 1`)
+    if attrs & {"recency", "frequency"} and c > 0:
+        out |= neighbours(1 / c - 1)  # 1/(1+idle), or one read's 1/(1+age), crosses c at 1/c - 1
     if "frequency" in attrs:
         out |= {c.numerator, c.denominator - c.numerator - 1}  # p reads at age q-1: q-p-1 other steps
         if c < 1:
@@ -86,15 +86,21 @@ def _repeat_values(attrs: set, c: Fraction) -> set:
 
 def constant_domains(policy: Policy) -> tuple:
     """(token counts, repetitions, clock targets) the policy's constants and budget ask for, beyond the defaults."""
-    tokens, repeats, targets = set(), set(), set()
+    tokens, repeats, targets, rates, waits = set(), set(), set(), set(), set()
     for attrs, constants in _contexts(policy):
         for c in constants:
             if attrs & set(TOKEN_ATTRS):
                 tokens |= neighbours(c)
-            if attrs & set(CLOCK_ATTRS):
+            if attrs & (set(CLOCK_ATTRS) - {"step"}):  # `step` asks for clock targets instead
                 repeats |= _repeat_values(attrs, c)
+                if "frequency" not in attrs:
+                    waits |= _repeat_values(attrs, c)
             if "step" in attrs:
                 targets |= neighbours(c)  # the clock is absolute: wait until it reads c, whatever came before
+            if "frequency" in attrs and 0 < c < 1:
+                rates.add(c)
+    # n reads then a wait of w (asked by another comparison) keep n/(1+n+w) above c from n = c(1+w)/(1-c).
+    repeats |= {v for c in rates for w in waits if w > 1 for v in neighbours(c * (1 + w) / (1 - c))}
     if policy.budget is not None:
         tokens |= neighbours(Fraction(policy.budget))
     return tuple({v for v in values if v >= 1} for values in (tokens, repeats, targets))
