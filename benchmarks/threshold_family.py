@@ -78,7 +78,7 @@ HI = 1 << 24  # search bound for derived lengths: above every threshold in the f
 EXPANDED_REPLAY_MAX = 20_000
 EXPLICIT_DEPTH = 3  # the explicit engine's depth for a policy the symbolic engine finds no violation of
 EXPLICIT_SECONDS = 600.0  # a hang guard for the explicit engine, never reached by the family
-EXPLICIT_STATES = 100_000  # the explicit engine's deterministic bound here (its memory grows with the states kept)
+EXPLICIT_STATES = 1_500_000  # the explicit engine's deterministic bound here (about 1 GB of states at the limit)
 
 
 # --------------------------------------------------------------------------- atoms and their meaning
