@@ -48,8 +48,7 @@ def solver_words(reason) -> str:
 
 def attempt_of(result, engine: str) -> Attempt:
     """The attempt an engine's unknown Result records (its `stop`, or NO_PROOF for a proof engine without one)."""
-    stop = getattr(result, "stop", None) or Stop.NO_PROOF
-    return Attempt(engine, stop, result.reason)
+    return Attempt(engine, result.stop or Stop.NO_PROOF, result.reason)
 
 
 def _compared(policy: Policy) -> tuple:
