@@ -5,12 +5,14 @@ Exit codes: 0 every condition holds (replay: the trace reproduces as recorded; c
 confirmed, assumptions included); 1 some condition is violated (replay: the trace does not reproduce; certify: a
 certificate is rejected or refuted); 2 usage or input error (certify: an unreadable or non-JSON file); 3 nothing
 violated but something unknown (certify: a solver gave up on some certificate); 4 internal error (a checker bug,
-such as a counterexample that does not replay).
+such as a counterexample that does not replay). frontdoor.EXIT_MEANINGS says what 0, 1 and 3 mean for each command;
+every --help lists its command's codes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -21,6 +23,8 @@ from typing import List, Optional, TextIO
 from prunecheck import __version__
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
+
+from .frontdoor import cache_warning, check_output_paths, command_list, exit_code_epilog, writing
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3, 4
 
@@ -55,11 +59,17 @@ class UsageError(Exception):
     """Bad command-line usage (exit code 2)."""
 
 
+class _HelpShown(Exception):
+    """--help printed its text (exit code 0)."""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(message)
 
     def exit(self, status=0, message=None):
+        if status == 0:
+            raise _HelpShown()
         raise UsageError(message or "")
 
 
@@ -103,9 +113,10 @@ def _domain(what: str):
 
 
 def build_parser(extra_commands=None) -> argparse.ArgumentParser:
-    parser = _Parser(prog="prunecheck", description="Vet a model-authored context-pruning policy before deployment.")
+    parser = _Parser(prog="prunecheck", description="Vet a model-authored context-pruning policy before deployment.",
+                     epilog=exit_code_epilog(None))
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     check = sub.add_parser("check", help="check policies against C1-C4 and P1")
     check.add_argument("policies", nargs="+", metavar="POLICY", help=".yaml, .yml, .json or .py policy files")
     check.add_argument("--depth", type=_bounded_int(0, 200), default=12, help="bounded search depth (default 12)")
@@ -155,6 +166,8 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     sub.add_parser("reproduce", help="reproduce the seeds' observations")
     for add_parser, _ in (extra_commands or {}).values():
         add_parser(sub)
+    for name, command_parser in sub.choices.items():
+        command_parser.epilog = command_parser.epilog or exit_code_epilog(name)
     return parser
 
 
@@ -173,13 +186,20 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
     stderr = _SafeStream(stderr or sys.stderr)
     extra_commands = {**builtin_commands(), **(extra_commands or {})}
     try:
-        args = build_parser(extra_commands).parse_args(sys.argv[1:] if argv is None else argv)
+        parser = build_parser(extra_commands)
+        with contextlib.redirect_stdout(stdout):  # where argparse prints --help
+            args = parser.parse_args(sys.argv[1:] if argv is None else argv)
         if args.version:
             print(f"prunecheck {__version__}", file=stdout)
             return EXIT_HOLDS
+        if args.command is None:
+            print(command_list(parser), file=stderr)
+            return EXIT_INPUT
+        check_output_paths(args)
         if args.command == "check":
             if _batch_mode(args):
                 from .batch import run_batch_cli
+                _without_unwritable_cache(args, stderr)
                 return run_batch_cli(args, stdout, stderr)
             return _check(args, stdout, stderr)
         if args.command == "replay":
@@ -193,7 +213,9 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
         if args.command == "reproduce":
             from .reproduce import run_all
             return run_all(stdout)
-        raise UsageError("choose a command: check, replay, certify or reproduce")
+        raise UsageError(f"unknown command {args.command}")
+    except _HelpShown:
+        return EXIT_HOLDS
     except UsageError as exc:
         print(f"prunecheck: usage error: {' '.join(str(exc).split())}", file=stderr)
         return EXIT_INPUT
@@ -219,6 +241,15 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
         print(f"prunecheck: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
               "(set PRUNECHECK_DEBUG=1 for a traceback)", file=stderr)
         return EXIT_INTERNAL
+
+
+def _without_unwritable_cache(args, stderr) -> None:
+    from .cache import default_cache_dir
+
+    warning = cache_warning(args, default_cache_dir())
+    if warning:
+        print(f"prunecheck: warning: {warning}", file=stderr)
+        args.no_cache = True
 
 
 def _batch_mode(args) -> bool:
@@ -248,11 +279,13 @@ def _check(args, stdout, stderr) -> int:
                            repeat_domain=args.repeats, rlimit=args.rlimit)
         reports.append(report)
         if args.out:
-            _write_traces(policy, policy_document(policy), report, Path(args.out), stderr)
+            with writing("--out", args.out):
+                _write_traces(policy, policy_document(policy), report, Path(args.out), stderr)
         if args.emit_pytest:
             from .emit import write_pytest_files
-            for path in write_pytest_files(policy, report, Path(args.emit_pytest)):
-                print(f"wrote {path}", file=stderr)
+            with writing("--emit-pytest", args.emit_pytest):
+                for path in write_pytest_files(policy, report, Path(args.emit_pytest)):
+                    print(f"wrote {path}", file=stderr)
         if args.format == "text":
             print(report_text(report, policy), file=stdout)
             if args.python:
