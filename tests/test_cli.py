@@ -160,7 +160,7 @@ def test_wrong_encoding_names_the_byte(tmp_path):
 
 
 @pytest.mark.parametrize("argv", [
-    ["check"], ["check", SEED, "--depth", "deep"], ["check", SEED, "--only", "C9"], ["frobnicate"], [],
+    ["check"], ["check", SEED, "--depth", "deep"], ["check", SEED, "--only", "C9"], ["frobnicate"],
     ["check", "/nonexistent/policy.yaml"], ["replay", "/nonexistent/trace.json"],
     ["check", SEED, "--repeats", "0"], ["check", SEED, "--repeats", "many"], ["check", SEED, "--tokens", "1,x"],
 ])
