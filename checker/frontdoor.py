@@ -68,6 +68,8 @@ def _existing_problem(path: Path, kind: str) -> Optional[str]:
         return "exists and is not a directory"
     if kind == "file" and path.is_dir():
         return "is a directory"
+    if kind == "file" and not path.is_file():  # writing into a FIFO would wait for a reader
+        return "exists and is not a regular file"
     if not os.access(path, os.W_OK | (os.X_OK if kind == "directory" else 0)):
         return "is not writable"
     return None

@@ -4,6 +4,7 @@ found before any work; an unwritable cache directory is one warning, and the che
 import argparse
 import errno
 import io
+import os
 import re
 import shutil
 
@@ -79,6 +80,12 @@ def test_writable_places_pass_and_the_check_creates_nothing(tmp_path, a_file):
     assert output_problem(tmp_path, "directory") is None
     assert not (tmp_path / "new").exists()
     assert output_problem(tmp_path / "x\0y", "directory") == "contains a NUL character"
+
+
+def test_a_file_option_naming_a_fifo_is_refused_rather_than_waiting_for_a_reader(tmp_path):
+    fifo = tmp_path / "pipe.svg"
+    os.mkfifo(fifo)
+    assert_one_line_error(run(*ARGV["graph"], "--out", str(fifo)), "--out", fifo, "exists and is not a regular file")
 
 
 def test_a_write_that_fails_after_the_check_is_an_input_error(tmp_path, monkeypatch):
