@@ -14,6 +14,7 @@ from typing import Optional
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PrunecheckError
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES
 from prunecheck.spec.runtime import ACTION_TYPES
 
 from .itf import MAX_TIMES_DIGITS
@@ -96,8 +97,10 @@ def report_from_json(doc) -> Report:
     _expect(isinstance(conditions, dict) and all(c in CONDITIONS for c in conditions), "bad conditions")
     _expect(isinstance(versions, dict) and all(isinstance(v, str) for v in versions.values()), "bad versions")
     deployment, overridden = doc.get("deployment"), doc.get("deployment_overridden")
-    _expect(isinstance(deployment, dict) and all(isinstance(v, str) for v in deployment.values()), "bad deployment")
-    _expect(isinstance(overridden, list) and all(isinstance(k, str) for k in overridden), "bad deployment_overridden")
+    _expect(isinstance(deployment, dict) and set(deployment) == set(DEPLOYMENT_CHOICES)
+            and all(isinstance(v, str) for v in deployment.values()), "bad deployment")
+    _expect(isinstance(overridden, list) and all(k in DEPLOYMENT_CHOICES for k in overridden), "bad deployment_overridden")
+    deployment = {key: deployment[key] for key in DEPLOYMENT_CHOICES}  # the cache stores keys sorted
     results = tuple(_result(c, conditions[c], doc["spans"]) for c in conditions)
     report = Report(doc["policy"], doc["policy_hash"], doc["source"], doc["depth"], doc["spans"], results,
                     tuple(versions.items()), tuple(deployment.items()), tuple(overridden))
