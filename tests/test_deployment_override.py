@@ -14,7 +14,7 @@ from prunecheck.checker.html_report import report_html
 from prunecheck.checker.loader import load_policy
 from prunecheck.checker.render import report_json, report_text
 from prunecheck.checker.sarif import sarif_log
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Deployment, DeploymentOverride
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, NOWHERE, Deployment, DeploymentOverride
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, ROOT
 
@@ -116,3 +116,13 @@ def test_every_report_format_names_the_deployment_checked():
     properties = sarif_log([(policy, report)])["runs"][0]["properties"]["policies"][0]
     assert properties["deployment"] == seed_deployment(audit="independent")
     assert properties["deployment_overridden"] == ["audit"]
+
+
+def test_a_cause_does_not_locate_an_overridden_setting_in_the_policys_file():
+    policy = load_policy(SEED, DeploymentOverride.of({"records": "window"}))
+    report = prunecheck.check(policy, depth=4, only=["C2"], prove=False, **BOUNDS)
+    points = {p.text: p.loc for p in prunecheck.explain(policy, report.result("C2")).cause.points}
+    assert points["records: window (set by the deployment override)"] == NOWHERE
+    plain = load_policy(SEED)
+    points = {p.text: p.loc for p in prunecheck.explain(plain, report.result("C2")).cause.points}
+    assert points["records: window"] != NOWHERE
