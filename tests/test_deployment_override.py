@@ -4,6 +4,8 @@ import ast
 import io
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -16,7 +18,7 @@ from prunecheck.checker.render import report_json, report_text
 from prunecheck.checker.sarif import sarif_log
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, NOWHERE, Deployment, DeploymentOverride
 
-from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, ROOT
+from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HANG_GUARD, ROOT
 
 SEED = EXAMPLES / "seed_flawed.yaml"
 VIOLATED = prunecheck.Verdict.VIOLATED
@@ -126,3 +128,17 @@ def test_a_cause_does_not_locate_an_overridden_setting_in_the_policys_file():
     plain = load_policy(SEED)
     points = {p.text: p.loc for p in prunecheck.explain(plain, report.result("C2")).cause.points}
     assert points["records: window"] != NOWHERE
+
+
+def test_an_emitted_regression_test_keeps_the_override_it_was_checked_under(tmp_path):
+    from prunecheck.checker.emit import write_pytest_files
+
+    policy_file = tmp_path / "p.yaml"
+    policy_file.write_text(SEED.read_text().replace("records: window", "records: undo_region"))
+    policy = load_policy(policy_file, DeploymentOverride.of({"records": "window"}))
+    report = prunecheck.check(policy, depth=4, only=["C2"], prove=False, **BOUNDS)
+    (path,) = write_pytest_files(policy, report, tmp_path / "regress")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
+                          capture_output=True, text=True, timeout=HANG_GUARD, cwd=tmp_path)
+    # The file alone keeps its records out of the window; under the override it checked, C2 is still violated.
+    assert "1 failed, 1 passed" in done.stdout
