@@ -459,7 +459,14 @@ def run_batch_cli(args, stdout, stderr) -> int:
             console.print(tally(items), markup=False, highlight=False)
         else:
             print(summary_text(items), file=stdout)
+        if options.deployment is not None:
+            print(override_line(options.deployment), file=stdout)
     return exit_code(items)
+
+
+def override_line(override: DeploymentOverride) -> str:
+    settings = ", ".join(f"{key}={value}" for key, value in override.settings) or "no keys"
+    return f"deployment override on every policy: {settings} (their other deployment keys are their own)"
 
 
 __all__ = ["BatchItem", "CheckOptions", "add_batch_arguments", "batch_item", "check_many", "exit_code",

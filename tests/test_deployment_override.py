@@ -142,3 +142,16 @@ def test_an_emitted_regression_test_keeps_the_override_it_was_checked_under(tmp_
                           capture_output=True, text=True, timeout=HANG_GUARD, cwd=tmp_path)
     # The file alone keeps its records out of the window; under the override it checked, C2 is still violated.
     assert "1 failed, 1 passed" in done.stdout
+
+
+def test_a_batch_summary_names_the_override(tmp_path):
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "seed.yaml").write_bytes(SEED.read_bytes())
+    override = tmp_path / "d.yaml"
+    override.write_text("deployment: {audit: independent}\n")
+    code, out, err = run("check", str(policies), "--deployment", str(override), "--no-cache", "--only", "C1",
+                         "--no-prove", "--depth", "2")
+    assert code == 1 and err.count("error") == 0
+    assert out.splitlines()[-1] == ("deployment override on every policy: audit=independent "
+                                    "(their other deployment keys are their own)")
