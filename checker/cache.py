@@ -99,7 +99,8 @@ def report_from_json(doc) -> Report:
     deployment, overridden = doc.get("deployment"), doc.get("deployment_overridden")
     _expect(isinstance(deployment, dict) and set(deployment) == set(DEPLOYMENT_CHOICES)
             and all(isinstance(v, str) for v in deployment.values()), "bad deployment")
-    _expect(isinstance(overridden, list) and all(k in DEPLOYMENT_CHOICES for k in overridden), "bad deployment_overridden")
+    _expect(isinstance(overridden, list) and all(k in DEPLOYMENT_CHOICES for k in overridden),
+            "bad deployment_overridden")
     deployment = {key: deployment[key] for key in DEPLOYMENT_CHOICES}  # the cache stores keys sorted
     results = tuple(_result(c, conditions[c], doc["spans"]) for c in conditions)
     report = Report(doc["policy"], doc["policy_hash"], doc["source"], doc["depth"], doc["spans"], results,

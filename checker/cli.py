@@ -150,8 +150,9 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     certify.add_argument("certificates", nargs="+", metavar="CERT.json",
                          help="certificates, together with those for the conditions they assume")
     certify.add_argument("--policy", metavar="FILE", help="require every certificate to be for exactly this policy")
-    certify.add_argument("--deployment", metavar="FILE", help="with --policy: set the deployment keys this file gives in "
-                              "the policy's deployment (the others keep the policy's values)")
+    certify.add_argument("--deployment", metavar="FILE",
+                         help="with --policy: set the deployment keys this file gives in the policy's deployment (the "
+                              "others keep the policy's values)")
     certify.add_argument("--rlimit", type=_bounded_int(0, 10**12), default=0, metavar="N",
                          help="solver resource limit per obligation (z3 rlimit, cvc5 rlimit-per; 0: none)")
     certify.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per obligation")

@@ -19,7 +19,8 @@ import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, BoolLit, Deployment, DeploymentOverride, Loc, Policy, with_override
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, BoolLit, Deployment, DeploymentOverride, Loc, Policy,
+                                   with_override)
 
 from .expr_parser import Builder, parse_expr
 from .pyform import check_python_arithmetic, parse_python_policy, python_expect

@@ -112,7 +112,8 @@ def test_the_batch_cache_keys_on_the_override_and_reports_survive_it(tmp_path):
 def test_every_report_format_names_the_deployment_checked():
     policy = load_policy(SEED, DeploymentOverride.of({"audit": "independent"}))
     report = prunecheck.check(policy, depth=4, only=["C3"], **BOUNDS)
-    line = "deployment records=window, rationale=decision_log, pins=self, audit=independent (overridden), undo=versioned"
+    line = ("deployment records=window, rationale=decision_log, pins=self, audit=independent (overridden), "
+            "undo=versioned")
     assert line in report_text(report)
     assert line in report_html(report, policy)
     properties = sarif_log([(policy, report)])["runs"][0]["properties"]["policies"][0]
