@@ -24,6 +24,7 @@ _EXPORTS = {
     "Trace": ("prunecheck.checker.result", "Trace"),
     "Policy": ("prunecheck.spec.policy", "Policy"),
     "Deployment": ("prunecheck.spec.policy", "Deployment"),
+    "DeploymentOverride": ("prunecheck.spec.policy", "DeploymentOverride"),
     "PrunecheckError": ("prunecheck.spec.errors", "PrunecheckError"),
     "PolicySyntaxError": ("prunecheck.spec.errors", "PolicySyntaxError"),
     "load_policy": ("prunecheck.checker.loader", "load_policy"),
@@ -44,30 +45,31 @@ def __getattr__(name):
 
 
 def _deployment(deployment):
-    from prunecheck.spec.policy import Deployment
+    """None, or a DeploymentOverride from a DeploymentOverride, a Deployment (every key) or a dict (its keys only)."""
+    from prunecheck.checker.loader import as_override
+    from prunecheck.spec.policy import Deployment, DeploymentOverride
 
-    if deployment is None or isinstance(deployment, Deployment):
-        return deployment
+    if deployment is None or isinstance(deployment, (Deployment, DeploymentOverride)):
+        return as_override(deployment)
     if isinstance(deployment, dict):
         try:
-            return Deployment(**deployment)
+            return DeploymentOverride.of(deployment)
         except (TypeError, ValueError) as exc:
             from prunecheck.spec.errors import PolicySyntaxError
             raise PolicySyntaxError(f"bad deployment: {exc}", "<deployment>", 1, 1) from None
-    raise TypeError("deployment must be a Deployment, a dict or None")
+    raise TypeError("deployment must be a dict, a Deployment, a DeploymentOverride or None")
 
 
 def _policy(policy, deployment=None):
-    """A Policy from a Policy, a path, with the deployment (if given) replacing the policy's own."""
-    import dataclasses
+    """A Policy from a Policy or a path, with the deployment keys given (if any) set in the policy's own."""
     import os
 
     from prunecheck.checker.loader import load_policy
-    from prunecheck.spec.policy import Policy
+    from prunecheck.spec.policy import Policy, with_override
 
     override = _deployment(deployment)
     if isinstance(policy, Policy):
-        return policy if override is None else dataclasses.replace(policy, deployment=override)
+        return with_override(policy, override)
     if isinstance(policy, (str, os.PathLike)):
         return load_policy(policy, override)
     raise TypeError("policy must be a prunecheck.Policy or a path to a policy file")
@@ -83,8 +85,9 @@ def parse_policy(text, source: str = "<policy>.yaml", deployment=None):
 def check(policy, deployment=None, *, depth: int = 12, spans: int = 6, only=None, timeout: float = 30.0,
           memory_mb: int = 0, prove: bool = True, tokens=None, max_counterexamples: int = 1, repeats=None,
           rlimit: int = 0):
-    """Check a policy (a Policy or a path) under its deployment or `deployment` (Deployment or dict): a Report with
-    one Result per condition, `violated` with a replayed trace, `holds` with a cvc5-checked certificate, or
+    """Check a policy (a Policy or a path) under its own deployment with the keys of `deployment` (a dict such as
+    {"records": "window"}, a DeploymentOverride, or a complete Deployment) set over it: a Report with one Result
+    per condition, `violated` with a replayed trace, `holds` with a cvc5-checked certificate, or
     `unknown` with the reason."""
     from prunecheck.checker.check import check as _check
     from prunecheck.spec.conditions import CONDITIONS
@@ -125,5 +128,7 @@ def check_many(paths, *, jobs: int = 1, cache_dir=None, **options):
     """Check many policy files (files, directories or globs) in parallel processes, with a result cache."""
     from prunecheck.checker import batch
 
+    if "deployment" in options:
+        options["deployment"] = _deployment(options["deployment"])
     return batch.check_many(batch.expand_policy_paths(paths), batch.CheckOptions(**options), jobs=jobs,
                             cache_dir=cache_dir)

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch
-from prunecheck.spec.policy import Deployment
+from prunecheck.spec.policy import DeploymentOverride
 
 from .bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT
 from .cache import MISS, CacheStatus, ReportCache, default_cache_dir
@@ -29,7 +29,7 @@ EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3,
 
 @dataclass(frozen=True)
 class CheckOptions:
-    """Everything check/check_explicit take besides the policy; deployment overrides every policy's own."""
+    """Everything check/check_explicit take besides the policy; deployment sets its keys in every policy's own."""
 
     depth: int = DEFAULT_DEPTH
     spans: int = DEFAULT_SPANS
@@ -40,10 +40,14 @@ class CheckOptions:
     repeats: Optional[tuple] = None
     engine: str = "symbolic"
     memory_mb: int = 0
-    deployment: Optional[Deployment] = None
+    deployment: Optional[DeploymentOverride] = None
     counterexamples: int = 1
     cache_unknown: bool = False
     rlimit: int = 0
+
+    def __post_init__(self):
+        from .loader import as_override
+        object.__setattr__(self, "deployment", as_override(self.deployment))  # a Deployment: every key
 
     def settings(self, policy_hash: str) -> dict:
         """The cache key's fields: what changes the answer, including the budgets that can turn an answer into
@@ -54,7 +58,8 @@ class CheckOptions:
                 "memory_mb": int(self.memory_mb), "rlimit": int(self.rlimit),
                 "prove": bool(self.prove), "tokens": None if self.tokens is None else sorted(self.tokens),
                 "repeats": None if self.repeats is None else sorted(self.repeats),
-                "engine": self.engine, "counterexamples": self.counterexamples, "versions": dict(versions())}
+                "engine": self.engine, "counterexamples": self.counterexamples, "versions": dict(versions()),
+                "deployment_override": None if self.deployment is None else self.deployment.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -454,7 +459,14 @@ def run_batch_cli(args, stdout, stderr) -> int:
             console.print(tally(items), markup=False, highlight=False)
         else:
             print(summary_text(items), file=stdout)
+        if options.deployment is not None:
+            print(override_line(options.deployment), file=stdout)
     return exit_code(items)
+
+
+def override_line(override: DeploymentOverride) -> str:
+    settings = ", ".join(f"{key}={value}" for key, value in override.settings) or "no keys"
+    return f"deployment override on every policy: {settings} (their other deployment keys are their own)"
 
 
 __all__ = ["BatchItem", "CheckOptions", "add_batch_arguments", "batch_item", "check_many", "exit_code",

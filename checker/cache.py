@@ -14,13 +14,14 @@ from typing import Optional
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PrunecheckError
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES
 from prunecheck.spec.runtime import ACTION_TYPES
 
 from .itf import MAX_TIMES_DIGITS
 from .render import report_json
 from .result import Report, Result, Trace, Verdict
 
-FORMAT = 1
+FORMAT = 2  # 2: reports name their deployment and the keys an override set
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
 
 
@@ -95,9 +96,15 @@ def report_from_json(doc) -> Report:
     conditions, versions = doc.get("conditions"), doc.get("versions")
     _expect(isinstance(conditions, dict) and all(c in CONDITIONS for c in conditions), "bad conditions")
     _expect(isinstance(versions, dict) and all(isinstance(v, str) for v in versions.values()), "bad versions")
+    deployment, overridden = doc.get("deployment"), doc.get("deployment_overridden")
+    _expect(isinstance(deployment, dict) and set(deployment) == set(DEPLOYMENT_CHOICES)
+            and all(isinstance(v, str) for v in deployment.values()), "bad deployment")
+    _expect(isinstance(overridden, list) and all(k in DEPLOYMENT_CHOICES for k in overridden),
+            "bad deployment_overridden")
+    deployment = {key: deployment[key] for key in DEPLOYMENT_CHOICES}  # the cache stores keys sorted
     results = tuple(_result(c, conditions[c], doc["spans"]) for c in conditions)
     report = Report(doc["policy"], doc["policy_hash"], doc["source"], doc["depth"], doc["spans"], results,
-                    tuple(versions.items()))
+                    tuple(versions.items()), tuple(deployment.items()), tuple(overridden))
     _expect(doc.get("verdict") == str(report.verdict), "verdict does not match its conditions")
     return report
 
@@ -207,6 +214,8 @@ def verify_report(report: Report, policy, settings: dict) -> Optional[str]:
         return "the report is for another policy (policy hash)"
     if report.policy_name != policy.name:
         return "the report names another policy"
+    if report.deployment != tuple(policy.deployment.as_dict().items()) or report.overridden != policy.overridden:
+        return "the report names another deployment, or other overridden keys"
     if (report.depth, report.spans) != (settings["depth"], settings["spans"]):
         return f"the report's bounds (depth {report.depth}, {report.spans} spans) are not the ones asked for"
     if [r.condition for r in report.results] != settings["only"]:

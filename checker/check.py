@@ -48,6 +48,12 @@ def versions() -> tuple:
     return (("prunecheck", __version__), ("z3", z3.get_version_string()))
 
 
+def new_report(policy: Policy, digest: str, depth: int, spans: int, results: tuple) -> Report:
+    """A Report that names the deployment it was checked under and the keys an override set."""
+    return Report(policy.name, digest, policy.source, depth, spans, results, versions(),
+                  tuple(policy.deployment.as_dict().items()), tuple(policy.overridden))
+
+
 def clear_caches() -> None:
     """Forget what this process shares between checks: step templates (with their lemmas), proofs with the policy
     abstracted, cvc5's answers, regenerated models and confirmed certificates. Reports do not change; only the time
@@ -84,7 +90,7 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
             raise
         results = tuple(Result(c, Verdict.UNKNOWN, None, f"solver memory limit of {memory_mb} MB reached")
                         for c in wanted)
-        return Report(policy.name, policy_hash(policy), policy.source, depth, spans, results, versions())
+        return new_report(policy, policy_hash(policy), depth, spans, results)
     finally:
         if memory_mb > 0:
             z3.set_param("memory_max_size", 0)
@@ -128,7 +134,7 @@ def _check(policy, wanted, depth, spans, timeout, prove, restrict) -> Report:
             reason = unknown_reason(policy, attempts, depth, spans, timeout, rlimit)
             results.append(Result(c, Verdict.UNKNOWN, r.depth, reason, engine="bmc+induction+spacer",
                                   seconds=r.seconds + proofs[c].seconds + spacer.seconds, stop=stop))
-    return Report(policy.name, digest, policy.source, depth, spans, tuple(results), versions())
+    return new_report(policy, digest, depth, spans, tuple(results))
 
 
 def with_variants(policy: Policy, report: Report, count: int, timeout: float, rlimit: int = 0) -> Report:
@@ -148,4 +154,4 @@ def check_explicit(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFA
     """The explicit-state oracle's report: the same shape, never `holds`, its domains named in every reason (tokens
     and repeats, when given, replace the domains derived from the policy's constants)."""
     results = explore(policy, depth, spans, only, domains_for(policy, tokens, repeats), time_limit)
-    return Report(policy.name, policy_hash(policy), policy.source, depth, spans, results, versions())
+    return new_report(policy, policy_hash(policy), depth, spans, results)

@@ -125,7 +125,9 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("text", "json", "html", "sarif"), default="text",
                        help="text (default), json, html (one self-contained page) or sarif (SARIF 2.1.0)")
     check.add_argument("--out", metavar="DIR", help="write each counterexample as an ITF trace file into DIR")
-    check.add_argument("--deployment", metavar="FILE", help="override the policies' deployment section")
+    check.add_argument("--deployment", metavar="FILE",
+                       help="set the deployment keys this YAML/JSON file gives (e.g. `records: window`) in each "
+                            "policy's deployment; the other keys keep the policy's values")
     check.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per condition (default 30)")
     add_rlimit_argument(check)
     check.add_argument("--memory", type=_bounded_int(0, 1 << 20), default=0, metavar="MB",
@@ -159,7 +161,9 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     certify.add_argument("certificates", nargs="+", metavar="CERT.json",
                          help="certificates, together with those for the conditions they assume")
     certify.add_argument("--policy", metavar="FILE", help="require every certificate to be for exactly this policy")
-    certify.add_argument("--deployment", metavar="FILE", help="with --policy: override its deployment section")
+    certify.add_argument("--deployment", metavar="FILE",
+                         help="with --policy: set the deployment keys this file gives in the policy's deployment (the "
+                              "others keep the policy's values)")
     certify.add_argument("--rlimit", type=_bounded_int(0, 10**12), default=0, metavar="N",
                          help="solver resource limit per obligation (z3 rlimit, cvc5 rlimit-per; 0: none)")
     certify.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per obligation")

@@ -38,6 +38,7 @@ def pytest_module(policy: Policy, trace: Trace, test_dir: Path) -> str:
     else:
         policy_file = "None"
     recorded = json.dumps(policy_document(policy), indent=1, ensure_ascii=True)
+    override = {key: getattr(policy.deployment, key) for key in policy.overridden}
     low = condition.lower()
     cause = explanation.cause.summary.replace('"""', "'''")
     return f'''"""prunecheck {__version__}: {condition} counterexample ({trace.length()}) for policy {policy.name!r}.
@@ -47,8 +48,9 @@ Why: {cause}.
 
 test_recorded_policy_violates_{low} replays the steps on the policy as it was checked (embedded below) and asserts
 the violation at the last step, so the finding stays reproducible. test_policy_file_keeps_{low} runs the same steps
-against the policy file as it is now: it fails while the policy is unsafe and passes once it is fixed, and then
-guards against a regression (it is skipped if the current policy refuses one of the steps).
+against the policy file as it is now, with the deployment keys DEPLOYMENT_OVERRIDE set as they were when it was
+checked: it fails while the policy is unsafe and passes once it is fixed, and then guards against a regression (it
+is skipped if the current policy refuses one of the steps).
 """
 
 import pathlib
@@ -57,12 +59,14 @@ import pytest
 
 from prunecheck.checker.loader import load_policy, parse_policy_text
 from prunecheck.spec.conditions import violations
+from prunecheck.spec.policy import DeploymentOverride
 from prunecheck.spec.runtime import ActionRefused, State, step{"".join(", " + n for n in names)}
 
 CONDITION = {condition!r}
 MAX_SPANS = {trace.spans}
 POLICY_FILE = {policy_file}
 RECORDED_POLICY = {recorded!r}
+DEPLOYMENT_OVERRIDE = {override!r}
 
 
 def steps():
@@ -89,7 +93,7 @@ def test_recorded_policy_violates_{low}():
 
 @pytest.mark.skipif(POLICY_FILE is None or not POLICY_FILE.is_file(), reason="the policy file is not available")
 def test_policy_file_keeps_{low}():
-    policy = load_policy(POLICY_FILE)
+    policy = load_policy(POLICY_FILE, DeploymentOverride.of(DEPLOYMENT_OVERRIDE))
     try:
         found = violated_at_each_step(policy)
     except ActionRefused as refused:

@@ -104,6 +104,8 @@ def predicate_points(policy: Policy, state: State, span_id: int) -> tuple:
 
 def _setting(policy: Policy, key: str, where: Dict[str, Loc], why: str) -> Point:
     value = getattr(policy.deployment, key)
+    if key in policy.overridden:  # not written in the policy's file: no position there shows this value
+        return Point(f"{key}: {value} (set by the deployment override)", NOWHERE, why)
     return Point(f"{key}: {value}", deployment_location(policy, key, where), why)
 
 

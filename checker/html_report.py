@@ -13,7 +13,7 @@ from prunecheck.spec.policy import Policy
 
 from .graph import GraphvizMissing, RenderError, edit_graph, graph_dot, picture
 from .printer import policy_yaml
-from .render import action_call
+from .render import action_call, deployment_text
 from .replay import replay
 from .result import Report
 
@@ -154,7 +154,8 @@ def _report_html(report: Report, policy: Policy, index: int, step_labels) -> str
                     f'<td class="verdict">{verdict}</td><td class="depth">{depth}</td>'
                     f"<td>{escape(result.reason)}</td></tr>")
     meta = (f"source {escape(report.source)} · sha256:{escape(report.policy_hash[:12])} · depth {int(report.depth)}, "
-            f"{int(report.spans)} spans · verdict <span class=\"verdict\">{escape(str(report.verdict))}</span>")
+            f"{int(report.spans)} spans · verdict <span class=\"verdict\">{escape(str(report.verdict))}</span>"
+            f'<br><span class="deployment">deployment {escape(deployment_text(report))}</span>')
     return "\n".join([
         f'<section class="report {escape(str(report.verdict))}" id="p{index}">',
         f"<h2>policy {escape(report.policy_name)}</h2>",

@@ -19,7 +19,8 @@ import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, BoolLit, Deployment, Loc, Policy
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, BoolLit, Deployment, DeploymentOverride, Loc, Policy,
+                                   with_override)
 
 from .expr_parser import Builder, parse_expr
 from .pyform import check_python_arithmetic, parse_python_policy, python_expect
@@ -331,6 +332,10 @@ def _budget(src: _Text, node) -> int:
 
 
 def _deployment(src: _Text, node) -> Deployment:
+    return Deployment(**_deployment_values(src, node))
+
+
+def _deployment_values(src: _Text, node) -> Dict[str, str]:
     values = {}
     for key, knode, vnode in _items(src, node, "deployment"):
         if key not in DEPLOYMENT_CHOICES:
@@ -347,7 +352,7 @@ def _deployment(src: _Text, node) -> Deployment:
                 vnode,
             )
         values[key] = value
-    return Deployment(**values)
+    return values
 
 
 def _expect(src: _Text, node) -> Dict[str, str]:
@@ -452,32 +457,30 @@ def _parse(data, filename: str, deployment_override) -> Tuple[Policy, Dict[str, 
     check_policy(policy, filename)
     if floats is not None:  # after the type check, whose messages are the more specific ones
         check_python_arithmetic((policy.evict, policy.rank), floats, filename)
-    if deployment_override is not None:
-        if not isinstance(deployment_override, Deployment):
-            raise PolicySyntaxError("deployment_override must be a Deployment", filename, 1, 1)
-        policy = Policy(
-            name=policy.name,
-            evict=policy.evict,
-            rank=policy.rank,
-            budget=policy.budget,
-            deployment=deployment_override,
-            description=policy.description,
-            source=policy.source,
-        )
-    return policy, expect
+    return with_override(policy, as_override(deployment_override, filename)), expect
+
+
+def as_override(override, filename: str = "<deployment>") -> Optional[DeploymentOverride]:
+    """None, a DeploymentOverride, or a complete Deployment (an override of every key) as a DeploymentOverride."""
+    if override is None or isinstance(override, DeploymentOverride):
+        return override
+    if isinstance(override, Deployment):
+        return DeploymentOverride.whole(override)
+    raise PolicySyntaxError("a deployment override must be a Deployment or a DeploymentOverride", filename, 1, 1)
 
 
 # --------------------------------------------------------------------------- public API
 
 
-def parse_policy_text(text_or_bytes, filename: str, deployment_override: Optional[Deployment] = None) -> Policy:
+def parse_policy_text(text_or_bytes, filename: str, deployment_override=None) -> Policy:
     """Parse and type-check policy text; the form is chosen by filename's extension (.yaml .yml .json .py)."""
     filename = str(filename)
     return _guarded(filename, lambda: _parse(text_or_bytes, filename, deployment_override)[0])
 
 
-def load_policy(path, deployment_override: Optional[Deployment] = None) -> Policy:
-    """Read, parse and type-check a policy file; deployment_override replaces the file's deployment."""
+def load_policy(path, deployment_override=None) -> Policy:
+    """Read, parse and type-check a policy file; deployment_override (a DeploymentOverride, or a Deployment: every
+    key) sets its keys in the file's deployment, the others keep the file's values."""
 
     def run():
         data, filename = _read(path)
@@ -509,8 +512,9 @@ def expected_verdicts(path) -> Dict[str, str]:
     return _guarded(_display(path), run)
 
 
-def parse_deployment_text(text_or_bytes, filename: str) -> Deployment:
-    """A Deployment from YAML/JSON text: a bare mapping of deployment keys, or a top-level `deployment:` mapping."""
+def parse_deployment_text(text_or_bytes, filename: str) -> DeploymentOverride:
+    """A DeploymentOverride (only the keys given) from YAML/JSON text: a bare mapping of deployment keys, or a
+    top-level `deployment:` mapping."""
     filename = str(filename)
 
     def run():
@@ -524,13 +528,13 @@ def parse_deployment_text(text_or_bytes, filename: str) -> Deployment:
         items = _items(src, root, "the deployment file")
         for key, _knode, vnode in items:
             if key == "deployment":
-                return _deployment(src, vnode)
-        return _deployment(src, root)
+                return DeploymentOverride.of(_deployment_values(src, vnode), filename)
+        return DeploymentOverride.of(_deployment_values(src, root), filename)
 
     return _guarded(filename, run)
 
 
-def load_deployment(path) -> Deployment:
+def load_deployment(path) -> DeploymentOverride:
     """Read a deployment file (see parse_deployment_text)."""
 
     def run():
@@ -552,6 +556,7 @@ __all__ = [
     "parse_policy_text",
     "load_deployment",
     "parse_deployment_text",
+    "as_override",
     "expected_verdicts",
     "decode_policy_bytes",
     "TOP_KEYS",

@@ -68,13 +68,19 @@ def trace_as_python(policy_path: str, actions: Sequence) -> str:
     return "\n".join(lines) + "\n"
 
 
+def deployment_text(report: Report) -> str:
+    """The deployment a report was checked under, one line: `records=window (overridden), rationale=...`."""
+    marked = set(report.overridden)
+    return ", ".join(f"{key}={value}" + (" (overridden)" if key in marked else "") for key, value in report.deployment)
+
+
 def report_text(report: Report, policy=None) -> str:
     """The text report; given the policy, each counterexample is explained step by step, with its cause located
     in the policy's own text."""
     from .explain import explain, explanation_lines
 
     lines = [f"policy {report.policy_name} ({report.source})  sha256:{report.policy_hash[:12]}  "
-             f"depth {report.depth}, {report.spans} spans"]
+             f"depth {report.depth}, {report.spans} spans", f"  deployment {deployment_text(report)}"]
     width = max((len(str(r.verdict)) for r in report.results), default=7)
     for r in report.results:
         depth = "-" if r.depth is None else str(r.depth)
@@ -120,5 +126,7 @@ def report_json(report: Report, policy=None) -> dict:
         "policy_hash": report.policy_hash,
         "depth": report.depth,
         "spans": report.spans,
+        "deployment": dict(report.deployment),
+        "deployment_overridden": list(report.overridden),
         "versions": dict(report.versions),
     }

@@ -79,6 +79,8 @@ class Report:
     spans: int
     results: tuple
     versions: tuple = ()
+    deployment: tuple = ()  # ((key, value), ...): the deployment checked, overrides applied
+    overridden: tuple = ()  # the deployment keys a --deployment / deployment= override set
 
     @property
     def verdict(self) -> Verdict:

@@ -112,7 +112,8 @@ def sarif_log(checked: Sequence[Tuple[Policy, Report]]) -> dict:
             "results": results,
             "properties": {"versions": versions,
                            "policies": [{"name": p.name, "source": p.source, "verdict": str(rep.verdict),
-                                         "policy_hash": rep.policy_hash,
+                                         "policy_hash": rep.policy_hash, "deployment": dict(rep.deployment),
+                                         "deployment_overridden": list(rep.overridden),
                                          "holds": [r.condition for r in rep.results if r.verdict == Verdict.HOLDS]}
                                         for p, rep in checked]},
         }],

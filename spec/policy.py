@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Optional, Union
 
@@ -174,6 +174,44 @@ class Deployment:
 
 
 @dataclass(frozen=True)
+class DeploymentOverride:
+    """Deployment settings that replace the same keys of a policy's own deployment; the other keys stay the policy's."""
+
+    settings: tuple = ()  # ((key, value), ...), in DEPLOYMENT_CHOICES order, each key at most once
+    source: str = field(default="<deployment>", compare=False)
+
+    def __post_init__(self):
+        keys = [key for key, _value in self.settings]
+        if len(set(keys)) != len(keys):
+            raise ValueError("a deployment override gives each key at most once")
+        for key, value in self.settings:
+            if key not in DEPLOYMENT_CHOICES:
+                raise ValueError(f"unknown deployment key {key!r} (keys: {', '.join(DEPLOYMENT_CHOICES)})")
+            if value not in DEPLOYMENT_CHOICES[key]:
+                raise ValueError(f"deployment {key} must be one of {', '.join(DEPLOYMENT_CHOICES[key])}")
+        order = list(DEPLOYMENT_CHOICES)
+        object.__setattr__(self, "settings", tuple(sorted(self.settings, key=lambda kv: order.index(kv[0]))))
+
+    @classmethod
+    def of(cls, mapping: dict, source: str = "<deployment>") -> "DeploymentOverride":
+        return cls(tuple(mapping.items()), source)
+
+    @classmethod
+    def whole(cls, deployment: Deployment, source: str = "<deployment>") -> "DeploymentOverride":
+        """An override of every key: what a complete Deployment given as an override means."""
+        return cls(tuple(deployment.as_dict().items()), source)
+
+    def keys(self) -> tuple:
+        return tuple(key for key, _value in self.settings)
+
+    def as_dict(self) -> dict:
+        return dict(self.settings)
+
+    def apply(self, deployment: Deployment) -> Deployment:
+        return replace(deployment, **self.as_dict())
+
+
+@dataclass(frozen=True)
 class Policy:
     """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first)."""
 
@@ -184,6 +222,15 @@ class Policy:
     deployment: Deployment = Deployment()
     description: str = ""
     source: str = field(default="<policy>", compare=False, repr=False)
+    overridden: tuple = field(default=(), compare=False, repr=False)  # deployment keys set by an override
+
+
+def with_override(policy: Policy, override: Optional[DeploymentOverride]) -> Policy:
+    """The policy with override's keys set in its deployment (and recorded in `overridden`); None changes nothing."""
+    if override is None:
+        return policy
+    keys = tuple(k for k in DEPLOYMENT_CHOICES if k in set(policy.overridden) | set(override.keys()))
+    return replace(policy, deployment=override.apply(policy.deployment), overridden=keys)
 
 
 def children(node: Expr) -> tuple:

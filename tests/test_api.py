@@ -21,8 +21,9 @@ def test_check_a_path_returns_a_typed_report():
     assert isinstance(result, prunecheck.Result) and isinstance(result.trace, prunecheck.Trace)
 
 
-def test_a_deployment_dict_replaces_the_policys_own():
+def test_a_deployment_dict_sets_its_keys_in_the_policys_own():
     safe = prunecheck.check(SEED, {"records": "undo_region"}, depth=4, only=["C1"], **BOUNDS)
+    assert dict(safe.deployment)["pins"] == "self" and safe.overridden == ("records",)
     assert safe.verdict is prunecheck.Verdict.HOLDS and safe.results[0].certificate
     with pytest.raises(prunecheck.PolicySyntaxError):
         prunecheck.check(SEED, {"records": "attic"})

@@ -101,7 +101,7 @@ def test_a_counterexample_names_the_host_budget_everywhere(tmp_path):
     assert f"Compact(budget={budget})" in out
 
 
-def test_deployment_override_replaces_the_files_section(tmp_path):
+def test_deployment_override_sets_the_keys_it_gives(tmp_path):
     deployment = tmp_path / "safe.yaml"
     deployment.write_text("deployment:\n  records: undo_region\n  pins: host\n  audit: independent\n")
     code, out, _ = run("check", SEED, "--depth", "4", "--deployment", str(deployment))

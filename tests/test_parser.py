@@ -33,6 +33,7 @@ from prunecheck.spec.policy import (
     Call,
     Cond,
     Deployment,
+    DeploymentOverride,
     EnumLit,
     InSet,
     Interval,
@@ -216,11 +217,13 @@ def test_deployment_override_expect_and_deployment_files(tmp_path):
     assert expected_verdicts(jsonfile) == {"C1": "holds"}
     bare = tmp_path / "dep.yaml"
     bare.write_text("records: window\nrationale: window\n")
-    assert load_deployment(bare) == Deployment(records="window", rationale="window")
+    assert load_deployment(bare) == DeploymentOverride.of({"records": "window", "rationale": "window"})
     wrapped = tmp_path / "dep.json"
     wrapped.write_text('{"deployment": {"undo": "blind"}}')
-    assert load_deployment(wrapped) == Deployment(undo="blind")
-    assert load_deployment(path) == Deployment(pins="host")  # a policy file works as a deployment file
+    assert load_deployment(wrapped) == DeploymentOverride.of({"undo": "blind"})
+    assert load_policy(path, load_deployment(wrapped)).deployment == Deployment(pins="host", undo="blind")
+    # a policy file works as a deployment file: the keys its section gives
+    assert load_deployment(path) == DeploymentOverride.of({"pins": "host", "undo": "versioned"})
     at(_raises(parse_deployment_text, "pins: hots\n", "d.yaml"), 1, 7, 'did you mean "host"?')
     at(_raises(parse_deployment_text, "pin: host\n", "d.yaml"), 1, 1, 'did you mean "pins"?')
 
