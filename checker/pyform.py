@@ -694,7 +694,7 @@ class _Converter:
                 self.fail(f"call to `{fn[:MAX_NAME]}` is not allowed in a policy ({_ONLY_CALLS})", node)
         elif isinstance(func, ast.Attribute):
             if isinstance(func.value, ast.Call):
-                self.call(func.value, d)  # name the inner call first, e.g. __import__('os').system
+                self.call(func.value, d)  # name the inner call first, as in f(x).g(): f is the one to refuse
             self.fail(f"method call `{self.segment(func)}(...)` is not allowed in a policy ({_ONLY_CALLS})", node)
         else:
             self.expr(func, d)  # name the construct being called, e.g. a lambda

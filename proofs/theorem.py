@@ -13,6 +13,7 @@ from prunecheck.checker.certificate import STEP_CONDITIONS, Encoding, certificat
 from prunecheck.checker.check import policy_document, policy_hash
 from prunecheck.checker.invariants import houdini
 from prunecheck.checker.solver import new_solver, query
+from prunecheck.checker.unknowns import solver_words
 from prunecheck.spec.pair_lemmas import pair_candidates
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, BoolLit, Deployment, Num, Policy
 
@@ -55,7 +56,7 @@ def prove_invariant(policy: Policy, condition: str, free_policy: bool, assume=()
     after = dict(pair_candidates(enc.model, enc.post))
     invariant = houdini(enc.init, before, enc.trans, before, after, timeout, rlimit)
     if not invariant.complete:
-        return False, "n/a", invariant.reason
+        return False, "n/a", solver_words(invariant.reason)
     solver = new_solver(timeout * 1000, rlimit)
     solver.add([before[n] for n in invariant.names])
     if condition in STEP_CONDITIONS:
@@ -63,7 +64,8 @@ def prove_invariant(policy: Policy, condition: str, free_policy: bool, assume=()
     solver.add(enc.bad)
     answer = query(solver)
     if answer.status != "unsat":
-        return False, "n/a", "not inductive relative to the templates" if answer.status == "sat" else answer.reason
+        return False, "n/a", "not inductive relative to the templates" if answer.status == "sat" \
+            else solver_words(answer.reason)
     params = dict(pair_candidates(enc.model, enc.param))
     document = certificate_document(policy_document(policy), policy_hash(policy), enc,
                                     z3.And([params[n] for n in invariant.names]), [], "induction")

@@ -108,8 +108,9 @@ def test_cache_ignores_corrupt_entries_and_keys_every_option(batch, tmp_path):
     report = cold[1].report
     assert cache.store(settings, report) and cache.report(settings, policy) == report
     for changed in (replace(OPTIONS, depth=5), replace(OPTIONS, prove=False), replace(OPTIONS, tokens=(1, 2)),
-                    replace(OPTIONS, repeats=(1, 9)), replace(OPTIONS, engine="explicit"), replace(OPTIONS, timeout=21.0),
-                    replace(OPTIONS, only=("C1",)), replace(OPTIONS, counterexamples=2), replace(OPTIONS, memory_mb=512),
+                    replace(OPTIONS, repeats=(1, 9)), replace(OPTIONS, engine="explicit"),
+                    replace(OPTIONS, timeout=OPTIONS.timeout + 1), replace(OPTIONS, only=("C1",)),
+                    replace(OPTIONS, counterexamples=2), replace(OPTIONS, memory_mb=512),
                     replace(OPTIONS, rlimit=RLIMIT + 1)):
         assert cache.report(changed.settings(policy_hash(policy)), policy) is None
     (entry,) = tmp_path.rglob("*.json")
@@ -137,7 +138,8 @@ def test_unknown_reports_are_cached_only_when_asked(batch, tmp_path):
     asked = replace(OPTIONS, cache_unknown=True)
     (item,) = check_many([paths[2]], asked, jobs=1, cache_dir=tmp_path)
     assert item.cached and item.report == unknown
-    shorter = replace(asked, timeout=10.0)
+    # The time budget is part of an unknown's key: a different one must not read it (a key, not a limit).
+    shorter = replace(asked, timeout=asked.timeout / 2)
     assert cache.report(shorter.settings(unknown.policy_hash), policy, unknown=True) is None
     args = build_parser().parse_args(["check", "x.yaml", "--cache-unknown"])
     assert options_from_args(args).cache_unknown
