@@ -73,6 +73,8 @@ class BatchItem:
     seconds: float = 0.0
     internal: bool = False
     rejection: str = ""  # why the cache entry was rejected (then the report was solved afresh)
+    accepts: tuple = ()  # the policy's own `accept:` entries (Acceptances)
+    accepted: tuple = ()  # the conditions whose finding is accepted (in the policy or a baseline): they fail nothing
 
     @property
     def cached(self) -> bool:
@@ -152,12 +154,12 @@ def batch_item(path: str, options: CheckOptions, cache_dir: Optional[str] = None
         if read.status is CacheStatus.HIT:
             # The hash covers the parsed policy, not where it was read from.
             return BatchItem(path, replace(read.report, source=policy.source), cache=CacheStatus.HIT,
-                             seconds=time.perf_counter() - started)
+                             seconds=time.perf_counter() - started, accepts=policy.accepts)
         report = report_for(policy, options)
         if cache is not None and not cache.store(settings, report, options.cache_unknown) \
                 and read.status is CacheStatus.REJECTED:
             cache.discard(settings)
-        return _item(path, started, read, report)
+        return replace(_item(path, started, read, report), accepts=policy.accepts)
     except ReplayMismatch as exc:
         return _item(path, started, read, error=f"checker bug: {exc.one_line()}", internal=True)
     except PrunecheckError as exc:
@@ -362,13 +364,17 @@ def tally(items: Sequence[BatchItem]) -> str:
     return line
 
 
-def exit_code(items: Sequence[BatchItem]) -> int:
-    """4 if any checker fault, else 2 if any input error, else 1 violated / 3 unknown / 0 holds (the worst)."""
+def exit_code(items: Sequence[BatchItem], fail_on: Verdict = Verdict.UNKNOWN) -> int:
+    """4 if any checker fault, else 2 if any input error, else the worst verdict of the findings not accepted:
+    1 violated, 3 unknown, when it is at least fail_on (--fail-on); otherwise 0."""
     if any(item.internal for item in items):
         return EXIT_INTERNAL
     if any(item.report is None for item in items):
         return EXIT_INPUT
-    worst = max(item.report.verdict for item in items)
+    worst = max((r.verdict for item in items for r in item.report.results if r.condition not in item.accepted),
+                default=Verdict.HOLDS)
+    if worst < fail_on:
+        return EXIT_HOLDS
     return {Verdict.VIOLATED: EXIT_VIOLATED, Verdict.UNKNOWN: EXIT_UNKNOWN}.get(worst, EXIT_HOLDS)
 
 

@@ -27,6 +27,7 @@ from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMis
 from .frontdoor import cache_warning, check_output_paths, command_list, exit_code_epilog, writing
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3, 4
+FAIL_ON = ("unknown", "violated")
 
 
 def terminal_safe(text: str) -> str:
@@ -125,6 +126,16 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("text", "json", "html", "sarif"), default="text",
                        help="text (default), json, html (one self-contained page) or sarif (SARIF 2.1.0)")
     check.add_argument("--out", metavar="DIR", help="write each counterexample as an ITF trace file into DIR")
+    check.add_argument("--fail-on", dest="fail_on", choices=FAIL_ON, default="unknown",
+                       help="the least outcome that fails the run: unknown (default: exit 1 on a violation, 3 on an "
+                            "unknown) or violated (an unknown exits 0); an accepted finding fails nothing, and input "
+                            "errors (2) and checker faults (4) always fail")
+    check.add_argument("--baseline", metavar="FILE",
+                       help="accept the findings this baseline (JSON, from --write-baseline) lists, by fingerprint: "
+                            "still reported, marked accepted, they fail nothing")
+    check.add_argument("--write-baseline", dest="write_baseline", metavar="FILE",
+                       help="write every violated or unknown finding the policies do not accept themselves to FILE "
+                            "as a baseline (an entry of --baseline keeps its reason); the run then accepts them")
     check.add_argument("--deployment", metavar="FILE",
                        help="set the deployment keys this YAML/JSON file gives (e.g. `records: window`) in each "
                             "policy's deployment; the other keys keep the policy's values")
@@ -265,6 +276,8 @@ def _batch_mode(args) -> bool:
 
 
 def _check(args, stdout, stderr) -> int:
+    from .accept import annotate_json, load_baseline, settle
+    from .batch import BatchItem, exit_code
     from .check import check, check_explicit, policy_document
     from .loader import load_deployment, load_policy
     from .render import report_json, report_text, trace_as_python
@@ -272,6 +285,7 @@ def _check(args, stdout, stderr) -> int:
 
     override = load_deployment(args.deployment) if args.deployment else None
     policies = [load_policy(path, override) for path in args.policies]
+    baseline = load_baseline(args.baseline) if args.baseline else None
     reports = []
     for policy in policies:
         if args.engine == "explicit":
@@ -290,8 +304,12 @@ def _check(args, stdout, stderr) -> int:
             with writing("--emit-pytest", args.emit_pytest):
                 for path in write_pytest_files(policy, report, Path(args.emit_pytest)):
                     print(f"wrote {path}", file=stderr)
-        if args.format == "text":
-            print(report_text(report, policy), file=stdout)
+    triages, warnings = settle([(r, p.accepts) for r, p in zip(reports, policies)], baseline, args.write_baseline)
+    for line in warnings:
+        print(f"prunecheck: warning: {line}", file=stderr)
+    if args.format == "text":
+        for policy, report, triage in zip(policies, reports, triages):
+            print(report_text(report, policy, triage), file=stdout)
             if args.python:
                 for r in report.results:
                     if r.trace is not None:
@@ -304,18 +322,17 @@ def _check(args, stdout, stderr) -> int:
         print(report_html(reports, {p.name: p for p in policies}, labels), file=stdout)
     if args.format == "sarif":
         from .sarif import sarif_log
-        print(json.dumps(sarif_log(list(zip(policies, reports))), indent=2), file=stdout)
+        print(json.dumps(sarif_log(list(zip(policies, reports)), triages), indent=2), file=stdout)
     if args.format == "json":
-        docs = [report_json(r, p) for r, p in zip(reports, policies)]
+        docs = [annotate_json(report_json(r, p), t) for r, p, t in zip(reports, policies, triages)]
         if len(docs) == 1:
             print(json.dumps(docs[0], indent=2), file=stdout)
         else:
             worst = max(r.verdict for r in reports)
             print(json.dumps({"verdict": str(worst), "policies": docs}, indent=2), file=stdout)
-    worst = max(r.verdict for r in reports)
-    if worst == Verdict.VIOLATED:
-        return EXIT_VIOLATED
-    return EXIT_UNKNOWN if worst == Verdict.UNKNOWN else EXIT_HOLDS
+    items = [BatchItem(p.source, r, accepted=tuple(c for c, _a in t.accepted))
+             for p, r, t in zip(policies, reports, triages)]
+    return exit_code(items, Verdict[args.fail_on.upper()])
 
 
 def _labels(policy, result) -> list:

@@ -14,7 +14,9 @@ COMMON_EXITS = {2: "usage or input error (one line, never a traceback)", 4: "int
 EXIT_MEANINGS = {
     None: {0: "success (check: every condition holds)", 1: "a violation, or the command's failure",
            3: "nothing violated but something unknown"},
-    "check": {0: "every condition holds", 1: "some condition is violated", 3: "nothing violated but something unknown"},
+    "check": {0: "every condition holds, or each finding is accepted or below --fail-on",
+              1: "some condition is violated (not accepted)",
+              3: "nothing violated but something unknown (not accepted, and --fail-on unknown, the default)"},
     "replay": {0: "the trace reproduces as recorded", 1: "the trace does not reproduce"},
     "explain": {0: "explained", 1: "the trace does not replay or does not violate its condition"},
     "certify": {0: "every certificate is confirmed, assumptions included", 1: "a certificate is rejected or refuted",
@@ -31,6 +33,7 @@ EXIT_MEANINGS = {
 OUTPUT_OPTIONS = {
     ("check", "out"): ("--out", "directory"),
     ("check", "emit_pytest"): ("--emit-pytest", "directory"),
+    ("check", "write_baseline"): ("--write-baseline", "file"),
     ("graph", "out"): ("--out", "file"),
     ("repair", "out"): ("--out", "file"),
 }

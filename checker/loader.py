@@ -18,15 +18,17 @@ from typing import Dict, List, Optional, Tuple
 import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, BoolLit, Deployment, DeploymentOverride, Loc, Policy,
-                                   with_override)
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, Acceptance, BoolLit, Deployment, DeploymentOverride, Loc,
+                                   Policy, with_override)
 
 from .expr_parser import Builder, parse_expr
 from .pyform import check_python_arithmetic, parse_python_policy, python_expect
 from .typecheck import MAX_DEPTH, MAX_DIGITS, MAX_FILE_BYTES, check_policy, suggestion
 
-TOP_KEYS = ("name", "description", "evict", "rank", "budget", "deployment", "expect")
+TOP_KEYS = ("name", "description", "evict", "rank", "budget", "deployment", "expect", "accept")
+ACCEPT_KEYS = ("condition", "reason")
 EXTENSIONS = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".py": "python"}
 
 _Y = "tag:yaml.org,2002:"
@@ -364,6 +366,42 @@ def _expect(src: _Text, node) -> Dict[str, str]:
     return out
 
 
+def _reason(src: _Text, node, what: str) -> str:
+    reason = _string(src, node, what)
+    if not reason.strip():
+        src.fail_at(f"{what} must not be blank: say why the finding is accepted", node)
+    return " ".join(reason.split())
+
+
+def _acceptance(src: _Text, node, seen: Dict[str, int]) -> Acceptance:
+    fields = {}
+    for key, knode, vnode in _items(src, node, "an accept entry"):
+        if key not in ACCEPT_KEYS:
+            src.fail_at(f"unknown key `{key[:64]}` in an accept entry{suggestion(key, ACCEPT_KEYS)} "
+                        f"(keys: {', '.join(ACCEPT_KEYS)})", knode)
+        fields[key] = vnode
+    for required in ACCEPT_KEYS:
+        if required not in fields:
+            src.fail_at(f"an accept entry needs `{required}` (keys: {', '.join(ACCEPT_KEYS)})", node)
+    condition = _string(src, fields["condition"], "accept condition")
+    if condition not in CONDITIONS:
+        src.fail_at(f"accept names unknown condition `{condition[:64]}`{suggestion(condition, CONDITIONS)} "
+                    f"(conditions: {', '.join(CONDITIONS)})", fields["condition"])
+    if condition in seen:
+        src.fail_at(f"{condition} is accepted twice (first at line {seen[condition]})", fields["condition"])
+    seen[condition] = src.pos(fields["condition"].start_mark.index)[0]
+    reason = _reason(src, fields["reason"], "accept reason")
+    return Acceptance(condition, reason, "inSource", src.file, Loc(*src.pos(node.start_mark.index)))
+
+
+def _accepts(src: _Text, node) -> tuple:
+    """The `accept:` list: findings the policy's author accepts, each a condition with a non-blank reason."""
+    if not isinstance(node, SequenceNode):
+        src.fail_at(f"accept must be a list of {{condition, reason}} entries, got {_kind_of(node)}", node)
+    seen: Dict[str, int] = {}
+    return tuple(_acceptance(src, entry, seen) for entry in node.value)
+
+
 def _yaml_policy(src: _Text) -> Tuple[Policy, Dict[str, str]]:
     root = _compose(src)
     if not isinstance(root, MappingNode):
@@ -385,6 +423,7 @@ def _yaml_policy(src: _Text) -> Tuple[Policy, Dict[str, str]]:
     budget = _budget(src, fields["budget"]) if "budget" in fields else None
     deployment = _deployment(src, fields["deployment"]) if "deployment" in fields else Deployment()
     expect = _expect(src, fields["expect"]) if "expect" in fields else {}
+    accepts = _accepts(src, fields["accept"]) if "accept" in fields else ()
     builder = Builder(src.file)  # one node budget for the whole policy
     evict = _expression(src, fields["evict"], "evict", builder)
     rank = _expression(src, fields["rank"], "rank", builder) if "rank" in fields else None
@@ -396,6 +435,7 @@ def _yaml_policy(src: _Text) -> Tuple[Policy, Dict[str, str]]:
         deployment=deployment,
         description=description,
         source=src.file,
+        accepts=accepts,
     )
     return policy, expect
 

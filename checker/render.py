@@ -74,9 +74,10 @@ def deployment_text(report: Report) -> str:
     return ", ".join(f"{key}={value}" + (" (overridden)" if key in marked else "") for key, value in report.deployment)
 
 
-def report_text(report: Report, policy=None) -> str:
+def report_text(report: Report, policy=None, triage=None) -> str:
     """The text report; given the policy, each counterexample is explained step by step, with its cause located
-    in the policy's own text."""
+    in the policy's own text; given its accept.Triage, each accepted finding says so, with the reason."""
+    from .accept import accepted_line
     from .explain import explain, explanation_lines
 
     lines = [f"policy {report.policy_name} ({report.source})  sha256:{report.policy_hash[:12]}  "
@@ -85,6 +86,9 @@ def report_text(report: Report, policy=None) -> str:
     for r in report.results:
         depth = "-" if r.depth is None else str(r.depth)
         lines.append(f"  {r.condition}  {str(r.verdict):<{width}}  {depth:>3}  {r.reason}")
+        acceptance = triage.acceptance(r.condition) if triage is not None else None
+        if acceptance is not None:
+            lines.append(f"        {accepted_line(r.condition, acceptance)}")
         if r.trace is not None and policy is not None:
             lines.extend(explanation_lines(policy, explain(policy, r.trace.actions, r.condition, r.trace.spans)))
         elif r.trace is not None:
@@ -95,7 +99,8 @@ def report_text(report: Report, policy=None) -> str:
             length = f" ({other.length()})" if other.steps != len(other.actions) else ""
             calls = "; ".join(action_call(a) for a in other.actions)
             lines.append(f"        counterexample {number}{length}: {calls}")
-    lines.append(f"  verdict: {report.verdict}")
+    accepted = [c for c, _a in triage.accepted] if triage is not None else []
+    lines.append(f"  verdict: {report.verdict}" + (f" (accepted: {', '.join(accepted)})" if accepted else ""))
     return "\n".join(lines)
 
 

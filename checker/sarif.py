@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from prunecheck import __version__
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
@@ -89,17 +89,31 @@ def _fingerprint(report: Report, condition: str) -> str:
     return hashlib.sha256(f"{report.policy_hash}:{condition}".encode()).hexdigest()[:32]
 
 
-def sarif_log(checked: Sequence[Tuple[Policy, Report]]) -> dict:
+def _suppressed(result: dict, acceptance) -> dict:
+    """An accepted finding stays a result, with the acceptance as its SARIF suppression (and where it is written)."""
+    if acceptance is None:
+        return result
+    where = {"physicalLocation": {"artifactLocation": _uri(acceptance.source),
+                                  "region": {"startLine": max(1, acceptance.loc.line),
+                                             "startColumn": max(1, acceptance.loc.col)}}}
+    result["suppressions"] = [{"kind": acceptance.kind, "status": "accepted", "justification": acceptance.reason,
+                               "location": where}]
+    return result
+
+
+def sarif_log(checked: Sequence[Tuple[Policy, Report]], triages: Optional[Sequence] = None) -> dict:
     """One SARIF run over every (policy, report): violated conditions are errors located at the deciding
-    sub-expression or setting (related locations for the rest), unknown ones warnings; `holds` is not a finding."""
+    sub-expression or setting (related locations for the rest), unknown ones warnings; `holds` is not a finding.
+    triages (accept.Triage per pair) turn accepted findings into suppressed results, levels unchanged."""
     results = []
-    for policy, report in checked:
+    for index, (policy, report) in enumerate(checked):
         where = key_locations(policy)
+        accepted = triages[index].acceptance if triages is not None else (lambda condition: None)
         for r in report.results:
             if r.verdict == Verdict.VIOLATED and r.trace is not None:
-                results.append(_violation(policy, report, r))
+                results.append(_suppressed(_violation(policy, report, r), accepted(r.condition)))
             elif r.verdict == Verdict.UNKNOWN:
-                results.append(_unknown(policy, report, r, where))
+                results.append(_suppressed(_unknown(policy, report, r, where), accepted(r.condition)))
     versions = dict(checked[0][1].versions) if checked else {}
     return {
         "$schema": SCHEMA,

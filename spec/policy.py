@@ -212,6 +212,19 @@ class DeploymentOverride:
 
 
 @dataclass(frozen=True)
+class Acceptance:
+    """An accepted finding: `condition` may be violated or unknown, for `reason`; `kind` is SARIF's suppression kind
+    (inSource: the policy's `accept` key; external: a baseline file), `loc` where it is written in `source`."""
+
+    condition: str
+    reason: str
+    kind: str = "inSource"
+    source: str = "<policy>"
+    loc: Loc = NOWHERE
+    verdict: str = "violated"  # the worst verdict it accepts (a baseline entry records what it saw)
+
+
+@dataclass(frozen=True)
 class Policy:
     """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first)."""
 
@@ -223,6 +236,7 @@ class Policy:
     description: str = ""
     source: str = field(default="<policy>", compare=False, repr=False)
     overridden: tuple = field(default=(), compare=False, repr=False)  # deployment keys set by an override
+    accepts: tuple = field(default=(), compare=False, repr=False)  # Acceptances; not hashed (docs/decisions/0007)
 
 
 def with_override(policy: Policy, override: Optional[DeploymentOverride]) -> Policy:
