@@ -361,6 +361,9 @@ def tally(items: Sequence[BatchItem]) -> str:
     line = f"{len(items)} policies: {', '.join(parts)}; {cached} from the cache"
     if rejected:
         line += f"; {rejected} cache {'entry' if rejected == 1 else 'entries'} rejected and re-solved"
+    accepted = sum(len(item.accepted) for item in items)
+    if accepted:
+        line += f"; {accepted} finding{'s' if accepted != 1 else ''} accepted"
     return line
 
 
@@ -424,6 +427,7 @@ def options_from_args(args) -> CheckOptions:
 def run_batch_cli(args, stdout, stderr) -> int:
     """`check` over many files: the summary table (text) or {"verdict", "policies"} (json) on stdout, errors on
     stderr, one line each; the exit code of exit_code()."""
+    from .accept import annotate_json, load_baseline
     from .render import report_json
 
     try:
@@ -433,6 +437,7 @@ def run_batch_cli(args, stdout, stderr) -> int:
             raise PolicySyntaxError("--scheduler needs --executor dask", "<arguments>", 1, 1)
         paths = expand_policy_paths(args.policies)
         options = options_from_args(args)
+        baseline = load_baseline(args.baseline) if getattr(args, "baseline", None) else None
     except PrunecheckError as exc:
         print(f"prunecheck: error: {exc.one_line()}", file=stderr)
         return EXIT_INPUT
@@ -440,6 +445,11 @@ def run_batch_cli(args, stdout, stderr) -> int:
     # rich writes its own escape codes: give it the raw stream (every text it gets passed through terminal_safe).
     raw_err = getattr(stderr, "stream", stderr)
     items = check_many(paths, options, args.jobs, args.executor, args.scheduler, cache_dir, progress=raw_err)
+    try:
+        items, triages = _settled(items, baseline, getattr(args, "write_baseline", None), stderr)
+    except PrunecheckError as exc:
+        print(f"prunecheck: error: {exc.one_line()}", file=stderr)
+        return EXIT_INPUT
     for item in items:
         if item.rejected:
             print(f"prunecheck: warning: {item.path}: cache entry rejected and re-solved: {item.rejection}",
@@ -448,8 +458,8 @@ def run_batch_cli(args, stdout, stderr) -> int:
             kind = "internal error" if item.internal else "error"
             print(f"prunecheck: {kind}: {item.path}: {item.error}", file=stderr)
     if args.format == "json":
-        docs = [report_json(item.report) if item.report is not None else {"source": item.path, "error": item.error}
-                for item in items]
+        docs = [annotate_json(report_json(item.report), triages[item.path]) if item.report is not None
+                else {"source": item.path, "error": item.error} for item in items]
         reports = [item.report for item in items if item.report is not None]
         if len(docs) == 1 and reports:
             print(json.dumps(docs[0], indent=2), file=stdout)
@@ -465,9 +475,33 @@ def run_batch_cli(args, stdout, stderr) -> int:
             console.print(tally(items), markup=False, highlight=False)
         else:
             print(summary_text(items), file=stdout)
+        for line in accepted_lines(items, triages):
+            print(line, file=stdout)
         if options.deployment is not None:
             print(override_line(options.deployment), file=stdout)
-    return exit_code(items)
+    return exit_code(items, Verdict[getattr(args, "fail_on", "unknown").upper()])
+
+
+def _settled(items, baseline, write_path, stderr) -> tuple:
+    """The items with their accepted conditions set, and {path: Triage}; stale suppressions warned on stderr."""
+    from .accept import settle
+
+    solved = [item for item in items if item.report is not None]
+    triages, warnings = settle([(item.report, item.accepts) for item in solved], baseline, write_path)
+    for line in warnings:
+        print(f"prunecheck: warning: {line}", file=stderr)
+    by_path = {item.path: t for item, t in zip(solved, triages)}
+    settled = [replace(item, accepted=tuple(c for c, _a in by_path[item.path].accepted)) if item.path in by_path
+               else item for item in items]
+    return tuple(settled), by_path
+
+
+def accepted_lines(items, triages) -> list:
+    """Below the summary: one line per accepted finding, with its reason."""
+    from .accept import accepted_line
+
+    return [f"{item.path} {c} {item.report.result(c).verdict}: {accepted_line(c, a)}"
+            for item in items if item.path in triages for c, a in triages[item.path].accepted]
 
 
 def override_line(override: DeploymentOverride) -> str:
