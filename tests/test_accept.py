@@ -1,0 +1,239 @@
+"""CI controls: --fail-on, accepted findings (the policy's `accept:` and baseline files), their SARIF suppressions."""
+
+import io
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from prunecheck.checker.accept import Baseline, baseline_document, load_baseline, settle, triage
+from prunecheck.checker.batch import BatchItem, exit_code
+from prunecheck.checker.check import policy_hash
+from prunecheck.checker.cli import main
+from prunecheck.checker.loader import parse_policy_text
+from prunecheck.checker.result import Report, Result, Verdict
+from prunecheck.spec.errors import PolicySyntaxError
+
+from conftest import CLI_BOUNDS, EXAMPLES
+
+SARIF_SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-2.1.0-rtm.5.json").read_text(encoding="utf-8"))
+SEED = (EXAMPLES / "seed_flawed.yaml").read_text(encoding="utf-8")
+ACCEPT_C1_C2 = """accept:
+  - condition: C1
+    reason: records are pinned by a host wrapper
+  - {condition: C2, reason: "the host never imposes budgets"}
+"""
+FAST = ["--depth", "3", "--spans", "4", "--only", "C1,C2", *CLI_BOUNDS]
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def report(*verdicts, digest="ab" * 32) -> Report:
+    results = tuple(Result(c, v, None, "r") for c, v in zip(("C1", "C2", "C3", "C4", "P1"), verdicts))
+    return Report("p", digest, "p.yaml", 3, 4, results)
+
+
+# --------------------------------------------------------------------------- the policy's own accept key
+
+
+def test_accept_is_parsed_with_its_location_and_is_not_part_of_the_policy_hash():
+    plain = parse_policy_text(SEED, "p.yaml")
+    policy = parse_policy_text(SEED + ACCEPT_C1_C2, "p.yaml")
+    assert [(a.condition, a.reason, a.kind) for a in policy.accepts] == [
+        ("C1", "records are pinned by a host wrapper", "inSource"), ("C2", "the host never imposes budgets", "inSource")]
+    assert (policy.accepts[0].loc.line, policy.accepts[0].loc.col) == (SEED.count("\n") + 2, 5)
+    assert policy == plain and policy_hash(policy) == policy_hash(plain)
+
+
+BAD_ACCEPTS = [
+    ("accept: C2\n", 1, 9, "accept must be a list"),
+    ("accept:\n  - {condition: C7, reason: r}\n", 2, 17, "unknown condition `C7`"),
+    ("accept:\n  - {condition: C2, reason: '   '}\n", 2, 29, "must not be blank"),
+    ("accept:\n  - {condition: C2, reason: }\n", 2, 28, "accept reason is empty"),
+    ("accept:\n  - {condition: C2}\n", 2, 5, "needs `reason`"),
+    ("accept:\n  - {condition: C2, reason: r, until: x}\n", 2, 32, "unknown key `until`"),
+    ("accept:\n  - {condition: C2, reason: a}\n  - {condition: C2, reason: b}\n", 3, 17, "C2 is accepted twice"),
+]
+
+
+@pytest.mark.parametrize("tail,line,col,message", BAD_ACCEPTS)
+def test_a_bad_accept_entry_is_a_located_error(tail, line, col, message):
+    with pytest.raises(PolicySyntaxError) as caught:
+        parse_policy_text("name: p\nevict: idle > 3\n" + tail, "p.yaml")
+    assert (caught.value.line - 2, caught.value.col) == (line, col) and message in caught.value.message
+
+
+# --------------------------------------------------------------------------- exit codes
+
+
+EXITS = [  # (verdicts, accepted conditions, --fail-on) -> exit code
+    ((Verdict.HOLDS, Verdict.HOLDS), (), Verdict.UNKNOWN, 0),
+    ((Verdict.HOLDS, Verdict.UNKNOWN), (), Verdict.UNKNOWN, 3),
+    ((Verdict.HOLDS, Verdict.UNKNOWN), (), Verdict.VIOLATED, 0),
+    ((Verdict.VIOLATED, Verdict.UNKNOWN), (), Verdict.VIOLATED, 1),
+    ((Verdict.VIOLATED, Verdict.UNKNOWN), ("C1",), Verdict.UNKNOWN, 3),
+    ((Verdict.VIOLATED, Verdict.UNKNOWN), ("C1",), Verdict.VIOLATED, 0),
+    ((Verdict.VIOLATED, Verdict.UNKNOWN), ("C1", "C2"), Verdict.UNKNOWN, 0),
+]
+
+
+@pytest.mark.parametrize("verdicts,accepted,fail_on,code", EXITS)
+def test_exit_code_reads_the_worst_unaccepted_verdict_against_fail_on(verdicts, accepted, fail_on, code):
+    assert exit_code([BatchItem("p.yaml", report(*verdicts), accepted=accepted)], fail_on) == code
+
+
+def test_input_errors_and_checker_faults_fail_whatever_is_accepted():
+    fine = BatchItem("a.yaml", report(Verdict.VIOLATED), accepted=("C1",))
+    assert exit_code([fine, BatchItem("b.yaml", None, "bad")], Verdict.VIOLATED) == 2
+    assert exit_code([fine, BatchItem("b.yaml", None, "died", internal=True)], Verdict.VIOLATED) == 4
+
+
+# --------------------------------------------------------------------------- matching, baselines
+
+
+def test_a_baseline_entry_accepts_its_verdict_or_a_milder_one_never_a_worse_one(tmp_path):
+    written = report(Verdict.UNKNOWN, Verdict.VIOLATED)
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(baseline_document([(written, triage(written))])))
+    baseline = load_baseline(path)
+    assert [c for c, _a in triage(written, (), baseline).accepted] == ["C1", "C2"]
+    worse = report(Verdict.VIOLATED, Verdict.UNKNOWN)
+    assert [c for c, _a in triage(worse, (), baseline).accepted] == ["C2"]
+    other = report(Verdict.UNKNOWN, Verdict.VIOLATED, digest="cd" * 32)
+    assert triage(other, (), baseline).accepted == ()
+
+
+def test_an_accept_that_matches_no_finding_is_stale_unless_its_condition_was_not_checked():
+    policy = parse_policy_text(SEED + ACCEPT_C1_C2, "p.yaml")
+    t = triage(report(Verdict.HOLDS), policy.accepts)
+    assert [(a.condition, why) for a, why in t.stale] == [("C1", "C1 holds")]
+    _triages, warnings = settle([(report(Verdict.HOLDS), policy.accepts)])
+    assert warnings == [f"p.yaml:{SEED.count(chr(10)) + 2}:5: accept C1 matches no finding (C1 holds); remove it"]
+
+
+def test_rewriting_a_baseline_keeps_the_reasons_it_had(tmp_path):
+    r = report(Verdict.VIOLATED)
+    doc = baseline_document([(r, triage(r))])
+    doc["accepted"][0]["reason"] = "tracked in issue 7"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    new = tmp_path / "new.json"
+    triages, warnings = settle([(r, ())], load_baseline(old), new)
+    assert warnings == [] and json.loads(new.read_text())["accepted"][0]["reason"] == "tracked in issue 7"
+    assert triages[0].acceptance("C1").source == str(new)
+
+
+ENTRY = '{"fingerprint": "' + "a" * 32 + '", "condition": "C1", "verdict": "violated", "reason": "r"}'
+BAD_BASELINES = [  # (text, where the error points: the first occurrence of this text, or 1:1 if None, message)
+    ("[]", None, "must be a JSON object"),
+    ('{"accepted": []}', None, 'needs "version": 1'),
+    ('{"version": "1", "accepted": []}', '"1"', 'needs "version": 1'),
+    ('{"version": 1}', None, 'needs "accepted"'),
+    ('{"version": 1, "accepted": [], "x": 1}', None, "unknown key `x`"),
+    ('{"version": 1, "accepted": [\n{"condition": "C1", "verdict": "violated", "reason": "r"}]}', '{"c',
+     "needs `fingerprint`"),
+    ('{"version": 1, "accepted": [\n' + ENTRY.replace("a" * 32, "xyz") + "]}", '"xyz"', "32 lowercase hexadecimal"),
+    ('{"version": 1, "accepted": [\n' + ENTRY.replace("C1", "C6") + "]}", '"C6"', "`C6` is not one of"),
+    ('{"version": 1, "accepted": [\n' + ENTRY.replace('"violated"', '"holds"') + "]}", '"holds"',
+     "`holds` is not one of violated, unknown"),
+    ('{"version": 1, "accepted": [\n' + ENTRY.replace('"r"', '" "') + "]}", '" "', "must not be blank"),
+    ('{"version": 1, "accepted": [\n' + ENTRY.replace('"r"}', '"r", "note": 1}') + "]}", '"note"', "unknown key"),
+    ('{"version": 1, "accepted": [}', "}", "invalid JSON"),
+    ("", None, "empty"),
+]
+
+
+def position(text: str, marker) -> tuple:
+    if marker is None:
+        return 1, 1
+    before = text[:text.index(marker)]
+    return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+
+
+@pytest.mark.parametrize("text,marker,message", BAD_BASELINES)
+def test_a_bad_baseline_is_a_located_one_line_error(tmp_path, text, marker, message):
+    path = tmp_path / "b.json"
+    path.write_text(text)
+    with pytest.raises(PolicySyntaxError) as caught:
+        load_baseline(path)
+    assert (caught.value.line, caught.value.col) == position(text, marker) and message in caught.value.message
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+@pytest.fixture()
+def accepting(tmp_path):
+    path = tmp_path / "accepting.yaml"
+    path.write_text(SEED + ACCEPT_C1_C2, encoding="utf-8")
+    return path
+
+
+def test_accepted_findings_are_reported_keep_their_verdict_and_fail_nothing(accepting):
+    code, out, err = run("check", str(accepting), *FAST)
+    assert code == 0 and err == ""
+    assert "C1  violated" in out and "accepted: records are pinned by a host wrapper (in the policy, " in out
+    assert "verdict: violated (accepted: C1, C2)" in out
+    code, out, _ = run("check", str(accepting), *FAST, "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["verdict"] == "violated"
+    assert [(c, d["verdict"], d["accepted"]["kind"]) for c, d in doc["conditions"].items()] == [
+        ("C1", "violated", "inSource"), ("C2", "violated", "inSource")]
+
+
+def test_accepted_findings_are_suppressed_results_in_a_valid_sarif_log(accepting, monkeypatch):
+    monkeypatch.chdir(accepting.parent)
+    code, out, _ = run("check", accepting.name, *FAST, "--format", "sarif")
+    log = json.loads(out)
+    jsonschema.validate(log, SARIF_SCHEMA)
+    results = log["runs"][0]["results"]
+    assert code == 0 and [r["level"] for r in results] == ["error", "error"]
+    (c2,) = [r for r in results if r["ruleId"] == "C2"]
+    assert c2["suppressions"] == [{
+        "kind": "inSource", "status": "accepted", "justification": "the host never imposes budgets",
+        "location": {"physicalLocation": {"artifactLocation": {"uri": "accepting.yaml", "uriBaseId": "%SRCROOT%"},
+                                          "region": {"startLine": SEED.count("\n") + 4, "startColumn": 5}}}}]
+
+
+def test_fail_on_violated_lets_an_unknown_pass():
+    safe = str(EXAMPLES / "seed_safe_design.yaml")
+    argv = ["check", safe, "--no-prove", "--depth", "2", "--only", "C1", *CLI_BOUNDS]
+    assert run(*argv)[0] == 3 and run(*argv, "--fail-on", "unknown")[0] == 3
+    assert run(*argv, "--fail-on", "violated")[0] == 0
+    assert run("check", str(EXAMPLES / "seed_flawed.yaml"), *FAST, "--fail-on", "violated")[0] == 1
+
+
+def test_a_written_baseline_accepts_the_run_until_the_policy_changes(tmp_path):
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    policy = policies / "seed.yaml"
+    policy.write_text(SEED, encoding="utf-8")
+    baseline = tmp_path / "baseline.json"
+    argv = ["check", str(policies), "--no-cache", *FAST]
+    assert run(*argv)[0] == 1
+    code, out, _ = run(*argv, "--write-baseline", str(baseline))
+    entries = json.loads(baseline.read_text())["accepted"]
+    assert code == 0 and [(e["condition"], e["verdict"]) for e in entries] == [("C1", "violated"), ("C2", "violated")]
+    code, out, err = run(*argv, "--baseline", str(baseline), "--format", "json")
+    assert code == 0 and err.count("warning") == 0
+    assert json.loads(out)["conditions"]["C1"]["accepted"]["kind"] == "external"
+    policy.write_text(SEED.replace("0.25", "0.5"), encoding="utf-8")
+    code, _, err = run(*argv, "--baseline", str(baseline))
+    assert code == 1 and err.count("matches no finding (the policy changed since the baseline was written") == 2
+
+
+def test_a_bad_baseline_or_baseline_path_exits_2_with_one_line(tmp_path):
+    bad = tmp_path / "b.json"
+    bad.write_text('{"version": 2, "accepted": []}')
+    for extra in (["--baseline", str(bad)], ["--write-baseline", str(tmp_path / "missing" / "b.json")]):
+        code, out, err = run("check", str(EXAMPLES / "seed_flawed.yaml"), *FAST, *extra)
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+
+
+def test_an_empty_baseline_accepts_nothing():
+    assert triage(report(Verdict.VIOLATED), (), Baseline("b.json")).accepted == ()
