@@ -1,4 +1,4 @@
-"""Accepted findings: a policy's own `accept:` entries and baseline files, matched to reports without changing verdicts."""
+"""Accepted findings: a policy's own `accept:` entries and baseline files, matched to reports; verdicts unchanged."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The JSON Schema (draft 2020-12) of the YAML/JSON policy format, built from the loader's and the model's own tables."""
+"""The JSON Schema (draft 2020-12) of the YAML/JSON policy format, built from the loader's and the model's tables."""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ def test_accept_is_parsed_with_its_location_and_is_not_part_of_the_policy_hash()
     plain = parse_policy_text(SEED, "p.yaml")
     policy = parse_policy_text(SEED + ACCEPT_C1_C2, "p.yaml")
     assert [(a.condition, a.reason, a.kind) for a in policy.accepts] == [
-        ("C1", "records are pinned by a host wrapper", "inSource"), ("C2", "the host never imposes budgets", "inSource")]
+        ("C1", "records are pinned by a host wrapper", "inSource"),
+        ("C2", "the host never imposes budgets", "inSource")]
     assert (policy.accepts[0].loc.line, policy.accepts[0].loc.col) == (SEED.count("\n") + 2, 5)
     assert policy == plain and policy_hash(policy) == policy_hash(plain)
 

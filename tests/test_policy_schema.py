@@ -116,3 +116,17 @@ VALUES = {
 @given(st.fixed_dictionaries({}, optional=VALUES))
 def test_on_generated_policies_the_schema_and_the_loader_agree(doc):
     assert schema_accepts(doc) == loader_accepts(doc)
+
+
+@pytest.mark.parametrize("text,loader_ok", [
+    ("name: p\nevict: idle > 3\nbudget: 0x10\n", False),  # YAML 1.1 spellings: the schema sees the value 16
+    ("name: p\nevict: yes\n", False),  # ... and True
+    ("name: 3\nevict: idle > 3\n", True),  # the loader reads the scalar as text; the schema wants it quoted
+])
+def test_the_differences_the_readme_states_are_yaml_spellings_and_stricter_types(text, loader_ok):
+    try:
+        parse_policy_text(text, "p.yaml")
+        parsed = True
+    except PolicySyntaxError:
+        parsed = False
+    assert parsed == loader_ok and schema_accepts(yaml.safe_load(text)) != loader_ok
