@@ -319,7 +319,7 @@ def _check(args, stdout, stderr) -> int:
         from .html_report import report_html
         labels = {(p.name, r.condition): _labels(p, r) for p, rep in zip(policies, reports) for r in rep.results
                   if r.trace is not None}
-        print(report_html(reports, {p.name: p for p in policies}, labels), file=stdout)
+        print(report_html(reports, {p.name: p for p in policies}, labels, triages), file=stdout)
     if args.format == "sarif":
         from .sarif import sarif_log
         print(json.dumps(sarif_log(list(zip(policies, reports)), triages), indent=2), file=stdout)

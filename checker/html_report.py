@@ -30,6 +30,7 @@ table.results th { background: #f2f2f2; }
 td.depth { text-align: right; }
 .verdict { font-weight: 600; }
 .violated .verdict { color: #b71c1c; } .holds .verdict { color: #1b5e20; } .unknown .verdict { color: #8a6d00; }
+.accepted { color: #555; font-style: italic; }
 tr.violated { background: #fdecea; } tr.holds { background: #edf7ed; } tr.unknown { background: #fff8e1; }
 ol.trace li { margin: .15em 0; font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 13px; }
 ol.trace .effect { color: #b71c1c; font-family: system-ui, sans-serif; }
@@ -140,7 +141,15 @@ def _counterexample_html(policy, report: Report, result, anchor: str, step_label
     ])
 
 
-def _report_html(report: Report, policy: Policy, index: int, step_labels) -> str:
+def _accepted_html(triage, condition: str) -> str:
+    acceptance = triage.acceptance(condition) if triage is not None else None
+    if acceptance is None:
+        return ""
+    from .accept import accepted_line
+    return f'<br><span class="accepted">{escape(accepted_line(condition, acceptance))}</span>'
+
+
+def _report_html(report: Report, policy: Policy, index: int, step_labels, triage=None) -> str:
     rows, sections = [], []
     for number, result in enumerate(report.results):
         anchor = f"p{index}-r{number}"
@@ -152,7 +161,7 @@ def _report_html(report: Report, policy: Policy, index: int, step_labels) -> str
         depth = "-" if result.depth is None else str(int(result.depth))
         rows.append(f'<tr class="{verdict}" data-condition="{escape(result.condition)}"><td>{condition}</td>'
                     f'<td class="verdict">{verdict}</td><td class="depth">{depth}</td>'
-                    f"<td>{escape(result.reason)}</td></tr>")
+                    f"<td>{escape(result.reason)}{_accepted_html(triage, result.condition)}</td></tr>")
     meta = (f"source {escape(report.source)} · sha256:{escape(report.policy_hash[:12])} · depth {int(report.depth)}, "
             f"{int(report.spans)} spans · verdict <span class=\"verdict\">{escape(str(report.verdict))}</span>"
             f'<br><span class="deployment">deployment {escape(deployment_text(report))}</span>')
@@ -170,17 +179,19 @@ def _report_html(report: Report, policy: Policy, index: int, step_labels) -> str
     ])
 
 
-def report_html(report, policies, step_labels=None) -> str:
+def report_html(report, policies, step_labels=None, triages=None) -> str:
     """One self-contained HTML page (inline CSS and SVG, no scripts, no external resources) for a Report or a
     sequence of Reports.
 
     policies: the checked Policy, or a mapping from policy name to Policy. step_labels: optional mapping from a
     condition (or a (policy name, condition) pair) to one label per step of its counterexample; by default a step
-    reads as its action call. Every policy-derived string is escaped."""
+    reads as its action call. triages: an accept.Triage per report, to mark accepted findings. Every policy-derived
+    string is escaped."""
     reports = [report] if isinstance(report, Report) else list(report)
     if not reports:
         raise RenderError("no report to render")
-    bodies = [_report_html(r, _policy_for(r, policies), i, step_labels) for i, r in enumerate(reports)]
+    bodies = [_report_html(r, _policy_for(r, policies), i, step_labels, triages[i] if triages else None)
+              for i, r in enumerate(reports)]
     name = reports[0].policy_name if len(reports) == 1 else f"{len(reports)} policies"
     versions = ", ".join(f"{k} {v}" for k, v in reports[0].versions)
     return "\n".join([

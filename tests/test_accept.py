@@ -185,6 +185,8 @@ def test_accepted_findings_are_reported_keep_their_verdict_and_fail_nothing(acce
     assert code == 0 and doc["verdict"] == "violated"
     assert [(c, d["verdict"], d["accepted"]["kind"]) for c, d in doc["conditions"].items()] == [
         ("C1", "violated", "inSource"), ("C2", "violated", "inSource")]
+    code, out, _ = run("check", str(accepting), *FAST, "--format", "html")
+    assert code == 0 and out.count('<span class="accepted">accepted: ') == 2
 
 
 def test_accepted_findings_are_suppressed_results_in_a_valid_sarif_log(accepting, monkeypatch):
