@@ -461,6 +461,7 @@ def _python_policy(src: _Text) -> Tuple[Policy, Dict[str, str], tuple]:
                 value_loc.col,
             )
         values[key] = value
+    accepts = tuple(_python_acceptance(src, *entry) for entry in parts.accept)
     policy = Policy(
         name=parts.name or (PurePath(src.file).stem or "policy"),
         evict=parts.evict,
@@ -469,8 +470,20 @@ def _python_policy(src: _Text) -> Tuple[Policy, Dict[str, str], tuple]:
         deployment=Deployment(**values),
         description=parts.description,
         source=src.file,
+        accepts=accepts,
     )
     return policy, parts.expect or {}, parts.floats
+
+
+def _python_acceptance(src: _Text, condition: str, reason: str, key_loc: Loc, value_loc: Loc) -> Acceptance:
+    """An ACCEPT = {"C2": "reason"} entry of a Python-form policy, checked as the YAML form's `accept:` is."""
+    if condition not in CONDITIONS:
+        raise PolicySyntaxError(f"ACCEPT names unknown condition `{condition[:64]}`{suggestion(condition, CONDITIONS)} "
+                                f"(conditions: {', '.join(CONDITIONS)})", src.file, key_loc.line, key_loc.col)
+    if not reason.strip():
+        raise PolicySyntaxError("ACCEPT reason must not be blank: say why the finding is accepted", src.file,
+                                value_loc.line, value_loc.col)
+    return Acceptance(condition, " ".join(reason.split()), "inSource", src.file, key_loc)
 
 
 def _guarded(filename, fn, *args):

@@ -1,7 +1,7 @@
 """The restricted-Python policy form: read with ast.parse (which only builds a tree), never executed.
 
 A policy module holds an optional docstring (the description), the constants NAME, BUDGET,
-DEPLOYMENT and EXPECT (literals only), `def evict(span, window):` and optionally
+DEPLOYMENT, EXPECT and ACCEPT (literals only; ACCEPT maps a condition to the reason it is accepted), `def evict(span, window):` and optionally
 `def rank(span, window):`.  Function bodies are if/elif/else chains of `return <expr>`; an
 `if t: return a` followed by the rest of the block becomes Cond(t, a, rest).  Everything else is
 refused with a PolicySyntaxError naming the construct at its line and column.
@@ -45,7 +45,7 @@ from .expr_parser import Builder, is_literal, too_deep_message
 from .printer import to_python
 from .typecheck import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
 
-MODULE_CONSTANTS = ("NAME", "BUDGET", "DEPLOYMENT", "EXPECT")
+MODULE_CONSTANTS = ("NAME", "BUDGET", "DEPLOYMENT", "EXPECT", "ACCEPT")
 POLICY_FUNCTIONS = ("evict", "rank")
 
 _ONLY_READS = "a policy may only read span.<attribute> and window.<attribute>"
@@ -124,6 +124,7 @@ class PyPolicyParts:
     # (key, value, key Loc, value Loc) per DEPLOYMENT entry; None when DEPLOYMENT is absent
     deployment: Optional[List[Tuple[str, str, Loc, Loc]]] = None
     expect: Optional[Dict[str, str]] = None
+    accept: List[Tuple[str, str, Loc, Loc]] = field(default_factory=list)  # (condition, reason, their Locs)
     evict_loc: Loc = field(default_factory=lambda: Loc(1, 1))
     floats: tuple = ()  # the Num nodes of evict and rank that Python reads as floats (compared by identity)
 
@@ -401,7 +402,7 @@ class _Converter:
 
     def constant(self, stmt: ast.Assign, parts: PyPolicyParts, seen) -> None:
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
-            self.refuse(stmt, "assignment other than NAME, BUDGET, DEPLOYMENT or EXPECT = <literal>")
+            self.refuse(stmt, "assignment other than NAME, BUDGET, DEPLOYMENT, EXPECT or ACCEPT = <literal>")
         name = stmt.targets[0].id
         if name not in MODULE_CONSTANTS:
             self.fail(
@@ -423,6 +424,8 @@ class _Converter:
             parts.budget = value.value
         elif name == "DEPLOYMENT":
             parts.deployment = [(k, v, kl, vl) for k, v, kl, vl in self.string_dict(value, name)]
+        elif name == "ACCEPT":
+            parts.accept = self.string_dict(value, name)
         else:
             parts.expect = {k: v for k, v, _, _ in self.string_dict(value, name)}
 

@@ -69,6 +69,28 @@ def test_a_bad_accept_entry_is_a_located_error(tail, line, col, message):
     assert (caught.value.line - 2, caught.value.col) == (line, col) and message in caught.value.message
 
 
+PY = "def evict(span, window):\n    return span.idle > 3\n"
+
+
+def test_a_python_policy_accepts_with_an_accept_dict():
+    policy = parse_policy_text('ACCEPT = {"C2": "the host never imposes budgets"}\n' + PY, "p.py")
+    assert [(a.condition, a.reason, a.loc.line, a.loc.col) for a in policy.accepts] == [
+        ("C2", "the host never imposes budgets", 1, 11)]
+    assert policy_hash(policy) == policy_hash(parse_policy_text(PY, "p.py"))
+
+
+@pytest.mark.parametrize("head,col,message", [
+    ('ACCEPT = {"C9": "r"}', 11, "unknown condition `C9`"),
+    ('ACCEPT = {"C2": "  "}', 17, "must not be blank"),
+    ('ACCEPT = ["C2"]', 10, "must be a dict literal"),
+    ('ACCEPT = {"C2": "a", "C2": "b"}', 22, "duplicate key `C2`"),
+])
+def test_a_bad_python_accept_is_a_located_error(head, col, message):
+    with pytest.raises(PolicySyntaxError) as caught:
+        parse_policy_text(head + "\n" + PY, "p.py")
+    assert (caught.value.line, caught.value.col) == (1, col) and message in caught.value.message
+
+
 # --------------------------------------------------------------------------- exit codes
 
 
