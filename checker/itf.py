@@ -14,10 +14,12 @@ from prunecheck.spec.conditions import violations
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 VARS = ("step", "spans", "edits", "status", "outcome", "violations", "mbt::actionTaken", "mbt::nondetPicks")
-PICKS = ("kind", "tokens", "target", "mode", "span", "edit")
-# Written only when set (a compaction's host budget, a read's or audit's repetitions other than 1), so that traces
-# without them are as before and old files replay.
+# Arguments written only when set (a compaction's host budget, a read's or audit's repetitions other than 1).
 OPTIONAL_PICKS = ("budget", "times")
+# mbt::nondetPicks is a record of the arguments the action took, each a plain ITF value; an argument it does not
+# take is absent. Traces written before held every pick as a Quint Option ({"tag": "Some", "value": v} or this
+# {"tag": "None", "value": {"#tup": []}}), which itf-py cannot read (a tag named None is a Python keyword; a Some
+# around {"#bigint": ...} is taken for a record with a field "#bigint"): they are still read, never written.
 # A repetition count read from a file has at most this many digits: far beyond any count a policy's constants call
 # for, and small enough that every clock sum still prints (Python refuses to print integers of over 4300 digits).
 MAX_TIMES_DIGITS = 1000
@@ -40,9 +42,7 @@ def _span(span: Span) -> dict:
 
 
 def _state(policy, state: State, action_name: str, args: dict, outcome: str, bad) -> dict:
-    picks = {key: ({"tag": "Some", "value": _value(args[key])} if key in args else {"tag": "None", "value": {"#tup": []}})
-             for key in PICKS}
-    picks.update({key: {"tag": "Some", "value": _value(args[key])} for key in OPTIONAL_PICKS if key in args})
+    picks = {key: _value(value) for key, value in args.items()}
     return {
         "step": _int(state.step),
         "spans": [_span(s) for s in state.spans],
@@ -66,7 +66,7 @@ def itf_states(policy, transitions: Sequence[Transition]) -> list:
 
 def first_difference(document: dict, policy, transitions: Sequence[Transition]):
     """(index, what the file says, what the runtime does) for the first state that differs, or None."""
-    recorded = document.get("states", [])
+    recorded = [_with_new_picks(state) for state in document.get("states", [])]
     actual = itf_states(policy, transitions)
     for index, (want, got) in enumerate(zip(recorded, actual)):
         want = {k: v for k, v in want.items() if k != "#meta"} if isinstance(want, dict) else want
@@ -75,6 +75,24 @@ def first_difference(document: dict, policy, transitions: Sequence[Transition]):
     if len(recorded) != len(actual):
         return min(len(recorded), len(actual)), None, None
     return None
+
+
+def _old_pick(pick) -> bool:
+    return isinstance(pick, dict) and set(pick) == {"tag", "value"} and pick["tag"] in ("Some", "None")
+
+
+def new_picks(picks):
+    """A state's mbt::nondetPicks in the form written now: old Option-wrapped picks unwrapped, old Nones dropped."""
+    if not isinstance(picks, dict):
+        return picks
+    return {key: pick["value"] if _old_pick(pick) else pick for key, pick in picks.items()
+            if not (_old_pick(pick) and pick["tag"] == "None")}
+
+
+def _with_new_picks(state):
+    if not isinstance(state, dict) or "mbt::nondetPicks" not in state:
+        return state
+    return {**state, "mbt::nondetPicks": new_picks(state["mbt::nondetPicks"])}
 
 
 def trace_document(policy, policy_doc: dict, transitions: Sequence[Transition], meta: dict) -> dict:
@@ -128,15 +146,16 @@ def actions_of(document) -> tuple:
         if name not in ACTION_TYPES:
             raise TraceFormatError(f"{where}: unknown action {name!r}")
         cls = ACTION_TYPES[name]
-        picks = state.get("mbt::nondetPicks") or {}
+        picks = new_picks(state.get("mbt::nondetPicks") or {})
+        if not isinstance(picks, dict):
+            raise TraceFormatError(f"{where}: mbt::nondetPicks is not a record")
         kwargs = {}
-        for field_name, field_def in cls.__dataclass_fields__.items():
-            pick = picks.get(field_name) if isinstance(picks, dict) else None
-            if field_name in OPTIONAL_PICKS and (pick is None or pick == {"tag": "None", "value": {"#tup": []}}):
+        for field_name in cls.__dataclass_fields__:
+            value = picks.get(field_name)
+            if value is None and field_name in OPTIONAL_PICKS:
                 continue
-            if not isinstance(pick, dict) or pick.get("tag") != "Some":
+            if value is None or (isinstance(value, dict) and "tag" in value):
                 raise TraceFormatError(f"{where}: action {name} needs argument {field_name}")
-            value = pick.get("value")
             kwargs[field_name] = value if isinstance(value, str) else _read_int(value, f"{where} {field_name}")
         if "times" in kwargs:
             kwargs["times"] = read_times(kwargs["times"], where)
