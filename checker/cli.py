@@ -331,6 +331,7 @@ def _labels(policy, result) -> list:
 def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
     from .itf import trace_document
     from .replay import replay
+    from .tracepolicy import policy_meta
 
     out.mkdir(parents=True, exist_ok=True)
     stem = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in policy.name) or "policy"
@@ -343,7 +344,7 @@ def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
             continue
         transitions = replay(policy, r.trace.actions, r.trace.spans)
         meta = {"condition": r.condition, "depth": report.depth, "spans": report.spans, "source": policy.source,
-                "policy_hash": report.policy_hash, "versions": dict(report.versions)}
+                **policy_meta(policy, out), "policy_hash": report.policy_hash, "versions": dict(report.versions)}
         doc = trace_document(policy, policy_doc, transitions, meta)
         path = out / f"{stem}.{r.condition}.itf.json"
         path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
@@ -354,11 +355,13 @@ def _explain(args, stdout) -> int:
     from prunecheck.spec.runtime import real_steps
 
     from .explain import explain, explanation_json, explanation_lines
-    from .itf import read_trace_file
+    from .itf import read_trace
     from .replay import first_violation, replay
     from .result import length_text
+    from .tracepolicy import FileStatus
 
-    _document, info, policy, actions = read_trace_file(args.trace)
+    _document, info, found, actions = read_trace(args.trace)
+    policy = found.policy
     condition = info.get("condition")
     if condition not in CONDITIONS:
         raise PolicySyntaxError(f"the trace names no condition (one of {', '.join(CONDITIONS)})", args.trace, 1, 1)
@@ -372,16 +375,38 @@ def _explain(args, stdout) -> int:
         print(f"the trace does not violate {condition} on the runtime", file=stdout)
         return EXIT_VIOLATED
     explanation = explain(policy, actions[:where], condition, info.get("spans"))
+    located = found.status == FileStatus.SAME
     if args.format == "json":
-        doc = {"policy": policy.name, "condition": condition, **explanation_json(explanation)}
+        doc = {"policy": policy.name, "condition": condition, "policy_file": found.path,
+               "policy_file_status": str(found.status), **explanation_json(explanation)}
+        for point in doc["cause"]["points"]:
+            point["file"] = policy.source
+            if not located:
+                point["line"] = point["column"] = None
         print(json.dumps(doc, indent=2), file=stdout)
     else:
         steps = real_steps(actions[:where])
         length = f" ({length_text(where, steps)})" if steps != where else ""
         print(f"policy {policy.name}: {condition} violated at step {where} of {len(actions)}{length}", file=stdout)
-        for line in explanation_lines(policy, explanation, indent="  "):
+        if not located:
+            print(f"  note: {_unlocated_note(found)}", file=stdout)
+        for line in explanation_lines(policy, explanation, indent="  ", located=located):
             print(line, file=stdout)
     return EXIT_HOLDS
+
+
+def _unlocated_note(found) -> str:
+    """Why an explanation cites the policy embedded in the trace, without positions."""
+    from .tracepolicy import FileStatus
+
+    if found.path is None:
+        why = "the trace names no policy file"
+    elif found.status == FileStatus.MISSING:
+        why = f"the policy file the trace names, {found.path}, is found neither next to the trace nor from here"
+    else:
+        why = f"{found.path} no longer holds the policy this trace was checked against"
+    return (f"{why}; the points below quote the policy as checked, embedded in the trace, and give no line or "
+            "column (they would be in no file you can open)")
 
 
 def _replay(args, stdout) -> int:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import stat
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, TraceFormatError
+from prunecheck.spec.errors import PolicySyntaxError, TraceFormatError
 from prunecheck.spec.runtime import ACTION_TYPES, Span, State, Transition, action_args, status
 from prunecheck.spec.conditions import violations
 
@@ -177,11 +178,13 @@ def regular_file(path: Path) -> None:
         raise PolicySyntaxError("not a regular file", str(path), 1, 1)
 
 
-def read_trace_file(name) -> tuple:
-    """(document, meta, policy, actions) of an ITF trace file written by `check --out`; every defect is a one-line
-    PolicySyntaxError at the file. The policy is the one loaded from its original file when that file still holds
-    the same policy, so positions in explanations point into the file its author edits."""
+def read_trace(name) -> tuple:
+    """(document, meta, TracePolicy, actions) of an ITF trace file written by `check --out`; every defect is a
+    one-line PolicySyntaxError at the file. The policy is the one loaded from the policy file the trace names when
+    that file still holds the same policy, so positions point into the file its author edits; otherwise it is the
+    copy embedded in the trace, whose positions point nowhere a user can open (the TracePolicy says which)."""
     from .loader import parse_policy_text
+    from .tracepolicy import trace_policy
 
     path = Path(name)
     regular_file(path)
@@ -195,20 +198,15 @@ def read_trace_file(name) -> tuple:
         raise PolicySyntaxError(f"trace is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
     try:
         info = meta_of(document)
-        policy = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
+        embedded = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
         actions = actions_of(document)
     except TraceFormatError as exc:
         raise PolicySyntaxError(exc.one_line(), str(path), 1, 1) from None
-    return document, info, _with_source(policy, info.get("source")), actions
+    embedded = replace(embedded, source=f"{path}#meta.prunecheck.policy")
+    return document, info, trace_policy(path, info, embedded), actions
 
 
-def _with_source(policy, source):
-    from .loader import load_policy
-
-    if not isinstance(source, str) or not Path(source).is_file():
-        return policy
-    try:
-        original = load_policy(source)
-    except PrunecheckError:
-        return policy
-    return original if original == policy else policy
+def read_trace_file(name) -> tuple:
+    """(document, meta, policy, actions): read_trace with the policy alone."""
+    document, info, found, actions = read_trace(name)
+    return document, info, found.policy, actions
