@@ -15,7 +15,9 @@ EXIT_MEANINGS = {
     None: {0: "success (check: every condition holds)", 1: "a violation, or the command's failure",
            3: "nothing violated but something unknown"},
     "check": {0: "every condition holds", 1: "some condition is violated", 3: "nothing violated but something unknown"},
-    "replay": {0: "the trace reproduces as recorded", 1: "the trace does not reproduce"},
+    "replay": {0: "the trace reproduces as recorded (with --policy: the policy no longer violates the trace's "
+                  "condition along it, or the trace no longer replays)",
+               1: "the trace does not reproduce (with --policy: the policy still violates the trace's condition)"},
     "explain": {0: "explained", 1: "the trace does not replay or does not violate its condition"},
     "certify": {0: "every certificate is confirmed, assumptions included", 1: "a certificate is rejected or refuted",
                 3: "a solver gave up on some certificate"},
