@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 from prunecheck.spec.errors import PrunecheckError
-from prunecheck.spec.policy import DeploymentOverride, Policy
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, DeploymentOverride, Policy
 
 
 class FileStatus(str, enum.Enum):
@@ -47,16 +47,17 @@ def policy_meta(policy: Policy, out_dir: Path) -> dict:
     return meta
 
 
-def _candidates(trace: Path, info: dict) -> list:
-    """Where the policy file may be: policy_file relative to the trace's directory; a trace written before
-    policy_file existed recorded the path as given to `check`, tried relative to the trace and to here."""
+def _recorded(info: dict) -> tuple:
+    """(the policy file as the trace names it, where it may be): policy_file relative to the trace's directory; a
+    trace written before policy_file existed has only the path as given to `check`, tried next to the trace, then
+    from here."""
     recorded = info.get("policy_file")
     if isinstance(recorded, str) and recorded:
-        return [trace.parent / recorded]
+        return recorded, [Path(recorded)]
     source = info.get("source")
     if not isinstance(source, str) or not source or source.startswith("<"):
-        return []
-    return [Path(source)] if Path(source).is_absolute() else [trace.parent / source, Path(source)]
+        return None, []
+    return source, [Path(source)] if Path(source).is_absolute() else [Path(source), Path.cwd() / source]
 
 
 def shown(path: Path) -> str:
@@ -71,20 +72,27 @@ def shown(path: Path) -> str:
 
 def _override(info: dict, embedded: Policy) -> Optional[DeploymentOverride]:
     keys = info.get("overridden")
-    if not isinstance(keys, list) or not keys or not all(k in embedded.deployment.as_dict() for k in keys):
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k in DEPLOYMENT_CHOICES for k in keys):
         return None
     return DeploymentOverride.of({k: getattr(embedded.deployment, k) for k in keys})
+
+
+def _regular(path: Path) -> bool:
+    """A regular file (never a FIFO or device, which can block); a path the system refuses (too long) is none."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def trace_policy(trace: Path, info: dict, embedded: Policy) -> TracePolicy:
     """The policy file the trace names, if it still holds the embedded policy; otherwise the embedded policy."""
     from .loader import load_policy
 
-    candidates = _candidates(trace, info)
-    found = next((c for c in candidates if c.is_file()), None)  # is_file: never a FIFO or device
+    recorded, candidates = _recorded(info)
+    found = next((trace.parent / c for c in candidates if _regular(trace.parent / c)), None)
     if found is None:
-        recorded = info.get("policy_file") or info.get("source")
-        return TracePolicy(embedded, recorded if candidates else None, FileStatus.MISSING)
+        return TracePolicy(embedded, recorded, FileStatus.MISSING)
     try:
         original = load_policy(shown(found), _override(info, embedded))
     except PrunecheckError:

@@ -1,4 +1,4 @@
-"""`replay TRACE --policy FILE [--deployment FILE]`: does a written trace still violate its condition on a policy now?"""
+"""`replay TRACE --policy FILE [--deployment FILE]`: does a written trace still violate its condition now?"""
 
 import io
 import json

@@ -94,3 +94,15 @@ def test_an_overridden_setting_is_marked_and_the_file_still_located(tmp_path, mo
     assert code == 0 and "note:" not in out and CITED.findall(out)
     assert "`records: window (set by the deployment override)`" in out
     assert json.loads(trace.read_text())["#meta"]["prunecheck"]["overridden"] == ["records"]
+
+
+def test_odd_policy_file_records_in_a_trace_are_harmless(tmp_path, monkeypatch):
+    _project, trace = _trace(tmp_path, monkeypatch)
+    document = json.loads(trace.read_text())
+    for policy_file, overridden in [("a" * 5000, None), ("x\0y", [[1]]), (5, {"a": 1}), ("/dev/null", ["records", 3]),
+                                    (str(tmp_path), ["nokey"]), (str(trace), ["records"])]:
+        document["#meta"]["prunecheck"].update(policy_file=policy_file, overridden=overridden)
+        odd = tmp_path / "odd.itf.json"
+        odd.write_text(json.dumps(document))
+        code, out, err = run("explain", odd, "--format", "json")
+        assert code == 0 and err == "" and json.loads(out)["policy_file_status"] in ("missing", "changed")
