@@ -4,20 +4,19 @@ import dataclasses
 import io
 import json
 
+import itf_py  # in the test extra, not skipped when absent: the promise that itf-py reads our traces rests on it
 import pytest
 
-itf_py = pytest.importorskip("itf_py", reason="itf-py is in the test extra: pip install -e '.[test]'")
+from prunecheck import cli
+from prunecheck.checker.check import policy_document
+from prunecheck.checker.itf import read_trace_file, trace_document
+from prunecheck.checker.loader import parse_policy_text
+from prunecheck.checker.replay import replay
+from prunecheck.spec.conditions import violations
+from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Read, State, action_args, status
 
-from prunecheck import cli  # noqa: E402
-from prunecheck.checker.check import policy_document  # noqa: E402
-from prunecheck.checker.itf import read_trace_file, trace_document  # noqa: E402
-from prunecheck.checker.loader import parse_policy_text  # noqa: E402
-from prunecheck.checker.replay import replay  # noqa: E402
-from prunecheck.spec.conditions import violations  # noqa: E402
-from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Read, State, action_args, status  # noqa: E402
-
-from conftest import CLI_BOUNDS  # noqa: E402
-from policy_table import EXAMPLES  # noqa: E402
+from conftest import CLI_BOUNDS
+from policy_table import EXAMPLES
 
 SMALL = ["--depth", "6", "--spans", "4", "--no-prove"]
 
