@@ -2,7 +2,8 @@
 main(argv, stdout, stderr) -> exit code.
 
 Exit codes: 0 every condition holds (replay: the trace reproduces as recorded; certify: every certificate is
-confirmed, assumptions included); 1 some condition is violated (replay: the trace does not reproduce; certify: a
+confirmed, assumptions included; replay --policy: the policy no longer violates the trace's condition along it); 1
+some condition is violated (replay: the trace does not reproduce; replay --policy: it still violates; certify: a
 certificate is rejected or refuted); 2 usage or input error (certify: an unreadable or non-JSON file); 3 nothing
 violated but something unknown (certify: a solver gave up on some certificate); 4 internal error (a checker bug,
 such as a counterexample that does not replay). frontdoor.EXIT_MEANINGS says what 0, 1 and 3 mean for each command;
@@ -165,6 +166,12 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     add_batch_arguments(check)
     replay = sub.add_parser("replay", help="re-execute an ITF trace on the reference runtime")
     replay.add_argument("trace", metavar="TRACE.json")
+    replay.add_argument("--policy", metavar="FILE",
+                        help="run the trace's actions against this policy file as it is now, instead of the policy "
+                             "embedded in the trace, and say whether they still violate the trace's condition")
+    replay.add_argument("--deployment", metavar="FILE",
+                        help="with --policy: set the deployment keys this file gives in the policy's deployment (the "
+                             "others keep the policy's values)")
     explain = sub.add_parser("explain", help="explain a counterexample step by step, down to the policy's text")
     explain.add_argument("trace", metavar="TRACE.itf.json")
     explain.add_argument("--format", choices=("text", "json"), default="text")
@@ -348,6 +355,7 @@ def _labels(policy, result) -> list:
 def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
     from .itf import trace_document
     from .replay import replay
+    from .tracepolicy import policy_meta
 
     out.mkdir(parents=True, exist_ok=True)
     stem = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in policy.name) or "policy"
@@ -360,7 +368,7 @@ def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
             continue
         transitions = replay(policy, r.trace.actions, r.trace.spans)
         meta = {"condition": r.condition, "depth": report.depth, "spans": report.spans, "source": policy.source,
-                "policy_hash": report.policy_hash, "versions": dict(report.versions)}
+                **policy_meta(policy, out), "policy_hash": report.policy_hash, "versions": dict(report.versions)}
         doc = trace_document(policy, policy_doc, transitions, meta)
         path = out / f"{stem}.{r.condition}.itf.json"
         path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
@@ -371,11 +379,13 @@ def _explain(args, stdout) -> int:
     from prunecheck.spec.runtime import real_steps
 
     from .explain import explain, explanation_json, explanation_lines
-    from .itf import read_trace_file
+    from .itf import read_trace
     from .replay import first_violation, replay
     from .result import length_text
+    from .tracepolicy import FileStatus
 
-    _document, info, policy, actions = read_trace_file(args.trace)
+    _document, info, found, actions = read_trace(args.trace)
+    policy = found.policy
     condition = info.get("condition")
     if condition not in CONDITIONS:
         raise PolicySyntaxError(f"the trace names no condition (one of {', '.join(CONDITIONS)})", args.trace, 1, 1)
@@ -389,16 +399,38 @@ def _explain(args, stdout) -> int:
         print(f"the trace does not violate {condition} on the runtime", file=stdout)
         return EXIT_VIOLATED
     explanation = explain(policy, actions[:where], condition, info.get("spans"))
+    located = found.status == FileStatus.SAME
     if args.format == "json":
-        doc = {"policy": policy.name, "condition": condition, **explanation_json(explanation)}
+        doc = {"policy": policy.name, "condition": condition, "policy_file": found.path,
+               "policy_file_status": str(found.status), **explanation_json(explanation)}
+        for point in doc["cause"]["points"]:
+            point["file"] = policy.source
+            if not located:
+                point["line"] = point["column"] = None
         print(json.dumps(doc, indent=2), file=stdout)
     else:
         steps = real_steps(actions[:where])
         length = f" ({length_text(where, steps)})" if steps != where else ""
         print(f"policy {policy.name}: {condition} violated at step {where} of {len(actions)}{length}", file=stdout)
-        for line in explanation_lines(policy, explanation, indent="  "):
+        if not located:
+            print(f"  note: {_unlocated_note(found)}", file=stdout)
+        for line in explanation_lines(policy, explanation, indent="  ", located=located):
             print(line, file=stdout)
     return EXIT_HOLDS
+
+
+def _unlocated_note(found) -> str:
+    """Why an explanation cites the policy embedded in the trace, without positions."""
+    from .tracepolicy import FileStatus
+
+    if found.path is None:
+        why = "the trace names no policy file"
+    elif found.status == FileStatus.MISSING:
+        why = f"the policy file the trace names, {found.path}, is found neither next to the trace nor from here"
+    else:
+        why = f"{found.path} no longer holds the policy this trace was checked against"
+    return (f"{why}; the points below quote the policy as checked, embedded in the trace, and give no line or "
+            "column (they would be in no file you can open)")
 
 
 def _replay(args, stdout) -> int:
@@ -410,7 +442,11 @@ def _replay(args, stdout) -> int:
     from .replay import replay
     from .result import length_text
 
+    if args.deployment and not args.policy:
+        raise UsageError("--deployment needs --policy")
     document, info, policy, actions = read_trace_file(args.trace)
+    if args.policy:
+        return _replay_against(args, info, actions, stdout)
     try:
         transitions = replay(policy, actions, info.get("spans"))
     except ReplayMismatch as exc:
@@ -428,6 +464,40 @@ def _replay(args, stdout) -> int:
     found = sorted(violations(policy, transitions[-1])) if transitions else []
     print(f"reproduces as recorded; violated at the last step: {', '.join(found) or 'nothing'}", file=stdout)
     return EXIT_HOLDS
+
+
+def _replay_against(args, info, actions, stdout) -> int:
+    """Replay a trace's actions on another policy: exit 1 if its condition is still violated along them, else 0."""
+    from prunecheck.spec.runtime import real_steps
+
+    from .loader import load_deployment, load_policy
+    from .render import step_lines
+    from .replay import first_violation, replay
+    from .result import length_text
+
+    condition = info.get("condition")
+    if condition not in CONDITIONS:
+        raise PolicySyntaxError(f"the trace names no condition (one of {', '.join(CONDITIONS)})", args.trace, 1, 1)
+    policy = load_policy(args.policy, load_deployment(args.deployment) if args.deployment else None)
+    marked = set(policy.overridden)
+    deployment = ", ".join(f"{key}={value}" + (" (overridden)" if key in marked else "")
+                           for key, value in policy.deployment.as_dict().items())
+    print(f"trace of {condition} ({length_text(len(actions), real_steps(actions))}) against policy {policy.name} "
+          f"({policy.source}), deployment {deployment}", file=stdout)
+    try:
+        transitions = replay(policy, actions, info.get("spans"))
+    except ReplayMismatch as exc:
+        print(f"no longer replays: {exc.one_line()}", file=stdout)
+        print(f"no longer violates {condition} along this trace", file=stdout)
+        return EXIT_HOLDS
+    for line in step_lines(policy, transitions):
+        print(line, file=stdout)
+    where = first_violation(policy, transitions, condition)
+    if where is None:
+        print(f"replays; no longer violates {condition} along this trace", file=stdout)
+        return EXIT_HOLDS
+    print(f"replays; still violates {condition}, at step {where} of {len(actions)}", file=stdout)
+    return EXIT_VIOLATED
 
 
 def _certify(args, stdout) -> int:

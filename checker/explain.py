@@ -254,8 +254,9 @@ def explain(policy: Policy, actions: Sequence, condition: str, max_spans: Option
     return Explanation(condition, tuple(actions), steps, cause_of(policy, transitions, condition))
 
 
-def explanation_lines(policy: Policy, explanation: Explanation, indent: str = "        ") -> list:
-    """The explanation as text: numbered steps with what they changed, then the cause with file positions."""
+def explanation_lines(policy: Policy, explanation: Explanation, indent: str = "        ", located: bool = True) -> list:
+    """The explanation as text: numbered steps with what they changed, then the cause with file positions (with
+    located=False, the policy's source alone: its positions are in no file a user can open)."""
     from .render import action_call
 
     lines = [f"{indent}{DESCRIPTIONS[explanation.condition]}; counterexample:"]
@@ -264,7 +265,7 @@ def explanation_lines(policy: Policy, explanation: Explanation, indent: str = " 
     cause = explanation.cause
     lines.append(f"{indent}why: {cause.summary}")
     for p in cause.points:
-        at = f"{policy.source}:{p.loc.line}:{p.loc.col}" if p.loc != NOWHERE else policy.source
+        at = f"{policy.source}:{p.loc.line}:{p.loc.col}" if located and p.loc != NOWHERE else policy.source
         lines.append(f"{indent}  {at}: `{p.text}` {p.note}")
     return lines
 

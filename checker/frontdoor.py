@@ -17,7 +17,9 @@ EXIT_MEANINGS = {
     "check": {0: "every condition holds, or each finding is accepted or below --fail-on",
               1: "some condition is violated (not accepted)",
               3: "nothing violated but something unknown (not accepted, and --fail-on unknown, the default)"},
-    "replay": {0: "the trace reproduces as recorded", 1: "the trace does not reproduce"},
+    "replay": {0: "the trace reproduces as recorded (with --policy: the policy no longer violates the trace's "
+                  "condition along it, or the trace no longer replays)",
+               1: "the trace does not reproduce (with --policy: the policy still violates the trace's condition)"},
     "explain": {0: "explained", 1: "the trace does not replay or does not violate its condition"},
     "certify": {0: "every certificate is confirmed, assumptions included", 1: "a certificate is rejected or refuted",
                 3: "a solver gave up on some certificate"},

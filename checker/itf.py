@@ -5,19 +5,22 @@ from __future__ import annotations
 import json
 import stat
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, TraceFormatError
+from prunecheck.spec.errors import PolicySyntaxError, TraceFormatError
 from prunecheck.spec.runtime import ACTION_TYPES, Span, State, Transition, action_args, status
 from prunecheck.spec.conditions import violations
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 VARS = ("step", "spans", "edits", "status", "outcome", "violations", "mbt::actionTaken", "mbt::nondetPicks")
-PICKS = ("kind", "tokens", "target", "mode", "span", "edit")
-# Written only when set (a compaction's host budget, a read's or audit's repetitions other than 1), so that traces
-# without them are as before and old files replay.
+# Arguments written only when set (a compaction's host budget, a read's or audit's repetitions other than 1).
 OPTIONAL_PICKS = ("budget", "times")
+# mbt::nondetPicks is a record of the arguments the action took, each a plain ITF value; an argument it does not
+# take is absent. Traces written before held every pick as a Quint Option ({"tag": "Some", "value": v} or this
+# {"tag": "None", "value": {"#tup": []}}), which itf-py cannot read (a tag named None is a Python keyword; a Some
+# around {"#bigint": ...} is taken for a record with a field "#bigint"): they are still read, never written.
 # A repetition count read from a file has at most this many digits: far beyond any count a policy's constants call
 # for, and small enough that every clock sum still prints (Python refuses to print integers of over 4300 digits).
 MAX_TIMES_DIGITS = 1000
@@ -40,9 +43,7 @@ def _span(span: Span) -> dict:
 
 
 def _state(policy, state: State, action_name: str, args: dict, outcome: str, bad) -> dict:
-    picks = {key: ({"tag": "Some", "value": _value(args[key])} if key in args else {"tag": "None", "value": {"#tup": []}})
-             for key in PICKS}
-    picks.update({key: {"tag": "Some", "value": _value(args[key])} for key in OPTIONAL_PICKS if key in args})
+    picks = {key: _value(value) for key, value in args.items()}
     return {
         "step": _int(state.step),
         "spans": [_span(s) for s in state.spans],
@@ -66,7 +67,7 @@ def itf_states(policy, transitions: Sequence[Transition]) -> list:
 
 def first_difference(document: dict, policy, transitions: Sequence[Transition]):
     """(index, what the file says, what the runtime does) for the first state that differs, or None."""
-    recorded = document.get("states", [])
+    recorded = [_with_new_picks(state) for state in document.get("states", [])]
     actual = itf_states(policy, transitions)
     for index, (want, got) in enumerate(zip(recorded, actual)):
         want = {k: v for k, v in want.items() if k != "#meta"} if isinstance(want, dict) else want
@@ -75,6 +76,24 @@ def first_difference(document: dict, policy, transitions: Sequence[Transition]):
     if len(recorded) != len(actual):
         return min(len(recorded), len(actual)), None, None
     return None
+
+
+def _old_pick(pick) -> bool:
+    return isinstance(pick, dict) and set(pick) == {"tag", "value"} and pick["tag"] in ("Some", "None")
+
+
+def new_picks(picks):
+    """A state's mbt::nondetPicks in the form written now: old Option-wrapped picks unwrapped, old Nones dropped."""
+    if not isinstance(picks, dict):
+        return picks
+    return {key: pick["value"] if _old_pick(pick) else pick for key, pick in picks.items()
+            if not (_old_pick(pick) and pick["tag"] == "None")}
+
+
+def _with_new_picks(state):
+    if not isinstance(state, dict) or "mbt::nondetPicks" not in state:
+        return state
+    return {**state, "mbt::nondetPicks": new_picks(state["mbt::nondetPicks"])}
 
 
 def trace_document(policy, policy_doc: dict, transitions: Sequence[Transition], meta: dict) -> dict:
@@ -128,15 +147,16 @@ def actions_of(document) -> tuple:
         if name not in ACTION_TYPES:
             raise TraceFormatError(f"{where}: unknown action {name!r}")
         cls = ACTION_TYPES[name]
-        picks = state.get("mbt::nondetPicks") or {}
+        picks = new_picks(state.get("mbt::nondetPicks") or {})
+        if not isinstance(picks, dict):
+            raise TraceFormatError(f"{where}: mbt::nondetPicks is not a record")
         kwargs = {}
-        for field_name, field_def in cls.__dataclass_fields__.items():
-            pick = picks.get(field_name) if isinstance(picks, dict) else None
-            if field_name in OPTIONAL_PICKS and (pick is None or pick == {"tag": "None", "value": {"#tup": []}}):
+        for field_name in cls.__dataclass_fields__:
+            value = picks.get(field_name)
+            if value is None and field_name in OPTIONAL_PICKS:
                 continue
-            if not isinstance(pick, dict) or pick.get("tag") != "Some":
+            if value is None or (isinstance(value, dict) and "tag" in value):
                 raise TraceFormatError(f"{where}: action {name} needs argument {field_name}")
-            value = pick.get("value")
             kwargs[field_name] = value if isinstance(value, str) else _read_int(value, f"{where} {field_name}")
         if "times" in kwargs:
             kwargs["times"] = read_times(kwargs["times"], where)
@@ -158,11 +178,13 @@ def regular_file(path: Path) -> None:
         raise PolicySyntaxError("not a regular file", str(path), 1, 1)
 
 
-def read_trace_file(name) -> tuple:
-    """(document, meta, policy, actions) of an ITF trace file written by `check --out`; every defect is a one-line
-    PolicySyntaxError at the file. The policy is the one loaded from its original file when that file still holds
-    the same policy, so positions in explanations point into the file its author edits."""
+def read_trace(name) -> tuple:
+    """(document, meta, TracePolicy, actions) of an ITF trace file written by `check --out`; every defect is a
+    one-line PolicySyntaxError at the file. The policy is the one loaded from the policy file the trace names when
+    that file still holds the same policy, so positions point into the file its author edits; otherwise it is the
+    copy embedded in the trace, whose positions point nowhere a user can open (the TracePolicy says which)."""
     from .loader import parse_policy_text
+    from .tracepolicy import trace_policy
 
     path = Path(name)
     regular_file(path)
@@ -176,20 +198,15 @@ def read_trace_file(name) -> tuple:
         raise PolicySyntaxError(f"trace is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
     try:
         info = meta_of(document)
-        policy = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
+        embedded = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
         actions = actions_of(document)
     except TraceFormatError as exc:
         raise PolicySyntaxError(exc.one_line(), str(path), 1, 1) from None
-    return document, info, _with_source(policy, info.get("source")), actions
+    embedded = replace(embedded, source=f"{path}#meta.prunecheck.policy")
+    return document, info, trace_policy(path, info, embedded), actions
 
 
-def _with_source(policy, source):
-    from .loader import load_policy
-
-    if not isinstance(source, str) or not Path(source).is_file():
-        return policy
-    try:
-        original = load_policy(source)
-    except PrunecheckError:
-        return policy
-    return original if original == policy else policy
+def read_trace_file(name) -> tuple:
+    """(document, meta, policy, actions): read_trace with the policy alone."""
+    document, info, found, actions = read_trace(name)
+    return document, info, found.policy, actions

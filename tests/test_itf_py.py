@@ -1,0 +1,113 @@
+"""ITF traces are read by itf-py, the Python reader of Apalache and Quint traces, into the states prunecheck runs."""
+
+import dataclasses
+import io
+import json
+
+import itf_py  # in the test extra, not skipped when absent: the promise that itf-py reads our traces rests on it
+import pytest
+
+from prunecheck import cli
+from prunecheck.checker.check import policy_document
+from prunecheck.checker.itf import read_trace_file, trace_document
+from prunecheck.checker.loader import parse_policy_text
+from prunecheck.checker.replay import replay
+from prunecheck.spec.conditions import violations
+from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Read, State, action_args, status
+
+from conftest import CLI_BOUNDS
+from policy_table import EXAMPLES
+
+SMALL = ["--depth", "6", "--spans", "4", "--no-prove"]
+
+
+def _write_traces(policy_file, out_dir):
+    code = cli.main(["check", str(policy_file), "--out", str(out_dir)] + SMALL + CLI_BOUNDS,
+                    io.StringIO(), io.StringIO())
+    assert code in (0, 1, 3)
+    return sorted(out_dir.glob("*.itf.json"))
+
+
+def _records(values) -> list:
+    return [dict(record._asdict()) for record in values]
+
+
+def assert_itf_py_reads_our_states(policy, transitions, document):
+    """itf-py's reading of each state equals the runtime's state, its action and the action's arguments."""
+    trace = itf_py.trace_from_json(document)
+    assert trace.vars == document["vars"] and len(trace.states) == len(transitions) + 1
+    runs = [(State(), "init", {}, "ok", frozenset())] + [
+        (t.after, t.action.name, action_args(t.action), t.outcome, frozenset(violations(policy, t)))
+        for t in transitions]
+    for got, (state, action, args, outcome, bad) in zip(trace.states, runs):
+        values = got.values
+        assert values["step"] == state.step
+        assert _records(values["spans"]) == [dataclasses.asdict(s) for s in state.spans]
+        assert _records(values["edits"]) == [dataclasses.asdict(e) for e in state.edits]
+        assert values["status"] == status(policy, state) and values["outcome"] == outcome
+        assert values["violations"] == bad
+        assert values["mbt::actionTaken"] == action
+        assert dict(values["mbt::nondetPicks"]._asdict()) == args
+
+
+def _check_file(path):
+    document = json.loads(path.read_text())
+    _document, info, policy, actions = read_trace_file(path)
+    assert_itf_py_reads_our_states(policy, replay(policy, actions, info["spans"]), document)
+
+
+def test_a_written_trace_with_a_host_budget_is_read_by_itf_py(tmp_path):
+    files = _write_traces(EXAMPLES / "kind_excludes_records.json", tmp_path)
+    assert files
+    for path in files:
+        _check_file(path)
+    picks = [s["mbt::nondetPicks"] for s in json.loads(files[0].read_text())["states"]]
+    assert picks[0] == {} and any("budget" in p for p in picks)
+
+
+def test_repetitions_and_every_action_argument_are_read_by_itf_py():
+    policy = parse_policy_text('{"name": "p", "evict": "age > 3", "budget": 5, '
+                               '"deployment": {"records": "window"}}', "p.json")
+    actions = (Append("message", 2), Edit(0, "destroy"), Read(1, 3), Audit(4), Compact(1), Compact())
+    transitions = replay(policy, actions, 4)
+    document = json.loads(json.dumps(trace_document(policy, policy_document(policy), transitions, {})))
+    assert_itf_py_reads_our_states(policy, transitions, document)
+
+
+@pytest.mark.slow
+def test_every_trace_the_examples_produce_is_read_by_itf_py(tmp_path):
+    files = []
+    for index, policy_file in enumerate(sorted(p for p in EXAMPLES.iterdir() if p.is_file())):
+        files += _write_traces(policy_file, tmp_path / str(index))
+    assert len(files) >= 10
+    for path in files:
+        _check_file(path)
+
+
+OLD_PICKS = ("kind", "tokens", "target", "mode", "span", "edit")
+
+
+def _old_form(document):
+    """The same trace as prunecheck wrote it before: every pick a Quint Option, optional ones only when Some."""
+    none = {"tag": "None", "value": {"#tup": []}}
+    for state in document["states"]:
+        picks = state["mbt::nondetPicks"]
+        old = {key: {"tag": "Some", "value": picks[key]} if key in picks else none for key in OLD_PICKS}
+        old.update({key: {"tag": "Some", "value": value} for key, value in picks.items() if key not in OLD_PICKS})
+        state["mbt::nondetPicks"] = old
+    return document
+
+
+def test_traces_in_the_old_option_form_still_replay_and_explain(tmp_path):
+    (path,) = [p for p in _write_traces(EXAMPLES / "kind_excludes_records.json", tmp_path) if ".C2." in p.name]
+    old = tmp_path / "old.C2.itf.json"
+    old.write_text(json.dumps(_old_form(json.loads(path.read_text())), indent=1))
+    assert '"tag": "None"' in old.read_text() and '"budget": {\n' in old.read_text()
+    for command in ("replay", "explain"):
+        outputs = []
+        for trace in (path, old):
+            out = io.StringIO()
+            assert cli.main([command, str(trace)], out, io.StringIO()) == 0
+            outputs.append(out.getvalue())
+        assert outputs[0] == outputs[1]
+    assert "reproduces as recorded" in outputs[0] or "violated at step" in outputs[0]
