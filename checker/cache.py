@@ -17,11 +17,12 @@ from prunecheck.spec.errors import PrunecheckError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES
 from prunecheck.spec.runtime import ACTION_TYPES
 
+from .certificate import dumps
 from .itf import MAX_TIMES_DIGITS
 from .render import report_json
 from .result import Report, Result, Trace, Verdict
 
-FORMAT = 2  # 2: reports name their deployment and the keys an override set
+FORMAT = 3  # 2: reports name their deployment and the keys an override set; 3: a certificate is an object
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
 
 
@@ -76,7 +77,9 @@ def _result(condition: str, entry, spans: int) -> Result:
         extra["others"] = tuple(_trace(condition, t, spans, f"other trace {i}")
                                 for i, t in enumerate(entry["other_traces"], 2))
     certificate = entry.get("certificate")
-    _expect(certificate is None or isinstance(certificate, str), f"{condition}: certificate is not a string")
+    _expect(certificate is None or isinstance(certificate, dict), f"{condition}: certificate is not an object")
+    if certificate is not None:
+        certificate = dumps(certificate)  # the text prove wrote: the cache re-confirms exactly this text
     return Result(condition, Verdict[verdict.upper()], depth, entry["reason"], engine=entry["engine"],
                   certificate=certificate, seconds=float(seconds), **extra)
 

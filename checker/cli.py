@@ -259,37 +259,23 @@ def _without_unwritable_cache(args, stderr) -> None:
 def _batch_mode(args) -> bool:
     """Batch (summary table, worker processes, cache) for --jobs > 1, Dask, directories and globs; named files
     get the full per-policy report."""
-    if args.format in ("html", "sarif") or args.emit_pytest:
-        return False
     return args.jobs > 1 or args.executor == "dask" or any(not Path(p).is_file() for p in args.policies)
 
 
 def _check(args, stdout, stderr) -> int:
-    from .check import check, check_explicit, policy_document
-    from .loader import load_deployment, load_policy
-    from .render import report_json, report_text, trace_as_python
+    from .batch import options_from_args, report_for
+    from .loader import load_policy
+    from .outputs import Checked, document, file_stems, write_files
+    from .render import report_text, trace_as_python
     from .result import Verdict
 
-    override = load_deployment(args.deployment) if args.deployment else None
-    policies = [load_policy(path, override) for path in args.policies]
-    reports = []
-    for policy in policies:
-        if args.engine == "explicit":
-            report = check_explicit(policy, args.depth, args.spans, args.only, float(args.timeout),
-                                    args.tokens, args.repeats)
-        else:
-            report = check(policy, args.depth, args.spans, args.only, float(args.timeout), args.memory, args.prove,
-                           token_domain=args.tokens, counterexamples=args.max_counterexamples,
-                           repeat_domain=args.repeats, rlimit=args.rlimit)
-        reports.append(report)
-        if args.out:
-            with writing("--out", args.out):
-                _write_traces(policy, policy_document(policy), report, Path(args.out), stderr)
-        if args.emit_pytest:
-            from .emit import write_pytest_files
-            with writing("--emit-pytest", args.emit_pytest):
-                for path in write_pytest_files(policy, report, Path(args.emit_pytest)):
-                    print(f"wrote {path}", file=stderr)
+    options = options_from_args(args)
+    policies = [load_policy(path, options.deployment) for path in args.policies]
+    checked = []
+    for policy, stem in zip(policies, file_stems(policies)):
+        report = report_for(policy, options)
+        checked.append(Checked(policy.source, policy, report))
+        write_files(checked[-1], stem, args.out, args.emit_pytest, stderr)
         if args.format == "text":
             print(report_text(report, policy), file=stdout)
             if args.python:
@@ -297,57 +283,12 @@ def _check(args, stdout, stderr) -> int:
                     if r.trace is not None:
                         print(f"# {r.condition} counterexample as a script:", file=stdout)
                         print(trace_as_python(policy.source, r.trace.actions), file=stdout)
-    if args.format == "html":
-        from .html_report import report_html
-        labels = {(p.name, r.condition): _labels(p, r) for p, rep in zip(policies, reports) for r in rep.results
-                  if r.trace is not None}
-        print(report_html(reports, {p.name: p for p in policies}, labels), file=stdout)
-    if args.format == "sarif":
-        from .sarif import sarif_log
-        print(json.dumps(sarif_log(list(zip(policies, reports))), indent=2), file=stdout)
-    if args.format == "json":
-        docs = [report_json(r, p) for r, p in zip(reports, policies)]
-        if len(docs) == 1:
-            print(json.dumps(docs[0], indent=2), file=stdout)
-        else:
-            worst = max(r.verdict for r in reports)
-            print(json.dumps({"verdict": str(worst), "policies": docs}, indent=2), file=stdout)
-    worst = max(r.verdict for r in reports)
+    if args.format != "text":
+        print(document(args.format, checked), file=stdout)
+    worst = max(c.report.verdict for c in checked)
     if worst == Verdict.VIOLATED:
         return EXIT_VIOLATED
     return EXIT_UNKNOWN if worst == Verdict.UNKNOWN else EXIT_HOLDS
-
-
-def _labels(policy, result) -> list:
-    """Per step of a counterexample: what it changed; the last step also says why it violates, and where."""
-    from .explain import explain
-
-    explanation = explain(policy, result.trace.actions, result.condition, result.trace.spans)
-    cause = explanation.cause
-    where = "; ".join(f"{p.loc.line}:{p.loc.col} `{p.text}` {p.note}" for p in cause.points)
-    return list(explanation.steps[:-1]) + [f"{explanation.steps[-1]} -- why: {cause.summary}; {where}"]
-
-
-def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
-    from .itf import trace_document
-    from .replay import replay
-
-    out.mkdir(parents=True, exist_ok=True)
-    stem = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in policy.name) or "policy"
-    for r in report.results:
-        if r.certificate is not None:
-            path = out / f"{stem}.{r.condition}.cert.json"
-            path.write_text(r.certificate, encoding="utf-8")
-            print(f"wrote {path}", file=stderr)
-        if r.trace is None:
-            continue
-        transitions = replay(policy, r.trace.actions, r.trace.spans)
-        meta = {"condition": r.condition, "depth": report.depth, "spans": report.spans, "source": policy.source,
-                "policy_hash": report.policy_hash, "versions": dict(report.versions)}
-        doc = trace_document(policy, policy_doc, transitions, meta)
-        path = out / f"{stem}.{r.condition}.itf.json"
-        path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {path}", file=stderr)
 
 
 def _explain(args, stdout) -> int:

@@ -89,9 +89,17 @@ def _fingerprint(report: Report, condition: str) -> str:
     return hashlib.sha256(f"{report.policy_hash}:{condition}".encode()).hexdigest()[:32]
 
 
-def sarif_log(checked: Sequence[Tuple[Policy, Report]]) -> dict:
+def _not_checked(errors: Sequence[Tuple[str, str]]) -> list:
+    """The invocation of a run in which some files could not be checked: each named with its one-line error."""
+    notes = [{"level": "error", "message": {"text": f"{path}: {error}"},
+              "locations": [{"physicalLocation": {"artifactLocation": _uri(path)}}]} for path, error in errors]
+    return [{"executionSuccessful": False, "toolExecutionNotifications": notes}]
+
+
+def sarif_log(checked: Sequence[Tuple[Policy, Report]], errors: Sequence[Tuple[str, str]] = ()) -> dict:
     """One SARIF run over every (policy, report): violated conditions are errors located at the deciding
-    sub-expression or setting (related locations for the rest), unknown ones warnings; `holds` is not a finding."""
+    sub-expression or setting (related locations for the rest), unknown ones warnings; `holds` is not a finding.
+    errors: (path, one-line error) of the files that could not be checked, as the run's notifications."""
     results = []
     for policy, report in checked:
         where = key_locations(policy)
@@ -110,6 +118,7 @@ def sarif_log(checked: Sequence[Tuple[Policy, Report]]) -> dict:
             "columnKind": "unicodeCodePoints",
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "results": results,
+            **({"invocations": _not_checked(errors)} if errors else {}),
             "properties": {"versions": versions,
                            "policies": [{"name": p.name, "source": p.source, "verdict": str(rep.verdict),
                                          "policy_hash": rep.policy_hash, "deployment": dict(rep.deployment),
