@@ -124,7 +124,9 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     check.add_argument("--only", type=_conditions, default=CONDITIONS, help="conditions to check, e.g. C1,P1")
     check.add_argument("--format", choices=("text", "json", "html", "sarif"), default="text",
                        help="text (default), json, html (one self-contained page) or sarif (SARIF 2.1.0)")
-    check.add_argument("--out", metavar="DIR", help="write each counterexample as an ITF trace file into DIR")
+    check.add_argument("--out", metavar="DIR",
+                       help="write each counterexample as an ITF trace and each proof as a certificate into DIR, "
+                            "named after the policy file and hash: FILE-HASH8.CONDITION.itf.json / .cert.json")
     check.add_argument("--deployment", metavar="FILE",
                        help="set the deployment keys this YAML/JSON file gives (e.g. `records: window`) in each "
                             "policy's deployment; the other keys keep the policy's values")

@@ -72,6 +72,11 @@ def test_an_unreadable_file_in_a_directory_is_named_in_every_document(policies):
     for fmt in ("sarif", "html", "json"):
         code, out, err = run(policies, "--format", fmt, "--no-prove", "--no-cache")
         assert code == 2 and "broken.yaml" in err and str(policies / "broken.yaml") in out
+        if fmt == "sarif":
+            log = json.loads(out)
+            jsonschema.validate(log, SARIF)
+            (note,) = log["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+            assert note["level"] == "error" and "broken.yaml" in note["message"]["text"]
     doc = json.loads(out)
     _validate(doc)
     assert doc["verdict"] == "error" and [p["verdict"] for p in doc["policies"]].count("error") == 1
