@@ -162,11 +162,14 @@ def _check_out_names(out_dir: Path, err: str, expected_files: int) -> None:
 
 
 def test_out_names_never_collide_for_policies_sharing_a_name(policies, tmp_path):
-    out_dir = tmp_path / "out"
-    code, _, err = run(policies / "flawed.yaml", policies / "same_name.yaml", "--out", out_dir)
+    out_dir, emitted = tmp_path / "out", tmp_path / "emitted"
+    code, _, err = run(policies / "flawed.yaml", policies / "same_name.yaml", "--out", out_dir,
+                       "--emit-pytest", emitted)
     assert code == 1
-    _check_out_names(out_dir, err, 10)
+    _check_out_names(out_dir, err.replace(f"wrote {emitted}", "emitted "), 10)
     assert len({p.name.split(".")[0] for p in out_dir.iterdir()}) == 2
+    modules = [line for line in err.splitlines() if line.startswith(f"wrote {emitted}")]
+    assert len(modules) == len(set(modules)) == len(list(emitted.glob("test_*.py"))) == 5  # C1, C2, C4; C2, C4
 
 
 def test_out_works_with_jobs_and_directories_even_for_identical_files(policies, tmp_path):
