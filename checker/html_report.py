@@ -173,7 +173,7 @@ def _report_html(report: Report, policy: Policy, index: int, step_labels) -> str
 
 def _index_html(reports, errors) -> str:
     """Links to each policy's section, and the files that could not be checked, for a page of several."""
-    items = [f'<li><a href="#p{i}">{escape(r.policy_name)}</a> ({escape(r.source)}): '
+    items = [f'<li class="{escape(str(r.verdict))}"><a href="#p{i}">{escape(r.policy_name)}</a> ({escape(r.source)}): '
              f'<span class="verdict">{escape(str(r.verdict))}</span></li>' for i, r in enumerate(reports)]
     items += [f'<li class="error">{escape(path)}: not checked: {escape(error)}</li>' for path, error in errors]
     return '<nav class="index"><ul>\n' + "\n".join(items) + "\n</ul></nav>"
