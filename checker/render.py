@@ -101,8 +101,8 @@ def report_text(report: Report, policy=None) -> str:
 
 
 def report_json(report: Report, policy=None) -> dict:
-    """One policy's JSON report (an item of the document's `policies`, report_schema.REPORT); given the policy,
-    each counterexample carries its explanation."""
+    """One policy's JSON report (an item of the document's `policies`: `$defs/report` of report_schema()); given
+    the policy, each counterexample carries its explanation."""
     from .explain import explain, explanation_json
 
     conditions = {}

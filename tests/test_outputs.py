@@ -103,6 +103,7 @@ def test_json_has_one_shape_for_one_file_and_for_a_directory(policies):
 
 def test_json_validates_with_violated_holds_and_unknown_results():
     code, out, _ = run(SEED, "--format", "json")
+    _validate(json.loads(out))
     (doc,) = json.loads(out)["policies"]
     verdicts = {c: e["verdict"] for c, e in doc["conditions"].items()}
     assert {"violated", "holds"} <= set(verdicts.values())
