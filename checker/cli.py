@@ -24,7 +24,7 @@ from prunecheck import __version__
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
 
-from .frontdoor import cache_warning, check_output_paths, command_list, exit_code_epilog, writing
+from .frontdoor import cache_warning, check_output_paths, command_list, exit_code_epilog
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3, 4
 
