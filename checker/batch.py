@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import multiprocessing
 import os
 import time
@@ -425,14 +424,13 @@ def options_from_args(args) -> CheckOptions:
 
 
 def run_batch_cli(args, stdout, stderr) -> int:
-    """`check` over many files: the summary table (text) or {"verdict", "policies"} (json) on stdout, errors on
-    stderr, one line each; the exit code of exit_code()."""
-    from .accept import annotate_json, load_baseline
-    from .render import report_json
+    """`check` over many files: the summary table (text), or one json, sarif or html document, on stdout; --out and
+    --emit-pytest files; errors on stderr, one line each; the exit code of exit_code() under --fail-on."""
+    from .accept import load_baseline
 
     try:
-        if getattr(args, "out", None) or getattr(args, "python", False):
-            raise PolicySyntaxError("--out and --python are not available in batch mode", "<arguments>", 1, 1)
+        if args.python:
+            raise PolicySyntaxError("--python is not available in batch mode", "<arguments>", 1, 1)
         if args.scheduler and args.executor != "dask":
             raise PolicySyntaxError("--scheduler needs --executor dask", "<arguments>", 1, 1)
         paths = expand_policy_paths(args.policies)
@@ -445,11 +443,13 @@ def run_batch_cli(args, stdout, stderr) -> int:
     # rich writes its own escape codes: give it the raw stream (every text it gets passed through terminal_safe).
     raw_err = getattr(stderr, "stream", stderr)
     items = check_many(paths, options, args.jobs, args.executor, args.scheduler, cache_dir, progress=raw_err)
+    items, checked = with_policies(items, options)
     try:
         items, triages = _settled(items, baseline, getattr(args, "write_baseline", None), stderr)
     except PrunecheckError as exc:
         print(f"prunecheck: error: {exc.one_line()}", file=stderr)
         return EXIT_INPUT
+    checked = tuple(replace(c, triage=triages.get(c.path)) for c in checked)
     for item in items:
         if item.rejected:
             print(f"prunecheck: warning: {item.path}: cache entry rejected and re-solved: {item.rejection}",
@@ -457,28 +457,14 @@ def run_batch_cli(args, stdout, stderr) -> int:
         if item.report is None:
             kind = "internal error" if item.internal else "error"
             print(f"prunecheck: {kind}: {item.path}: {item.error}", file=stderr)
-    if args.format == "json":
-        docs = [annotate_json(report_json(item.report), triages[item.path]) if item.report is not None
-                else {"source": item.path, "error": item.error} for item in items]
-        reports = [item.report for item in items if item.report is not None]
-        if len(docs) == 1 and reports:
-            print(json.dumps(docs[0], indent=2), file=stdout)
-        else:
-            worst = str(max(r.verdict for r in reports)) if len(reports) == len(items) else "error"
-            print(json.dumps({"verdict": worst, "policies": docs}, indent=2), file=stdout)
-    else:
-        raw_out = getattr(stdout, "stream", stdout)
-        if hasattr(raw_out, "isatty") and raw_out.isatty():
-            from rich.console import Console
-            console = Console(file=raw_out)
-            console.print(summary_table(items))
-            console.print(tally(items), markup=False, highlight=False)
-        else:
-            print(summary_text(items), file=stdout)
+    _write_files(args, checked, stderr)
+    if args.format == "text":
+        _print_summary(items, options, stdout)
         for line in accepted_lines(items, triages):
             print(line, file=stdout)
-        if options.deployment is not None:
-            print(override_line(options.deployment), file=stdout)
+    else:
+        from .outputs import document
+        print(document(args.format, checked), file=stdout)
     return exit_code(items, Verdict[getattr(args, "fail_on", "unknown").upper()])
 
 
@@ -504,10 +490,56 @@ def accepted_lines(items, triages) -> list:
             for item in items if item.path in triages for c, a in triages[item.path].accepted]
 
 
+def with_policies(items: Sequence[BatchItem], options: CheckOptions) -> tuple:
+    """(items, an outputs.Checked per item): each report with its policy, loaded again here (workers send reports
+    only); an item whose file no longer loads as the policy of its report becomes an input error."""
+    from .check import policy_hash
+    from .loader import load_policy
+    from .outputs import Checked
+
+    out_items, checked = [], []
+    for item in items:
+        policy = None
+        if item.report is not None:
+            try:
+                policy = load_policy(item.path, options.deployment)
+                same = policy_hash(policy) == item.report.policy_hash
+                problem = "" if same else "the file changed while it was checked"
+            except PrunecheckError as exc:
+                problem = exc.one_line()
+            if problem:
+                item, policy = replace(item, report=None, error=problem), None
+        out_items.append(item)
+        checked.append(Checked(item.path, policy, item.report, item.error, item.internal))
+    return tuple(out_items), tuple(checked)
+
+
+def _write_files(args, checked, stderr) -> None:
+    from .outputs import file_stems, write_files
+
+    done = [c for c in checked if c.report is not None]
+    for item, stem in zip(done, file_stems([c.policy for c in done])):
+        write_files(item, stem, args.out, args.emit_pytest, stderr)
+
+
+def _print_summary(items, options: CheckOptions, stdout) -> None:
+    raw_out = getattr(stdout, "stream", stdout)
+    if hasattr(raw_out, "isatty") and raw_out.isatty():
+        from rich.console import Console
+        console = Console(file=raw_out)
+        console.print(summary_table(items))
+        console.print(tally(items), markup=False, highlight=False)
+    else:
+        print(summary_text(items), file=stdout)
+    if options.deployment is not None:
+        print(override_line(options.deployment), file=stdout)
+
+
 def override_line(override: DeploymentOverride) -> str:
     settings = ", ".join(f"{key}={value}" for key, value in override.settings) or "no keys"
     return f"deployment override on every policy: {settings} (their other deployment keys are their own)"
 
 
 __all__ = ["BatchItem", "CheckOptions", "add_batch_arguments", "batch_item", "check_many", "exit_code",
-           "expand_policy_paths", "options_from_args", "run_batch_cli", "summary_table", "summary_text", "tally"]
+           "expand_policy_paths", "options_from_args", "run_batch_cli", "summary_table", "summary_text", "tally",
+           "with_policies"]

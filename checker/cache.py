@@ -17,11 +17,12 @@ from prunecheck.spec.errors import PrunecheckError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES
 from prunecheck.spec.runtime import ACTION_TYPES
 
+from .certificate import dumps
 from .itf import MAX_TIMES_DIGITS
 from .render import report_json
-from .result import Report, Result, Trace, Verdict
+from .result import VERSION_KEYS, Report, Result, Trace, Verdict
 
-FORMAT = 2  # 2: reports name their deployment and the keys an override set
+FORMAT = 3  # 2: reports name their deployment and the keys an override set; 3: a certificate is an object
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
 
 
@@ -76,7 +77,9 @@ def _result(condition: str, entry, spans: int) -> Result:
         extra["others"] = tuple(_trace(condition, t, spans, f"other trace {i}")
                                 for i, t in enumerate(entry["other_traces"], 2))
     certificate = entry.get("certificate")
-    _expect(certificate is None or isinstance(certificate, str), f"{condition}: certificate is not a string")
+    _expect(certificate is None or isinstance(certificate, dict), f"{condition}: certificate is not an object")
+    if certificate is not None:
+        certificate = dumps(certificate)  # the text prove wrote: the cache re-confirms exactly this text
     return Result(condition, Verdict[verdict.upper()], depth, entry["reason"], engine=entry["engine"],
                   certificate=certificate, seconds=float(seconds), **extra)
 
@@ -95,7 +98,8 @@ def report_from_json(doc) -> Report:
     _expect(_integer(doc.get("depth")) and _integer(doc.get("spans")), "depth and spans must be integers")
     conditions, versions = doc.get("conditions"), doc.get("versions")
     _expect(isinstance(conditions, dict) and all(c in CONDITIONS for c in conditions), "bad conditions")
-    _expect(isinstance(versions, dict) and all(isinstance(v, str) for v in versions.values()), "bad versions")
+    _expect(isinstance(versions, dict) and set(versions) == set(VERSION_KEYS)
+            and all(isinstance(v, str) for v in versions.values()), "bad versions")
     deployment, overridden = doc.get("deployment"), doc.get("deployment_overridden")
     _expect(isinstance(deployment, dict) and set(deployment) == set(DEPLOYMENT_CHOICES)
             and all(isinstance(v, str) for v in deployment.values()), "bad deployment")
@@ -104,7 +108,7 @@ def report_from_json(doc) -> Report:
     deployment = {key: deployment[key] for key in DEPLOYMENT_CHOICES}  # the cache stores keys sorted
     results = tuple(_result(c, conditions[c], doc["spans"]) for c in conditions)
     report = Report(doc["policy"], doc["policy_hash"], doc["source"], doc["depth"], doc["spans"], results,
-                    tuple(versions.items()), tuple(deployment.items()), tuple(overridden))
+                    tuple((key, versions[key]) for key in VERSION_KEYS), tuple(deployment.items()), tuple(overridden))
     _expect(doc.get("verdict") == str(report.verdict), "verdict does not match its conditions")
     return report
 
@@ -298,8 +302,8 @@ class ReportCache:
             return False
         path = self._path(cache_key(settings))
         doc = report_json(report)
-        text = json.dumps({"format": FORMAT, "settings": settings, "report": doc, "sha256": _digest(doc)},
-                          sort_keys=True)
+        # Keys in the report's own order: a certificate reads back as the very text prove wrote.
+        text = json.dumps({"format": FORMAT, "settings": settings, "report": doc, "sha256": _digest(doc)})
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import platform
 from dataclasses import replace
+from importlib import metadata
 from typing import Iterable
 
 import z3
@@ -17,7 +20,7 @@ from .explicit import domains_for, explore
 from .printer import to_text
 from .prove import prove_all
 from .spacer import prove_with_spacer
-from .result import Report, Result, Stop, Verdict
+from .result import VERSION_KEYS, Report, Result, Stop, Verdict
 from .unknowns import attempt_of, unknown_reason
 from .variants import distinct_counterexamples
 
@@ -44,8 +47,20 @@ def policy_hash(policy: Policy) -> str:
     return hashlib.sha256(repr(policy).encode()).hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
+def _cvc5_version() -> str:
+    try:
+        return metadata.version("cvc5")
+    except metadata.PackageNotFoundError:  # a cvc5 built from source, not installed as a distribution
+        import cvc5
+        return cvc5.__version__
+
+
 def versions() -> tuple:
-    return (("prunecheck", __version__), ("z3", z3.get_version_string()))
+    """What made a report: this package, the interpreter and both solvers, in VERSION_KEYS order."""
+    found = {"prunecheck": __version__, "python": platform.python_version(), "z3": z3.get_version_string(),
+             "cvc5": _cvc5_version()}
+    return tuple((key, found[key]) for key in VERSION_KEYS)
 
 
 def new_report(policy: Policy, digest: str, depth: int, spans: int, results: tuple) -> Report:

@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional, TextIO
 
@@ -25,7 +26,7 @@ from prunecheck import __version__
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
 
-from .frontdoor import cache_warning, check_output_paths, command_list, exit_code_epilog, writing
+from .frontdoor import cache_warning, check_output_paths, command_list, exit_code_epilog
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3, 4
 FAIL_ON = ("unknown", "violated")
@@ -126,7 +127,9 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     check.add_argument("--only", type=_conditions, default=CONDITIONS, help="conditions to check, e.g. C1,P1")
     check.add_argument("--format", choices=("text", "json", "html", "sarif"), default="text",
                        help="text (default), json, html (one self-contained page) or sarif (SARIF 2.1.0)")
-    check.add_argument("--out", metavar="DIR", help="write each counterexample as an ITF trace file into DIR")
+    check.add_argument("--out", metavar="DIR",
+                       help="write each counterexample as an ITF trace and each proof as a certificate into DIR, "
+                            "named after the policy file and hash: FILE-HASH8.CONDITION.itf.json / .cert.json")
     check.add_argument("--fail-on", dest="fail_on", choices=FAIL_ON, default="unknown",
                        help="the least outcome that fails the run: unknown (default: exit 1 on a violation, 3 on an "
                             "unknown) or violated (an unknown exits 0); an accepted finding fails nothing, and input "
@@ -277,102 +280,41 @@ def _without_unwritable_cache(args, stderr) -> None:
 def _batch_mode(args) -> bool:
     """Batch (summary table, worker processes, cache) for --jobs > 1, Dask, directories and globs; named files
     get the full per-policy report."""
-    if args.format in ("html", "sarif") or args.emit_pytest:
-        return False
     return args.jobs > 1 or args.executor == "dask" or any(not Path(p).is_file() for p in args.policies)
 
 
 def _check(args, stdout, stderr) -> int:
-    from .accept import annotate_json, load_baseline, settle
-    from .batch import BatchItem, exit_code
-    from .check import check, check_explicit, policy_document
-    from .loader import load_deployment, load_policy
-    from .render import report_json, report_text, trace_as_python
+    from .accept import load_baseline, settle
+    from .batch import BatchItem, exit_code, options_from_args, report_for
+    from .loader import load_policy
+    from .outputs import Checked, document, file_stems, write_files
+    from .render import report_text, trace_as_python
     from .result import Verdict
 
-    override = load_deployment(args.deployment) if args.deployment else None
-    policies = [load_policy(path, override) for path in args.policies]
+    options = options_from_args(args)
+    policies = [load_policy(path, options.deployment) for path in args.policies]
     baseline = load_baseline(args.baseline) if args.baseline else None
-    reports = []
-    for policy in policies:
-        if args.engine == "explicit":
-            report = check_explicit(policy, args.depth, args.spans, args.only, float(args.timeout),
-                                    args.tokens, args.repeats)
-        else:
-            report = check(policy, args.depth, args.spans, args.only, float(args.timeout), args.memory, args.prove,
-                           token_domain=args.tokens, counterexamples=args.max_counterexamples,
-                           repeat_domain=args.repeats, rlimit=args.rlimit)
-        reports.append(report)
-        if args.out:
-            with writing("--out", args.out):
-                _write_traces(policy, policy_document(policy), report, Path(args.out), stderr)
-        if args.emit_pytest:
-            from .emit import write_pytest_files
-            with writing("--emit-pytest", args.emit_pytest):
-                for path in write_pytest_files(policy, report, Path(args.emit_pytest)):
-                    print(f"wrote {path}", file=stderr)
-    triages, warnings = settle([(r, p.accepts) for r, p in zip(reports, policies)], baseline, args.write_baseline)
+    checked = []
+    for policy, stem in zip(policies, file_stems(policies)):
+        report = report_for(policy, options)
+        checked.append(Checked(policy.source, policy, report))
+        write_files(checked[-1], stem, args.out, args.emit_pytest, stderr)
+    triages, warnings = settle([(c.report, c.policy.accepts) for c in checked], baseline, args.write_baseline)
     for line in warnings:
         print(f"prunecheck: warning: {line}", file=stderr)
+    checked = [replace(c, triage=t) for c, t in zip(checked, triages)]
     if args.format == "text":
-        for policy, report, triage in zip(policies, reports, triages):
-            print(report_text(report, policy, triage), file=stdout)
+        for c in checked:
+            print(report_text(c.report, c.policy, c.triage), file=stdout)
             if args.python:
-                for r in report.results:
+                for r in c.report.results:
                     if r.trace is not None:
                         print(f"# {r.condition} counterexample as a script:", file=stdout)
-                        print(trace_as_python(policy.source, r.trace.actions), file=stdout)
-    if args.format == "html":
-        from .html_report import report_html
-        labels = {(p.name, r.condition): _labels(p, r) for p, rep in zip(policies, reports) for r in rep.results
-                  if r.trace is not None}
-        print(report_html(reports, {p.name: p for p in policies}, labels, triages), file=stdout)
-    if args.format == "sarif":
-        from .sarif import sarif_log
-        print(json.dumps(sarif_log(list(zip(policies, reports)), triages), indent=2), file=stdout)
-    if args.format == "json":
-        docs = [annotate_json(report_json(r, p), t) for r, p, t in zip(reports, policies, triages)]
-        if len(docs) == 1:
-            print(json.dumps(docs[0], indent=2), file=stdout)
-        else:
-            worst = max(r.verdict for r in reports)
-            print(json.dumps({"verdict": str(worst), "policies": docs}, indent=2), file=stdout)
-    items = [BatchItem(p.source, r, accepted=tuple(c for c, _a in t.accepted))
-             for p, r, t in zip(policies, reports, triages)]
+                        print(trace_as_python(c.policy.source, r.trace.actions), file=stdout)
+    if args.format != "text":
+        print(document(args.format, checked), file=stdout)
+    items = [BatchItem(c.path, c.report, accepted=tuple(cond for cond, _a in c.triage.accepted)) for c in checked]
     return exit_code(items, Verdict[args.fail_on.upper()])
-
-
-def _labels(policy, result) -> list:
-    """Per step of a counterexample: what it changed; the last step also says why it violates, and where."""
-    from .explain import explain
-
-    explanation = explain(policy, result.trace.actions, result.condition, result.trace.spans)
-    cause = explanation.cause
-    where = "; ".join(f"{p.loc.line}:{p.loc.col} `{p.text}` {p.note}" for p in cause.points)
-    return list(explanation.steps[:-1]) + [f"{explanation.steps[-1]} -- why: {cause.summary}; {where}"]
-
-
-def _write_traces(policy, policy_doc, report, out: Path, stderr) -> None:
-    from .itf import trace_document
-    from .replay import replay
-    from .tracepolicy import policy_meta
-
-    out.mkdir(parents=True, exist_ok=True)
-    stem = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in policy.name) or "policy"
-    for r in report.results:
-        if r.certificate is not None:
-            path = out / f"{stem}.{r.condition}.cert.json"
-            path.write_text(r.certificate, encoding="utf-8")
-            print(f"wrote {path}", file=stderr)
-        if r.trace is None:
-            continue
-        transitions = replay(policy, r.trace.actions, r.trace.spans)
-        meta = {"condition": r.condition, "depth": report.depth, "spans": report.spans, "source": policy.source,
-                **policy_meta(policy, out), "policy_hash": report.policy_hash, "versions": dict(report.versions)}
-        doc = trace_document(policy, policy_doc, transitions, meta)
-        path = out / f"{stem}.{r.condition}.itf.json"
-        path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {path}", file=stderr)
 
 
 def _explain(args, stdout) -> int:

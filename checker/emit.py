@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 from prunecheck import __version__
 from prunecheck.spec.conditions import DESCRIPTIONS
@@ -102,10 +102,11 @@ def test_policy_file_keeps_{low}():
 '''
 
 
-def write_pytest_files(policy: Policy, report: Report, out: Path) -> List[Path]:
-    """One test module per counterexample of the report (alternatives included); returns the paths written."""
+def write_pytest_files(policy: Policy, report: Report, out: Path, stem: Optional[str] = None) -> List[Path]:
+    """One test module per counterexample of the report (alternatives included), named after stem (default: the
+    policy's name); returns the paths written."""
     out.mkdir(parents=True, exist_ok=True)
-    stem = _identifier(policy.name)
+    stem = _identifier(stem or policy.name)
     written = []
     for r in report.results:
         traces = ([r.trace] if r.trace is not None else []) + list(r.others)

@@ -41,6 +41,7 @@ pre.policy, pre.dot { background: #f7f7f7; border: 1px solid #ddd; padding: .6em
 .legend span.key { display: inline-block; border: 1px solid #333; padding: 0 .4em; margin: 0 .2em 0 .6em;
        font-size: 12px; }
 footer { color: #777; margin-top: 2em; font-size: 12px; }
+nav.index li.error { color: #8e24aa; }
 """
 _PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.DOTALL)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -179,21 +180,38 @@ def _report_html(report: Report, policy: Policy, index: int, step_labels, triage
     ])
 
 
-def report_html(report, policies, step_labels=None, triages=None) -> str:
-    """One self-contained HTML page (inline CSS and SVG, no scripts, no external resources) for a Report or a
-    sequence of Reports.
+def _index_html(reports, errors) -> str:
+    """Links to each policy's section, and the files that could not be checked, for a page of several."""
+    items = [f'<li class="{escape(str(r.verdict))}"><a href="#p{i}">{escape(r.policy_name)}</a> ({escape(r.source)}): '
+             f'<span class="verdict">{escape(str(r.verdict))}</span></li>' for i, r in enumerate(reports)]
+    items += [f'<li class="error">{escape(path)}: not checked: {escape(error)}</li>' for path, error in errors]
+    return '<nav class="index"><ul>\n' + "\n".join(items) + "\n</ul></nav>"
 
-    policies: the checked Policy, or a mapping from policy name to Policy. step_labels: optional mapping from a
-    condition (or a (policy name, condition) pair) to one label per step of its counterexample; by default a step
-    reads as its action call. triages: an accept.Triage per report, to mark accepted findings. Every policy-derived
-    string is escaped."""
+
+def report_html(report, policies, step_labels=None, errors=(), triages=None) -> str:
+    """One self-contained HTML page (inline CSS and SVG, no scripts, no external resources) for a Report or a
+    sequence of Reports, with an index when there are several.
+
+    policies: the checked Policy, a mapping from policy name to Policy, or a sequence of Policies, one per report
+    (policies may share a name). step_labels: optional mapping from a condition (or a (policy name, condition) pair)
+    to one label per step of its counterexample, or a sequence of such mappings, one per report; by default a step
+    reads as its action call. errors: (path, one-line error) of files that could not be checked. triages: an
+    accept.Triage per report, to mark accepted findings. Every policy-derived string is escaped."""
     reports = [report] if isinstance(report, Report) else list(report)
-    if not reports:
+    if not reports and not errors:
         raise RenderError("no report to render")
-    bodies = [_report_html(r, _policy_for(r, policies), i, step_labels, triages[i] if triages else None)
-              for i, r in enumerate(reports)]
-    name = reports[0].policy_name if len(reports) == 1 else f"{len(reports)} policies"
-    versions = ", ".join(f"{k} {v}" for k, v in reports[0].versions)
+    if isinstance(policies, (list, tuple)):
+        if len(policies) != len(reports):
+            raise RenderError(f"{len(policies)} policies for {len(reports)} reports")
+        paired = [_policy_for(r, p) for r, p in zip(reports, policies)]
+    else:
+        paired = [_policy_for(r, policies) for r in reports]
+    labels = list(step_labels) if isinstance(step_labels, (list, tuple)) else [step_labels] * len(reports)
+    bodies = [_report_html(r, p, i, marks, triages[i] if triages else None)
+              for i, (r, p, marks) in enumerate(zip(reports, paired, labels))]
+    several = len(reports) + len(errors) > 1
+    name = f"{len(reports) + len(errors)} policies" if several else reports[0].policy_name
+    versions = ", ".join(f"{k} {v}" for k, v in reports[0].versions) if reports else ""
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -205,6 +223,7 @@ def report_html(report, policies, step_labels=None, triages=None) -> str:
         "</head>",
         "<body>",
         f"<h1>prunecheck report: {escape(name)}</h1>",
+        _index_html(reports, errors) if several else "",
         *bodies,
         f"<footer>{escape(versions)}</footer>" if versions else "",
         "</body>",

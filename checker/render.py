@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
@@ -105,7 +106,8 @@ def report_text(report: Report, policy=None, triage=None) -> str:
 
 
 def report_json(report: Report, policy=None) -> dict:
-    """The JSON report; given the policy, each counterexample carries its explanation."""
+    """One policy's JSON report (an item of the document's `policies`: `$defs/report` of report_schema()); given
+    the policy, each counterexample carries its explanation."""
     from .explain import explain, explanation_json
 
     conditions = {}
@@ -121,7 +123,7 @@ def report_json(report: Report, policy=None) -> dict:
             if policy is not None:
                 entry["explanation"] = explanation_json(explain(policy, r.trace.actions, r.condition, r.trace.spans))
         if r.certificate is not None:
-            entry["certificate"] = r.certificate
+            entry["certificate"] = json.loads(r.certificate)  # an object in the report, not JSON text inside JSON
         conditions[r.condition] = entry
     return {
         "policy": report.policy_name,

@@ -68,6 +68,9 @@ class Result:
     stop: Optional[Stop] = field(default=None, compare=False)
 
 
+VERSION_KEYS = ("prunecheck", "python", "z3", "cvc5")  # what a report's `versions` name
+
+
 @dataclass(frozen=True)
 class Report:
     """All results for one policy, with everything needed to reproduce them."""

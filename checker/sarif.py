@@ -101,10 +101,19 @@ def _suppressed(result: dict, acceptance) -> dict:
     return result
 
 
-def sarif_log(checked: Sequence[Tuple[Policy, Report]], triages: Optional[Sequence] = None) -> dict:
+def _not_checked(errors: Sequence[Tuple[str, str]]) -> list:
+    """The invocation of a run in which some files could not be checked: each named with its one-line error."""
+    notes = [{"level": "error", "message": {"text": f"{path}: {error}"},
+              "locations": [{"physicalLocation": {"artifactLocation": _uri(path)}}]} for path, error in errors]
+    return [{"executionSuccessful": False, "toolExecutionNotifications": notes}]
+
+
+def sarif_log(checked: Sequence[Tuple[Policy, Report]], errors: Sequence[Tuple[str, str]] = (),
+              triages: Optional[Sequence] = None) -> dict:
     """One SARIF run over every (policy, report): violated conditions are errors located at the deciding
     sub-expression or setting (related locations for the rest), unknown ones warnings; `holds` is not a finding.
-    triages (accept.Triage per pair) turn accepted findings into suppressed results, levels unchanged."""
+    errors: (path, one-line error) of the files that could not be checked, as the run's notifications. triages
+    (accept.Triage per pair) turn accepted findings into suppressed results, levels unchanged."""
     results = []
     for index, (policy, report) in enumerate(checked):
         where = key_locations(policy)
@@ -124,6 +133,7 @@ def sarif_log(checked: Sequence[Tuple[Policy, Report]], triages: Optional[Sequen
             "columnKind": "unicodeCodePoints",
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "results": results,
+            **({"invocations": _not_checked(errors)} if errors else {}),
             "properties": {"versions": versions,
                            "policies": [{"name": p.name, "source": p.source, "verdict": str(rep.verdict),
                                          "policy_hash": rep.policy_hash, "deployment": dict(rep.deployment),

@@ -44,7 +44,7 @@ def test_the_command_line_prints_what_the_api_returns(tmp_path):
     from prunecheck.checker.cli import main
     out = io.StringIO()
     main(["check", str(SEED), "--depth", "4", "--only", "C1,C3", "--format", "json", *CLI_BOUNDS], out, io.StringIO())
-    printed = json.loads(out.getvalue())
+    (printed,) = json.loads(out.getvalue())["policies"]
     report = prunecheck.check(SEED, depth=4, only=["C1", "C3"], **BOUNDS)
     expected = report_json(report, prunecheck.load_policy(SEED))
     for doc in (printed, expected):

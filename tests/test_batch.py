@@ -209,7 +209,7 @@ def test_cli_text_json_and_exit_codes(batch, tmp_path):
     out = io.StringIO()
     assert run_batch_cli(_check_args([str(p) for p in paths[:2]] + common + ["--format", "json"]), out, err) == 1
     doc = json.loads(out.getvalue())
-    assert doc["verdict"] == "violated"
+    assert doc["verdict"] == "violated" and doc["tool"] == "prunecheck"
     assert [report_from_json(d) for d in doc["policies"]] == [item.report for item in cold[:2]]
     out, err = io.StringIO(), io.StringIO()
     assert run_batch_cli(_check_args([str(paths[1]), str(tmp_path / "*.none")] + common), out, err) == 2

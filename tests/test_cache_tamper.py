@@ -13,7 +13,7 @@ import z3
 
 from prunecheck.checker.batch import CheckOptions, batch_item
 from prunecheck.checker.cache import FORMAT, CacheStatus, cache_key
-from prunecheck.checker.certificate import Encoding, dumps
+from prunecheck.checker.certificate import Encoding
 from prunecheck.checker.check import policy_document, policy_hash
 from prunecheck.checker.cli import main
 from prunecheck.checker.loader import load_policy
@@ -79,7 +79,7 @@ def _reseal(entry: dict) -> dict:
 
 
 def _claim_holds(entry: dict, certificates: dict) -> dict:
-    """seed_flawed's violated conditions relabelled `holds`, with the given certificate text per condition (if any)."""
+    """seed_flawed's violated conditions relabelled `holds`, with the given certificate per condition (if any)."""
     report = entry["report"]
     for condition in FLAWED_VIOLATED:
         result = report["conditions"][condition]
@@ -93,7 +93,7 @@ def _claim_holds(entry: dict, certificates: dict) -> dict:
 
 
 def _certificate(entry: dict, condition: str) -> dict:
-    return json.loads(entry["report"]["conditions"][condition]["certificate"])
+    return json.loads(json.dumps(entry["report"]["conditions"][condition]["certificate"]))  # a copy to edit
 
 
 def flip_without_certificate(clean):
@@ -107,40 +107,40 @@ def flip_with_certificate_of_another_policy(clean):
 
 def flip_with_relabelled_certificate_of_another_policy(clean):
     policy = load_policy(_flawed_file(clean))
-    texts = {}
+    forged = {}
     for condition in FLAWED_VIOLATED:
         document = _certificate(clean.safe_entry, condition)
         document.update(policy=policy_document(policy), policy_hash=policy_hash(policy))
-        texts[condition] = dumps(document)
-    return _claim_holds(json.loads(json.dumps(clean.flawed_entry)), texts)
+        forged[condition] = document
+    return _claim_holds(json.loads(json.dumps(clean.flawed_entry)), forged)
 
 
 def flip_with_certificate_for_another_condition(clean):
     # seed_flawed's own, genuine proofs of C3 and P1, offered for the conditions it violates.
     own = clean.flawed_entry["report"]["conditions"]
-    texts = {"C1": own["C3"]["certificate"], "C2": own["P1"]["certificate"], "C4": own["C3"]["certificate"]}
-    return _claim_holds(json.loads(json.dumps(clean.flawed_entry)), texts)
+    forged = {"C1": own["C3"]["certificate"], "C2": own["P1"]["certificate"], "C4": own["C3"]["certificate"]}
+    return _claim_holds(json.loads(json.dumps(clean.flawed_entry)), forged)
 
 
 def flip_with_relabelled_certificate_for_another_condition(clean):
-    texts = {}
+    forged = {}
     for condition in FLAWED_VIOLATED:
         document = _certificate(clean.flawed_entry, "C3")
         document["condition"] = condition
-        texts[condition] = dumps(document)
-    return _claim_holds(json.loads(json.dumps(clean.flawed_entry)), texts)
+        forged[condition] = document
+    return _claim_holds(json.loads(json.dumps(clean.flawed_entry)), forged)
 
 
 def flip_with_circular_assumption(clean):
     policy = load_policy(_flawed_file(clean))
-    texts = {}
+    forged = {}
     for condition in FLAWED_VIOLATED:
         encoding = Encoding(policy, condition, True, assume=(condition,))
         document = _certificate(clean.flawed_entry, "C3")
         document.update(condition=condition, assume=[condition], model_smt2=encoding.model_text(),
                         invariant_smt2=encoding.invariant_text(z3.BoolVal(True)))
-        texts[condition] = dumps(document)
-    return _claim_holds(json.loads(json.dumps(clean.flawed_entry)), texts)
+        forged[condition] = document
+    return _claim_holds(json.loads(json.dumps(clean.flawed_entry)), forged)
 
 
 def trace_cut_short(clean):
@@ -232,7 +232,15 @@ def another_policys_report_relabelled(clean):
     return entry
 
 
-TAMPERINGS = [flip_without_certificate, flip_with_certificate_of_another_policy,
+def certificate_as_text(clean):
+    """The certificate as JSON text inside the JSON (the report format before issue 13): not an object."""
+    entry = json.loads(json.dumps(clean.flawed_entry))
+    result = entry["report"]["conditions"]["C3"]
+    result["certificate"] = json.dumps(result["certificate"], indent=1) + "\n"
+    return entry
+
+
+TAMPERINGS = [flip_without_certificate, certificate_as_text, flip_with_certificate_of_another_policy,
               flip_with_relabelled_certificate_of_another_policy, flip_with_certificate_for_another_condition,
               flip_with_relabelled_certificate_for_another_condition, flip_with_circular_assumption,
               trace_cut_short, trace_that_violates_before_its_end, trace_with_a_huge_repetition,
@@ -283,6 +291,7 @@ def test_a_tampered_entry_is_rejected_and_resolved(clean, tmp_path, tamper):
     ("certificate", flip_without_certificate),
     ("certificate", flip_with_certificate_of_another_policy),
     ("certificate", flip_with_certificate_for_another_condition),
+    ("certificate is not an object", certificate_as_text),
     ("does not replay", trace_cut_short),
     ("does not replay", trace_that_violates_before_its_end),
     ("does not replay", trace_with_a_huge_repetition),
@@ -329,14 +338,14 @@ def test_an_untampered_warm_run_reads_the_cache(clean, tmp_path):
 def flip_with_forged_certificate_for_this_policy(clean):
     """Everything about the certificate is right except its proof: `Inv` is `true`, followed by `(assert false)`."""
     policy = load_policy(_flawed_file(clean))
-    texts = {}
+    forged = {}
     for condition in FLAWED_VIOLATED:
         encoding = Encoding(policy, condition, True)
         document = _certificate(clean.flawed_entry, "C3")
         document.update(condition=condition, model_smt2=encoding.model_text(),
                         invariant_smt2=encoding.invariant_text(z3.BoolVal(True)) + "(assert false)\n")
-        texts[condition] = dumps(document)
-    return _claim_holds(json.loads(json.dumps(clean.flawed_entry)), texts)
+        forged[condition] = document
+    return _claim_holds(json.loads(json.dumps(clean.flawed_entry)), forged)
 
 
 # The cache believes what checker.certificate.confirm_certificate confirms; this branch carries a stub of it whose

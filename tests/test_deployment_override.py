@@ -67,7 +67,7 @@ def test_a_deployment_file_with_one_key_overrides_only_that_key(tmp_path):
     override.write_text("pins: host\n")
     code, out, err = run("check", str(SEED), "--depth", "4", "--only", "C2", "--format", "json",
                          "--deployment", str(override))
-    doc = json.loads(out)
+    (doc,) = json.loads(out)["policies"]
     assert err == "" and doc["deployment"] == seed_deployment(pins="host") and doc["deployment_overridden"] == ["pins"]
     # Records stay in the window (the seed's own setting), where a host budget truncates them: C2 stays violated.
     assert code == 1 and doc["conditions"]["C2"]["verdict"] == "violated"

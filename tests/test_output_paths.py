@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from prunecheck import cli
-from prunecheck.checker import cli as checker_cli
+from prunecheck.checker import outputs
 from prunecheck.checker.cli import build_parser, builtin_commands
 from prunecheck.checker.frontdoor import OUTPUT_OPTIONS, OutputPathError, output_problem, writing
 
@@ -92,7 +92,7 @@ def test_a_write_that_fails_after_the_check_is_an_input_error(tmp_path, monkeypa
     def full_disk(*_args):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(checker_cli, "_write_traces", full_disk)
+    monkeypatch.setattr(outputs, "write_out", full_disk)
     out_dir = tmp_path / "traces"
     code, _, err = run("check", SEED, *CHEAP, "--out", str(out_dir))
     assert code == 2 and err == f"prunecheck: error: --out {out_dir}: No space left on device\n"
