@@ -12,6 +12,7 @@ from prunecheck.checker.batch import BatchItem, exit_code
 from prunecheck.checker.check import policy_hash
 from prunecheck.checker.cli import main
 from prunecheck.checker.loader import parse_policy_text
+from prunecheck.checker.report_schema import report_schema
 from prunecheck.checker.result import Report, Result, Verdict
 from prunecheck.spec.errors import PolicySyntaxError
 
@@ -205,7 +206,8 @@ def test_accepted_findings_are_reported_keep_their_verdict_and_fail_nothing(acce
     code, out, _ = run("check", str(accepting), *FAST, "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["verdict"] == "violated"
-    assert [(c, d["verdict"], d["accepted"]["kind"]) for c, d in doc["conditions"].items()] == [
+    jsonschema.validate(doc, report_schema())
+    assert [(c, d["verdict"], d["accepted"]["kind"]) for c, d in doc["policies"][0]["conditions"].items()] == [
         ("C1", "violated", "inSource"), ("C2", "violated", "inSource")]
     code, out, _ = run("check", str(accepting), *FAST, "--format", "html")
     assert code == 0 and out.count('<span class="accepted">accepted: ') == 2
@@ -246,7 +248,7 @@ def test_a_written_baseline_accepts_the_run_until_the_policy_changes(tmp_path):
     assert code == 0 and [(e["condition"], e["verdict"]) for e in entries] == [("C1", "violated"), ("C2", "violated")]
     code, out, err = run(*argv, "--baseline", str(baseline), "--format", "json")
     assert code == 0 and err.count("warning") == 0
-    assert json.loads(out)["conditions"]["C1"]["accepted"]["kind"] == "external"
+    assert json.loads(out)["policies"][0]["conditions"]["C1"]["accepted"]["kind"] == "external"
     policy.write_text(SEED.replace("0.25", "0.5"), encoding="utf-8")
     code, _, err = run(*argv, "--baseline", str(baseline))
     assert code == 1 and err.count("matches no finding (the policy changed since the baseline was written") == 2

@@ -32,7 +32,8 @@ def _trace(tmp_path, monkeypatch, *extra):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    return project, project / "out" / "seed-recency-frequency.C1.itf.json"
+    (trace,) = (project / "out").glob("policy-*.C1.itf.json")
+    return project, trace
 
 
 def test_explain_from_another_directory_cites_the_policy_file_at_its_positions(tmp_path, monkeypatch):
