@@ -8,7 +8,7 @@ import json
 import os
 import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
@@ -19,7 +19,7 @@ from prunecheck.spec.runtime import ACTION_TYPES
 
 from .itf import MAX_TIMES_DIGITS
 from .render import report_json
-from .result import Report, Result, Trace, Verdict
+from .result import Bounds, EngineRun, Outcome, Report, Result, Stats, Trace, Verdict
 
 FORMAT = 2  # 2: reports name their deployment and the keys an override set
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
@@ -103,10 +103,43 @@ def report_from_json(doc) -> Report:
             "bad deployment_overridden")
     deployment = {key: deployment[key] for key in DEPLOYMENT_CHOICES}  # the cache stores keys sorted
     results = tuple(_result(c, conditions[c], doc["spans"]) for c in conditions)
+    stats = doc.get("stats", {"conditions": {}})
+    _expect(isinstance(stats, dict) and isinstance(stats.get("conditions"), dict), "bad stats")
+    results = tuple(replace(r, stats=_stats(r.condition, stats["conditions"].get(r.condition, []))) for r in results)
     report = Report(doc["policy"], doc["policy_hash"], doc["source"], doc["depth"], doc["spans"], results,
-                    tuple(versions.items()), tuple(deployment.items()), tuple(overridden))
+                    tuple(versions.items()), tuple(deployment.items()), tuple(overridden), _bounds(stats.get("bounds")))
     _expect(doc.get("verdict") == str(report.verdict), "verdict does not match its conditions")
     return report
+
+
+def _stats(condition: str, runs) -> Stats:
+    """Engine statistics as report_json wrote them (they claim nothing about the verdict; only their shape is
+    checked)."""
+    _expect(isinstance(runs, list) and all(isinstance(run, dict) for run in runs), f"{condition}: bad stats")
+    out = []
+    for run in runs:
+        outcome, seconds = run.get("outcome"), run.get("seconds")
+        _expect(isinstance(run.get("engine"), str) and outcome in {o.value for o in Outcome}
+                and all(run.get(k) is None or _integer(run[k]) for k in ("depth", "states"))
+                and _integer(run.get("queries")) and isinstance(seconds, (int, float))
+                and not isinstance(seconds, bool), f"{condition}: bad stats")
+        out.append(EngineRun(run["engine"], Outcome(outcome), run["depth"], run["queries"], run["states"],
+                             float(seconds)))
+    return Stats(tuple(out))
+
+
+def _bounds(doc):
+    """The Bounds in a report's stats, or None when they name only depth and spans."""
+    _expect(doc is None or isinstance(doc, dict), "bad stats bounds")
+    if doc is None or "timeout" not in doc:
+        return None
+    _expect(isinstance(doc["timeout"], (int, float)) and _integer(doc.get("rlimit"))
+            and _integer(doc.get("memory_mb")), "bad stats bounds")
+    domains = [doc.get(k) for k in ("tokens", "repeats")]
+    _expect(all(d is None or (isinstance(d, list) and all(_integer(v) for v in d)) for d in domains),
+            "bad stats bounds")
+    tokens, repeats = (None if d is None else tuple(d) for d in domains)
+    return Bounds(float(doc["timeout"]), doc["rlimit"], doc["memory_mb"], tokens, repeats)
 
 
 def cache_key(settings: dict) -> str:

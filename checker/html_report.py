@@ -13,7 +13,7 @@ from prunecheck.spec.policy import Policy
 
 from .graph import GraphvizMissing, RenderError, edit_graph, graph_dot, picture
 from .printer import policy_yaml
-from .render import action_call, deployment_text
+from .render import action_call, bounds_text, deployment_text, run_text
 from .replay import replay
 from .result import Report
 
@@ -22,7 +22,8 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, s
        max-width: 1100px; margin: 1.5em auto; padding: 0 1em; }
 h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { font-size: 1.25em; margin-top: 1.6em; }
 h3 { font-size: 1.05em; margin: 1.2em 0 .3em; }
-.meta { color: #555; margin: .2em 0 1em; }
+.meta { color: #555; margin: .2em 0 .4em; }
+ul.stats { color: #555; margin: 0 0 1em; padding-left: 1.2em; font-size: 13px; }
 table.results { border-collapse: collapse; width: 100%; }
 table.results th, table.results td { border: 1px solid #ccc; padding: .3em .6em; text-align: left;
        vertical-align: top; }
@@ -155,11 +156,15 @@ def _report_html(report: Report, policy: Policy, index: int, step_labels) -> str
                     f"<td>{escape(result.reason)}</td></tr>")
     meta = (f"source {escape(report.source)} · sha256:{escape(report.policy_hash[:12])} · depth {int(report.depth)}, "
             f"{int(report.spans)} spans · verdict <span class=\"verdict\">{escape(str(report.verdict))}</span>"
-            f'<br><span class="deployment">deployment {escape(deployment_text(report))}</span>')
+            f'<br><span class="deployment">deployment {escape(deployment_text(report))}</span>'
+            f'<br><span class="bounds">bounds {escape(bounds_text(report))}</span>')
+    stats = [f'<li data-condition="{escape(r.condition)}">{escape(r.condition)}: '
+             f"{escape('; '.join(run_text(run) for run in r.stats.runs))}</li>" for r in report.results if r.stats.runs]
     return "\n".join([
         f'<section class="report {escape(str(report.verdict))}" id="p{index}">',
         f"<h2>policy {escape(report.policy_name)}</h2>",
         f'<p class="meta">{meta}</p>',
+        '<ul class="stats">' + "".join(stats) + "</ul>" if stats else "",
         '<table class="results">',
         "<thead><tr><th>condition</th><th>verdict</th><th>depth</th><th>reason</th></tr></thead>",
         "<tbody>", *rows, "</tbody>", "</table>",
