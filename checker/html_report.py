@@ -12,6 +12,7 @@ from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.policy import Policy
 
 from .graph import GraphvizMissing, RenderError, edit_graph, graph_dot, picture
+from .locate import source_lines
 from .printer import policy_yaml
 from .render import action_call, bounds_text, deployment_text, run_text
 from .replay import replay
@@ -37,6 +38,8 @@ ol.trace .effect { color: #b71c1c; font-family: system-ui, sans-serif; }
 ol.trace li.last { font-weight: 600; }
 figure { margin: .6em 0; } figure svg { max-width: 100%; height: auto; }
 .nopicture { color: #8a6d00; }
+pre.policy .line:target, pre.policy .located { background: #fff3b0; }
+pre.policy .ln { display: inline-block; min-width: 2.5em; color: #888; user-select: none; }
 pre.policy, pre.dot { background: #f7f7f7; border: 1px solid #ddd; padding: .6em; overflow-x: auto; font-size: 13px; }
 .legend span.key { display: inline-block; border: 1px solid #333; padding: 0 .4em; margin: 0 .2em 0 .6em;
        font-size: 12px; }
@@ -44,6 +47,8 @@ footer { color: #777; margin-top: 2em; font-size: 12px; }
 """
 _PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.DOTALL)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+# A location as explanations print it, in escaped text: `6:8 `not pinned``.
+_LOCATION = re.compile(r"(?<![\w:.#-])(\d+):(\d+)(?= `)")
 
 
 LEGEND = ('<p class="legend">In the pictures:'
@@ -116,7 +121,35 @@ def _picture_html(graph, anchor: str, condition: str) -> str:
             f"</figcaption>\n</figure>")
 
 
-def _counterexample_html(policy, report: Report, result, anchor: str, step_labels) -> str:
+def _linked(escaped: str, lines: Optional[tuple], prefix: str, located: set) -> str:
+    """Escaped text with each `line:col` location made a link to that line of the shown file (noted in located)."""
+    if lines is None:
+        return escaped
+
+    def link(match) -> str:
+        line = int(match.group(1))
+        if not 1 <= line <= len(lines):
+            return match.group(0)
+        located.add(line)
+        return f'<a class="loc" href="#{prefix}-L{line}">{match.group(0)}</a>'
+    return _LOCATION.sub(link, escaped)
+
+
+def _source_html(policy: Policy, lines: Optional[tuple], prefix: str, located: set) -> str:
+    """The policy file as it was checked, line-numbered, with located lines highlighted; when the file cannot be read
+    or has changed since, the parsed policy re-rendered, saying so."""
+    if lines is None:
+        return (f'<h3>policy text</h3>\n<p class="nopicture">{escape(policy.source)} cannot be read or no longer '
+                "parses to the policy checked: this is the policy as parsed, re-rendered; the locations above refer "
+                f'to the file.</p>\n<pre class="policy">{escape(policy_yaml(policy))}</pre>')
+    width = len(str(len(lines)))
+    shown = [f'<span class="line{" located" if number in located else ""}" id="{prefix}-L{number}">'
+             f'<span class="ln">{number:>{width}}</span> {escape(line)}</span>'
+             for number, line in enumerate(lines, start=1)]
+    return f'<h3>policy file {escape(policy.source)}</h3>\n<pre class="policy">{chr(10).join(shown)}</pre>'
+
+
+def _counterexample_html(policy, report: Report, result, anchor: str, step_labels, links) -> str:
     transitions = replay(policy, result.trace.actions, result.trace.spans)
     labels = _labels_for(step_labels, report, result.condition, len(transitions))
     items = []
@@ -124,7 +157,7 @@ def _counterexample_html(policy, report: Report, result, anchor: str, step_label
         text = labels[index] if labels is not None else action_call(t.action)
         effect = _effect(t, clock=labels is None)  # the explanation's labels name a repeated step's real steps
         last = index == len(transitions) - 1
-        item = ('<li class="last">' if last else "<li>") + escape(text)
+        item = ('<li class="last">' if last else "<li>") + links(escape(text))
         if effect:
             item += f' <span class="effect">({escape(effect)})</span>'
         if last:
@@ -142,18 +175,22 @@ def _counterexample_html(policy, report: Report, result, anchor: str, step_label
 
 
 def _report_html(report: Report, policy: Policy, index: int, step_labels) -> str:
-    rows, sections = [], []
+    rows, sections, located, lines = [], [], set(), source_lines(policy)
+
+    def links(escaped: str) -> str:
+        return _linked(escaped, lines, f"p{index}", located)
+
     for number, result in enumerate(report.results):
         anchor = f"p{index}-r{number}"
         verdict = escape(str(result.verdict))
         condition = escape(result.condition)
         if result.trace is not None:
             condition = f'<a href="#{anchor}">{condition}</a>'
-            sections.append(_counterexample_html(policy, report, result, anchor, step_labels))
+            sections.append(_counterexample_html(policy, report, result, anchor, step_labels, links))
         depth = "-" if result.depth is None else str(int(result.depth))
         rows.append(f'<tr class="{verdict}" data-condition="{escape(result.condition)}"><td>{condition}</td>'
                     f'<td class="verdict">{verdict}</td><td class="depth">{depth}</td>'
-                    f"<td>{escape(result.reason)}</td></tr>")
+                    f"<td>{links(escape(result.reason))}</td></tr>")
     meta = (f"source {escape(report.source)} · sha256:{escape(report.policy_hash[:12])} · depth {int(report.depth)}, "
             f"{int(report.spans)} spans · verdict <span class=\"verdict\">{escape(str(report.verdict))}</span>"
             f'<br><span class="deployment">deployment {escape(deployment_text(report))}</span>'
@@ -170,7 +207,7 @@ def _report_html(report: Report, policy: Policy, index: int, step_labels) -> str
         "<tbody>", *rows, "</tbody>", "</table>",
         LEGEND if sections else "",
         *sections,
-        f'<h3>policy text</h3>\n<pre class="policy">{escape(policy_yaml(policy))}</pre>',
+        _source_html(policy, lines, f"p{index}", located),
         "</section>",
     ])
 
