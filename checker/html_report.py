@@ -41,8 +41,6 @@ figure { margin: .6em 0; } figure svg { max-width: 100%; height: auto; }
 pre.policy .line:target, pre.policy .located { background: #fff3b0; }
 pre.policy .ln { display: inline-block; min-width: 2.5em; color: #888; user-select: none; }
 pre.policy, pre.dot { background: #f7f7f7; border: 1px solid #ddd; padding: .6em; overflow-x: auto; font-size: 13px; }
-.legend span.key { display: inline-block; border: 1px solid #333; padding: 0 .4em; margin: 0 .2em 0 .6em;
-       font-size: 12px; }
 footer { color: #777; margin-top: 2em; font-size: 12px; }
 """
 _PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.DOTALL)
@@ -51,14 +49,8 @@ _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _LOCATION = re.compile(r"(?<![\w:.#-])(\d+):(\d+)(?= `)")
 
 
-LEGEND = ('<p class="legend">In the pictures:'
-          '<span class="key" style="background:#dbe9f6">content span</span>'
-          '<span class="key" style="background:#fce8b2">recovery record</span>'
-          '<span class="key" style="background:#d9f0d3">rationale</span>'
-          '<span class="key" style="border-radius:.6em">edit</span>'
-          '<span class="key" style="border:2px dashed #d62728;background:#e6e6e6;color:#666">evicted or truncated</span>'
-          " (grey: gone at the end). A record or rationale marked <i>candidate @k</i> became a compaction candidate "
-          "of the policy at step k.</p>")
+LEGEND = ('<p class="legend">Each picture has one column per step and a legend of the node styles it uses. '
+          "A record or rationale marked <i>candidate @k</i> became a compaction candidate of the policy at step k.</p>")
 
 
 def escape(text) -> str:
@@ -110,7 +102,7 @@ def _effect(transition, clock: bool) -> str:
 
 
 def _picture_html(graph, anchor: str, condition: str) -> str:
-    dot_text = graph_dot(graph, "", id_prefix=f"{anchor}-", legend=False)
+    dot_text = graph_dot(graph, "", id_prefix=f"{anchor}-")
     try:
         svg = inline_svg(picture(dot_text, "svg").decode("utf-8"))
     except GraphvizMissing as exc:
