@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from prunecheck.checker.cache import ReportFormatError, report_from_json
-from prunecheck.checker.check import check, check_explicit
+from prunecheck.checker.check import check, check_explicit, clear_caches
 from prunecheck.checker.html_report import report_html
 from prunecheck.checker.loader import load_policy
 from prunecheck.checker.render import report_json, report_text, run_text
@@ -22,6 +22,7 @@ DEPTH, SPANS = 5, 3
 @pytest.fixture(scope="module")
 def seed():
     policy = load_policy(EXAMPLES / "seed_flawed.yaml")
+    clear_caches()  # a proof shared from an earlier check in this process asks no queries
     return policy, check(policy, depth=DEPTH, spans=SPANS, **BOUNDS)
 
 
