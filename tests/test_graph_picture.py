@@ -1,4 +1,4 @@
-"""The edit/record picture: a legend of exactly the node looks drawn, a readable PNG, and nothing cut off at the edge."""
+"""The edit/record picture: a legend of exactly the node looks drawn, a readable PNG, nothing cut off at the edge."""
 
 from __future__ import annotations
 

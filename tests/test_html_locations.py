@@ -15,7 +15,8 @@ from prunecheck.checker.loader import load_policy
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES
 
-SHOWN = re.compile(r'<span class="line[^"]*" id="(p\d+)-L(\d+)"><span class="ln"> *(\d+)</span> (.*?)</span>(?=\n|</pre>)')
+SHOWN = re.compile(r'<span class="line[^"]*" id="(p\d+)-L(\d+)"><span class="ln"> *(\d+)</span> (.*?)</span>'
+                   r"(?=\n|</pre>)")
 LINKED = re.compile(r'<a class="loc" href="#(p\d+)-L(\d+)">(\d+):(\d+)</a> `([^`]*)`')
 PRINTED = re.compile(r"(?<![\w:.#-])(\d+):(\d+) `")
 
