@@ -240,7 +240,7 @@ def verify_report(report: Report, policy, settings: dict) -> Optional[str]:
     """Why `report` is not a report of `policy` under `settings` whose every verdict its evidence supports, or None:
     each `holds` needs a certificate that cvc5 confirms for exactly this policy and condition, each trace must
     replay on the runtime and violate its condition exactly at its last step, within the bounds. `unknown` claims
-    nothing. Reasons and engine names are prose and are not checked."""
+    nothing. Reasons and engine names are prose, and statistics claim nothing: neither is checked."""
     from .check import policy_hash
 
     if report.policy_hash != settings["policy_hash"] or report.policy_hash != policy_hash(policy):

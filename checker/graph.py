@@ -152,15 +152,15 @@ def _node_style(attrs: dict) -> tuple:
     if attrs["node"] == "edit":
         flagged = attrs["record_lost"] is not None or attrs["stale_revert"] is not None
         look = (("shape", "box"), ("style", "rounded,filled"), ("fillcolor", FILL["edit"])) + (red if flagged else ())
-        return look, "edit, record lost or stale revert" if flagged else "edit"
+        return look, "edit\nrecord lost or stale revert" if flagged else "edit"
     removed = attrs["evicted"] is not None or attrs["truncated"] is not None
     look = (("shape", "box" if attrs["role"] == "content" else "note"),
             ("style", "filled,dashed" if removed else "filled"),
             ("fillcolor", FILL[attrs["role"]] if attrs["alive"] else GONE)) + (red if removed else ())
     if not attrs["alive"]:
         look += (("fontcolor", "#666666"),)
-    meaning = ROLE_NAMES[attrs["role"]] + (", evicted or truncated" if removed else "")
-    return look, meaning + ("" if attrs["alive"] else ", gone at the end")
+    meaning = ROLE_NAMES[attrs["role"]] + ("\nevicted or truncated" if removed else "")
+    return look, meaning + ("" if attrs["alive"] else "\ngone at the end")
 
 
 def _attributes(look: tuple) -> str:
