@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import replace
 from typing import Iterable
 
@@ -17,7 +18,8 @@ from .explicit import domains_for, explore
 from .printer import to_text
 from .prove import prove_all
 from .spacer import prove_with_spacer
-from .result import Bounds, Report, Result, Stats, Stop, Verdict
+from .result import Bounds, EngineRun, Outcome, Report, Result, Stats, Stop, Verdict
+from .solver import queries_asked
 from .unknowns import attempt_of, unknown_reason
 from .variants import distinct_counterexamples
 
@@ -157,8 +159,11 @@ def with_variants(policy: Policy, report: Report, count: int, timeout: float, rl
     results = []
     for r in report.results:
         if r.trace is not None:
+            started, asked = time.perf_counter(), queries_asked()
             traces = distinct_counterexamples(policy, r.condition, r.trace, count, report.depth, timeout, rlimit)
-            r = replace(r, others=traces[1:])
+            search = EngineRun("bmc", Outcome.COUNTEREXAMPLE, r.depth, queries_asked() - asked, None,
+                               time.perf_counter() - started)  # the further counterexamples' queries
+            r = replace(r, others=traces[1:], stats=r.stats.then(Stats((search,))))
         results.append(r)
     return replace(report, results=tuple(results))
 
