@@ -100,3 +100,14 @@ def test_html_header_shows_bounds_and_statistics(seed):
     page = report_html(replace(report, results=report.results[:1]), policy)
     assert f'<span class="bounds">bounds depth {DEPTH}, {SPANS} spans' in page
     assert f'<li data-condition="C1">C1: {run_text(report.results[0].stats.runs[0])}</li>' in page
+
+
+def test_further_counterexamples_count_in_the_bmc_statistics(seed):
+    policy, _ = seed
+    runs = []
+    for count in (1, 2):
+        clear_caches()
+        (result,) = check(policy, depth=3, spans=SPANS, only=("C1",), counterexamples=count, **BOUNDS).results
+        runs.append(result.stats.runs)
+    assert [run.engine for run in runs[1]] == ["bmc"] and runs[1][0].depth == runs[0][0].depth
+    assert runs[1][0].queries > runs[0][0].queries
