@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
-
 import time
+from dataclasses import replace
+from typing import Iterable, Optional
 
 import z3
 
@@ -18,8 +18,8 @@ from prunecheck.spec.errors import ReplayMismatch
 
 from .minimize import minimize
 from .replay import confirm, decode_action, decode_state, first_violation
-from .result import Result, Stop, Trace, Verdict
-from .solver import new_solver, query
+from .result import EngineRun, Outcome, Result, Stats, Stop, Trace, Verdict
+from .solver import new_solver, queries_asked, query
 from .unknowns import bound_words, limit_words
 
 DEFAULT_DEPTH = 12
@@ -48,7 +48,9 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
     assume = tuple(assume)
     model = Model(policy, spans, token_domain=token_domain, accelerate=accelerate, repeat_domain=repeat_domain,
                   clock_targets=clock_targets)
+    before = queries_asked()
     invariant = inductive_lemmas(model, timeout, rlimit) if lemmas else None
+    asked = {c: queries_asked() - before for c in pending}  # the lemmas serve every condition
     solver = new_solver(timeout * 1000, rlimit)
     states, actions, steps = [model.state(0)], [], []
     solver.add(model.encode_init(states[0]))
@@ -79,6 +81,7 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
             answer = query(solver, [literal], int(left * 1000)) if left > 0 else None
             for c in group:
                 spent[c] += answer.seconds if answer is not None else 0.0
+                asked[c] += answer is not None
             if answer is not None and answer.status == "unsat":
                 continue
             if answer is None or answer.status == "unknown":
@@ -90,25 +93,33 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
                 searched = f"; {bound_words(k - 1, spans, accelerate)}" if k else ""
                 (c,) = group
                 results[c] = Result(c, Verdict.UNKNOWN, max(k - 1, 0), f"{limit_words(why, k)}{searched}",
-                                    seconds=spent[c], stop=Stop.LIMIT)
+                                    seconds=spent[c], stop=Stop.LIMIT,
+                                    stats=_stats(Outcome.LIMIT, max(k - 1, 0), asked[c], spent[c]))
                 pending.remove(c)
                 continue
             zmodel = solver.model()
             hit = [c for c, term in group.items() if z3.is_true(zmodel.eval(term, model_completion=True))]
             for c in hit:
-                started = time.monotonic()
+                started, before = time.monotonic(), queries_asked()
                 least = least_model(solver, [literal, group[c]], actions[:k], zmodel, spans,
                                     started + max(0.0, timeout - spent[c]), states[k].clock)
                 spent[c] += time.monotonic() - started
-                results[c] = _counterexample(policy, least, c, states, actions, spans, k, spent[c], assume)
+                asked[c] += queries_asked() - before
+                found = _counterexample(policy, least, c, states, actions, spans, k, spent[c], assume)
+                results[c] = replace(found, stats=_stats(Outcome.COUNTEREXAMPLE, k, asked[c], spent[c]))
                 pending.remove(c)
             groups.append({c: term for c, term in group.items() if c not in hit})
         if not pending:
             break
     for condition in pending:
         results[condition] = Result(condition, Verdict.UNKNOWN, depth, bound_words(depth, spans, accelerate),
-                                    seconds=spent[condition], stop=Stop.BOUND)
+                                    seconds=spent[condition], stop=Stop.BOUND,
+                                    stats=_stats(Outcome.BOUND, depth, asked[condition], spent[condition]))
     return tuple(results[c] for c in CONDITIONS if c in results)
+
+
+def _stats(outcome: Outcome, depth: int, queries: int, seconds: float) -> Stats:
+    return Stats((EngineRun("bmc", outcome, depth, queries, None, seconds),))
 
 
 def _bad(model: Model, condition: str, states, actions, steps, k: int) -> Optional[z3.BoolRef]:

@@ -8,7 +8,7 @@ import json
 import os
 import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
@@ -20,7 +20,7 @@ from prunecheck.spec.runtime import ACTION_TYPES
 from .certificate import dumps
 from .itf import MAX_TIMES_DIGITS
 from .render import report_json
-from .result import VERSION_KEYS, Report, Result, Trace, Verdict
+from .result import VERSION_KEYS, Bounds, EngineRun, Outcome, Report, Result, Stats, Trace, Verdict
 
 FORMAT = 3  # 2: reports name their deployment and the keys an override set; 3: a certificate is an object
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
@@ -107,10 +107,44 @@ def report_from_json(doc) -> Report:
             "bad deployment_overridden")
     deployment = {key: deployment[key] for key in DEPLOYMENT_CHOICES}  # the cache stores keys sorted
     results = tuple(_result(c, conditions[c], doc["spans"]) for c in conditions)
+    stats = doc.get("stats", {"conditions": {}})
+    _expect(isinstance(stats, dict) and isinstance(stats.get("conditions"), dict), "bad stats")
+    results = tuple(replace(r, stats=_stats(r.condition, stats["conditions"].get(r.condition, []))) for r in results)
     report = Report(doc["policy"], doc["policy_hash"], doc["source"], doc["depth"], doc["spans"], results,
-                    tuple((key, versions[key]) for key in VERSION_KEYS), tuple(deployment.items()), tuple(overridden))
+                    tuple((key, versions[key]) for key in VERSION_KEYS), tuple(deployment.items()), tuple(overridden),
+                    _bounds(stats.get("bounds")))
     _expect(doc.get("verdict") == str(report.verdict), "verdict does not match its conditions")
     return report
+
+
+def _stats(condition: str, runs) -> Stats:
+    """Engine statistics as report_json wrote them (they claim nothing about the verdict; only their shape is
+    checked)."""
+    _expect(isinstance(runs, list) and all(isinstance(run, dict) for run in runs), f"{condition}: bad stats")
+    out = []
+    for run in runs:
+        outcome, seconds = run.get("outcome"), run.get("seconds")
+        _expect(isinstance(run.get("engine"), str) and outcome in {o.value for o in Outcome}
+                and all(run.get(k) is None or _integer(run[k]) for k in ("depth", "states"))
+                and _integer(run.get("queries")) and isinstance(seconds, (int, float))
+                and not isinstance(seconds, bool), f"{condition}: bad stats")
+        out.append(EngineRun(run["engine"], Outcome(outcome), run["depth"], run["queries"], run["states"],
+                             float(seconds)))
+    return Stats(tuple(out))
+
+
+def _bounds(doc):
+    """The Bounds in a report's stats, or None when they name only depth and spans."""
+    _expect(doc is None or isinstance(doc, dict), "bad stats bounds")
+    if doc is None or "timeout" not in doc:
+        return None
+    _expect(isinstance(doc["timeout"], (int, float)) and _integer(doc.get("rlimit"))
+            and _integer(doc.get("memory_mb")), "bad stats bounds")
+    domains = [doc.get(k) for k in ("tokens", "repeats")]
+    _expect(all(d is None or (isinstance(d, list) and all(_integer(v) for v in d)) for d in domains),
+            "bad stats bounds")
+    tokens, repeats = (None if d is None else tuple(d) for d in domains)
+    return Bounds(float(doc["timeout"]), doc["rlimit"], doc["memory_mb"], tokens, repeats)
 
 
 def cache_key(settings: dict) -> str:
@@ -211,7 +245,7 @@ def verify_report(report: Report, policy, settings: dict) -> Optional[str]:
     """Why `report` is not a report of `policy` under `settings` whose every verdict its evidence supports, or None:
     each `holds` needs a certificate that cvc5 confirms for exactly this policy and condition, each trace must
     replay on the runtime and violate its condition exactly at its last step, within the bounds. `unknown` claims
-    nothing. Reasons and engine names are prose and are not checked."""
+    nothing. Reasons and engine names are prose, and statistics claim nothing: neither is checked."""
     from .check import policy_hash
 
     if report.policy_hash != settings["policy_hash"] or report.policy_hash != policy_hash(policy):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import platform
+import time
 from dataclasses import replace
 from importlib import metadata
 from typing import Iterable
@@ -20,7 +21,8 @@ from .explicit import domains_for, explore
 from .printer import to_text
 from .prove import prove_all
 from .spacer import prove_with_spacer
-from .result import VERSION_KEYS, Report, Result, Stop, Verdict
+from .result import VERSION_KEYS, Bounds, EngineRun, Outcome, Report, Result, Stats, Stop, Verdict
+from .solver import queries_asked
 from .unknowns import attempt_of, unknown_reason
 from .variants import distinct_counterexamples
 
@@ -63,10 +65,14 @@ def versions() -> tuple:
     return tuple((key, found[key]) for key in VERSION_KEYS)
 
 
-def new_report(policy: Policy, digest: str, depth: int, spans: int, results: tuple) -> Report:
-    """A Report that names the deployment it was checked under and the keys an override set."""
+def new_report(policy: Policy, digest: str, depth: int, spans: int, results: tuple, bounds: Bounds = None) -> Report:
+    """A Report that names the deployment it was checked under, the keys an override set and its bounds."""
     return Report(policy.name, digest, policy.source, depth, spans, results, versions(),
-                  tuple(policy.deployment.as_dict().items()), tuple(policy.overridden))
+                  tuple(policy.deployment.as_dict().items()), tuple(policy.overridden), bounds)
+
+
+def _domain(values):
+    return None if values is None else tuple(sorted(set(values)))
 
 
 def clear_caches() -> None:
@@ -94,18 +100,19 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
     report no longer depends on the machine's load (tests use it).
     """
     wanted = [c for c in CONDITIONS if c in set(only)]
+    bounds = Bounds(float(timeout), int(rlimit), int(memory_mb), _domain(token_domain), _domain(repeat_domain))
     if memory_mb > 0:
         z3.set_param("memory_max_size", int(memory_mb))
     try:
         restrict = {"token_domain": token_domain, "repeat_domain": repeat_domain, "rlimit": rlimit}
-        report = _check(policy, wanted, depth, spans, timeout, prove, restrict)
+        report = replace(_check(policy, wanted, depth, spans, timeout, prove, restrict), bounds=bounds)
         return with_variants(policy, report, counterexamples, timeout, rlimit) if counterexamples > 1 else report
     except z3.Z3Exception as exc:
         if "memory" not in str(exc):
             raise
         results = tuple(Result(c, Verdict.UNKNOWN, None, f"solver memory limit of {memory_mb} MB reached")
                         for c in wanted)
-        return new_report(policy, policy_hash(policy), depth, spans, results)
+        return new_report(policy, policy_hash(policy), depth, spans, results, bounds)
     finally:
         if memory_mb > 0:
             z3.set_param("memory_max_size", 0)
@@ -119,37 +126,47 @@ def _check(policy, wanted, depth, spans, timeout, prove, restrict) -> Report:
         # Most violations are a few steps deep: find those first, so the prover only sees what may hold.
         quick = check_bounded(policy, min(depth, QUICK_DEPTH), spans, wanted, timeout, lemmas=False, **restrict)
         refuted = {r.condition: r for r in quick if r.verdict == Verdict.VIOLATED}
+        before = {r.condition: r.stats for r in quick if r.condition not in refuted}
+    else:
+        before = {}
     proofs = prove_all(policy, [c for c in wanted if c not in refuted], doc, digest, timeout, rlimit) if prove else {}
     open_conditions = [c for c in wanted
                        if c not in refuted and (c not in proofs or proofs[c].verdict != Verdict.HOLDS)]
     bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout, **restrict)}
     bounded.update(refuted)
     results = []
-    for c in wanted:
-        if c in proofs and proofs[c].verdict == Verdict.HOLDS:
-            results.append(proofs[c])
-            continue
-        r = bounded[c]
-        if not prove and r.verdict == Verdict.UNKNOWN:
-            attempts = [attempt_of(r, "bounded search")]
-            reason = unknown_reason(policy, attempts, depth, spans, timeout, rlimit)
-            results.append(replace(r, reason=f"{reason}; no proof attempted (--no-prove: bounded search only)"))
-            continue
-        if r.verdict != Verdict.UNKNOWN or c not in proofs:
-            results.append(r)
-            continue
-        # Neither proved by induction nor refuted within the bound: give Spacer the condition's time.
-        spacer = prove_with_spacer(policy, c, doc, digest, timeout, rlimit=rlimit)
-        if spacer.verdict == Verdict.HOLDS:
-            results.append(spacer)
-        else:
-            attempts = [attempt_of(r, "bounded search"), attempt_of(proofs[c], "induction"),
-                        attempt_of(spacer, "Spacer")]
-            stop = Stop.LIMIT if any(a.stop is Stop.LIMIT for a in attempts) else r.stop
-            reason = unknown_reason(policy, attempts, depth, spans, timeout, rlimit)
-            results.append(Result(c, Verdict.UNKNOWN, r.depth, reason, engine="bmc+induction+spacer",
-                                  seconds=r.seconds + proofs[c].seconds + spacer.seconds, stop=stop))
+    for c in wanted:  # each result's statistics: every engine that ran on it, in order
+        result = _decide(policy, c, proofs, bounded, prove, doc, digest, (depth, spans, timeout, rlimit))
+        ran = [r.stats for r in (proofs.get(c), bounded.get(c)) if r is not None]
+        results.append(replace(result, stats=before.get(c, Stats()).then(*ran, _spacer_stats(result))))
     return new_report(policy, digest, depth, spans, tuple(results))
+
+
+def _spacer_stats(result: Result) -> Stats:
+    return Stats(tuple(run for run in result.stats.runs if run.engine == "spacer"))
+
+
+def _decide(policy, c, proofs, bounded, prove, doc, digest, limits) -> Result:
+    """Condition c's result from the proof, the bounded search and, if neither decided it, Spacer."""
+    depth, spans, timeout, rlimit = limits
+    if c in proofs and proofs[c].verdict == Verdict.HOLDS:
+        return proofs[c]
+    r = bounded[c]
+    if not prove and r.verdict == Verdict.UNKNOWN:
+        attempts = [attempt_of(r, "bounded search")]
+        reason = unknown_reason(policy, attempts, depth, spans, timeout, rlimit)
+        return replace(r, reason=f"{reason}; no proof attempted (--no-prove: bounded search only)")
+    if r.verdict != Verdict.UNKNOWN or c not in proofs:
+        return r
+    # Neither proved by induction nor refuted within the bound: give Spacer the condition's time.
+    spacer = prove_with_spacer(policy, c, doc, digest, timeout, rlimit=rlimit)
+    if spacer.verdict == Verdict.HOLDS:
+        return spacer
+    attempts = [attempt_of(r, "bounded search"), attempt_of(proofs[c], "induction"), attempt_of(spacer, "Spacer")]
+    stop = Stop.LIMIT if any(a.stop is Stop.LIMIT for a in attempts) else r.stop
+    reason = unknown_reason(policy, attempts, depth, spans, timeout, rlimit)
+    return Result(c, Verdict.UNKNOWN, r.depth, reason, engine="bmc+induction+spacer",
+                  seconds=r.seconds + proofs[c].seconds + spacer.seconds, stop=stop, stats=spacer.stats)
 
 
 def with_variants(policy: Policy, report: Report, count: int, timeout: float, rlimit: int = 0) -> Report:
@@ -157,8 +174,11 @@ def with_variants(policy: Policy, report: Report, count: int, timeout: float, rl
     results = []
     for r in report.results:
         if r.trace is not None:
+            started, asked = time.perf_counter(), queries_asked()
             traces = distinct_counterexamples(policy, r.condition, r.trace, count, report.depth, timeout, rlimit)
-            r = replace(r, others=traces[1:])
+            search = EngineRun("bmc", Outcome.COUNTEREXAMPLE, r.depth, queries_asked() - asked, None,
+                               time.perf_counter() - started)  # the further counterexamples' queries
+            r = replace(r, others=traces[1:], stats=r.stats.then(Stats((search,))))
         results.append(r)
     return replace(report, results=tuple(results))
 
@@ -168,5 +188,7 @@ def check_explicit(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFA
                    tokens=None, repeats=None) -> Report:
     """The explicit-state oracle's report: the same shape, never `holds`, its domains named in every reason (tokens
     and repeats, when given, replace the domains derived from the policy's constants)."""
-    results = explore(policy, depth, spans, only, domains_for(policy, tokens, repeats), time_limit)
-    return new_report(policy, policy_hash(policy), depth, spans, results)
+    domains = domains_for(policy, tokens, repeats)
+    results = explore(policy, depth, spans, only, domains, time_limit)
+    bounds = Bounds(float(time_limit), tokens=domains.tokens, repeats=domains.repeats)
+    return new_report(policy, policy_hash(policy), depth, spans, results, bounds)

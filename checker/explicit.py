@@ -14,7 +14,7 @@ from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, Attr, Binary, En
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
 from .replay import confirm
-from .result import Result, Trace, Verdict
+from .result import EngineRun, Outcome, Result, Stats, Trace, Verdict
 
 DEFAULT_TOKENS = (1, 2)
 DEFAULT_REPEATS = (1,)
@@ -157,10 +157,11 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
                     actions = trace_to(state, action)
                     confirm(policy, actions, c, spans)
                     trace = Trace(c, actions, spans)
+                    seconds = time.perf_counter() - started
+                    run = EngineRun("explicit", Outcome.COUNTEREXAMPLE, level, 0, explored + len(following), seconds)
                     results[c] = Result(c, Verdict.VIOLATED, level, f"violated after {trace.length()} (shortest "
                                         f"within {spans} spans, {domains.describe()}); explicit search",
-                                        engine="explicit", trace=trace,
-                                        seconds=time.perf_counter() - started)
+                                        engine="explicit", trace=trace, seconds=seconds, stats=Stats((run,)))
                     pending.remove(c)
                 if transition.after not in parent:
                     parent[transition.after] = (state, action)
@@ -183,6 +184,8 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
             why = (f"no violation up to depth {depth} over {spans} spans, {domains.describe()} "
                    f"(explicit search, {explored} states)")
             reached = depth
-        results[c] = Result(c, Verdict.UNKNOWN, reached, why, engine="explicit",
-                            seconds=time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        run = EngineRun("explicit", Outcome.BOUND if stopped is None else Outcome.LIMIT, reached, 0, explored, seconds)
+        results[c] = Result(c, Verdict.UNKNOWN, reached, why, engine="explicit", seconds=seconds,
+                            stats=Stats((run,)))
     return tuple(results[c] for c in CONDITIONS if c in results)

@@ -18,9 +18,10 @@ if TYPE_CHECKING:
 
 FORMATS = ("dot", "svg", "png")
 DOT_TIMEOUT = 60.0
-LEGEND = ("blue: content span   gold: recovery record   green: rationale   rounded: edit\n"
-          "red dashed: evicted or truncated   grey: gone at the end")
 FILL = {"content": "#dbe9f6", "record": "#fce8b2", "rationale": "#d9f0d3", "edit": "#ffffff"}
+GONE = "#e6e6e6"
+ROLE_NAMES = {"content": "content span", "record": "recovery record", "rationale": "rationale"}
+PNG_DPI = 192  # Graphviz's 72 would draw the examples 600 px wide, too small to read
 EDGE_STYLE = {"target": 'color="#333333", label="edits"',
               "record": 'color="#b8860b", penwidth=1.6, label="records"',
               "rationale": 'color="#2e7d32", style=dashed, label="explains"'}
@@ -145,33 +146,62 @@ def _edit_label(attrs: dict) -> str:
     return "\n".join(lines)
 
 
+def _node_style(attrs: dict) -> tuple:
+    """(DOT attributes, what they mean): the look of a node, which the legend repeats exactly."""
+    red = ("color", "#d62728"), ("penwidth", "2")
+    if attrs["node"] == "edit":
+        flagged = attrs["record_lost"] is not None or attrs["stale_revert"] is not None
+        look = (("shape", "box"), ("style", "rounded,filled"), ("fillcolor", FILL["edit"])) + (red if flagged else ())
+        return look, "edit\nrecord lost or stale revert" if flagged else "edit"
+    removed = attrs["evicted"] is not None or attrs["truncated"] is not None
+    look = (("shape", "box" if attrs["role"] == "content" else "note"),
+            ("style", "filled,dashed" if removed else "filled"),
+            ("fillcolor", FILL[attrs["role"]] if attrs["alive"] else GONE)) + (red if removed else ())
+    if not attrs["alive"]:
+        look += (("fontcolor", "#666666"),)
+    meaning = ROLE_NAMES[attrs["role"]] + ("\nevicted or truncated" if removed else "")
+    return look, meaning + ("" if attrs["alive"] else "\ngone at the end")
+
+
+def _attributes(look: tuple) -> str:
+    return ", ".join(f"{key}={dot_string(value)}" for key, value in look)
+
+
 def _node_line(name: str, attrs: dict, id_prefix: str) -> str:
     classes = [attrs["node"]]
     if attrs["node"] == "span":
-        removed = attrs["evicted"] is not None or attrs["truncated"] is not None
         classes.append(attrs["role"])
-        style = ["filled"] + (["dashed"] if removed else [])
-        fill = FILL[attrs["role"]] if attrs["alive"] else "#e6e6e6"
-        extra = f'shape={"box" if attrs["role"] == "content" else "note"}, label={dot_string(_span_label(attrs))}'
         if attrs["candidate"] is not None:
             classes.append("candidate")
-        if removed:
-            classes += [how for how in ("evicted", "truncated") if attrs[how] is not None]
-            extra += ', color="#d62728", penwidth=2'
+        classes += [how for how in ("evicted", "truncated") if attrs[how] is not None]
         if not attrs["alive"]:
             classes.append("gone")
-            extra += ', fontcolor="#666666"'
+        label = _span_label(attrs)
     else:
-        lost = attrs["record_lost"] is not None
-        classes.append("lost" if lost else "kept")
+        classes.append("lost" if attrs["record_lost"] is not None else "kept")
         if attrs["stale_revert"] is not None:
             classes.append("stale")
-        style, fill = ["rounded", "filled"], FILL["edit"]
-        extra = f"shape=box, label={dot_string(_edit_label(attrs))}"
-        if lost or attrs["stale_revert"] is not None:
-            extra += ', color="#d62728", penwidth=2'
+        label = _edit_label(attrs)
     return (f"  {name} [id={dot_string(id_prefix + name)}, class={dot_string(' '.join(classes))}, "
-            f"style={dot_string(','.join(style))}, fillcolor={dot_string(fill)}, {extra}];")
+            f"{_attributes(_node_style(attrs)[0])}, label={dot_string(label)}];")
+
+
+def _legend_lines(graph: "nx.DiGraph", id_prefix: str, after: str) -> list:
+    """A legend cluster right of the last step: one node per look used in the drawing, drawn with that look."""
+    looks = {}
+    for _, attrs in sorted(graph.nodes(data=True), key=lambda node: (node[0][0] == "e", int(node[0][1:]))):
+        look, meaning = _node_style(attrs)
+        looks.setdefault(look, meaning)
+    names = [f"legend{i}" for i in range(len(looks))]
+    lines = ['  subgraph cluster_legend { label="legend"; fontsize=10; style="rounded"; color="#999999";']
+    for name, (look, meaning) in zip(names, looks.items()):
+        lines.append(f"    {name} [id={dot_string(id_prefix + name)}, class=\"legend\", {_attributes(look)}, "
+                     f"label={dot_string(meaning)}];")
+    lines.append(f"    {{ rank=same; {'; '.join(names)}; }}")
+    lines.append("  }")
+    if names and after:
+        lines.append(f"  {after} -> {names[0]} [style=invis, constraint=true];")
+    return lines
 
 
 def _step_label(index: int, step: dict) -> str:
@@ -192,13 +222,14 @@ def graph_dot(graph: "nx.DiGraph", title: str = "", id_prefix: str = "", legend:
 
     Each step has a header node (its action) and shares `rank=same` with the nodes it created; edit edges do not
     constrain the layout. Node ids in SVG output are id_prefix + s<span> / e<edit>, with classes such as
-    "span record evicted gone" for styling and tests."""
+    "span record evicted gone" for styling and tests. With `legend`, a cluster right of the last step holds one
+    node per look the drawing uses, drawn with exactly that look and saying what it means."""
     steps = graph.graph.get("steps", ())
-    label = "\n".join(part for part in (title, LEGEND if legend else "") if part)
     lines = [
         "digraph trace {",
-        f"  graph [rankdir=LR, nodesep=0.2, ranksep=0.35, fontname=\"Helvetica\", fontsize=11, labelloc=t, "
-        f"label={dot_string(label)}];",
+        # pad: a margin, so that the thick borders of nodes on the edge are not cut off
+        f"  graph [rankdir=LR, nodesep=0.2, ranksep=0.35, pad=0.25, fontname=\"Helvetica\", fontsize=11, labelloc=t, "
+        f"label={dot_string(title)}];",
         '  node [fontname="Helvetica", fontsize=10, penwidth=1.2, margin="0.08,0.04"];',
         '  edge [fontname="Helvetica", fontsize=8, arrowsize=0.7, constraint=false];',
     ]
@@ -217,6 +248,8 @@ def graph_dot(graph: "nx.DiGraph", title: str = "", id_prefix: str = "", legend:
         lines.append(f"  {left} -> {right} [style=invis, constraint=true];")
     for source, target, attrs in graph.edges(data=True):
         lines.append(f"  {source} -> {target} [class={dot_string(attrs['rel'])}, {EDGE_STYLE[attrs['rel']]}];")
+    if legend and graph.number_of_nodes():
+        lines.extend(_legend_lines(graph, id_prefix, heads[-1] if heads else ""))
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -236,7 +269,8 @@ def picture(dot_text: str, fmt: str, binary: str = "dot", timeout: float = DOT_T
         raise GraphvizMissing(f"cannot write .{fmt}: the Graphviz '{binary}' binary is not installed "
                               "(install graphviz, or write .dot)")
     try:
-        done = subprocess.run([path, f"-T{fmt}"], input=dot_text.encode("utf-8"), capture_output=True,
+        scale = [f"-Gdpi={PNG_DPI}"] if fmt == "png" else []
+        done = subprocess.run([path, f"-T{fmt}", *scale], input=dot_text.encode("utf-8"), capture_output=True,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise RenderError(f"Graphviz '{binary}' did not finish within {timeout:g} s") from None

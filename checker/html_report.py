@@ -12,8 +12,9 @@ from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.policy import Policy
 
 from .graph import GraphvizMissing, RenderError, edit_graph, graph_dot, picture
+from .locate import source_lines
 from .printer import policy_yaml
-from .render import action_call, deployment_text
+from .render import action_call, bounds_text, deployment_text, run_text
 from .replay import replay
 from .result import Report
 
@@ -22,7 +23,8 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, s
        max-width: 1100px; margin: 1.5em auto; padding: 0 1em; }
 h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { font-size: 1.25em; margin-top: 1.6em; }
 h3 { font-size: 1.05em; margin: 1.2em 0 .3em; }
-.meta { color: #555; margin: .2em 0 1em; }
+.meta { color: #555; margin: .2em 0 .4em; }
+ul.stats { color: #555; margin: 0 0 1em; padding-left: 1.2em; font-size: 13px; }
 table.results { border-collapse: collapse; width: 100%; }
 table.results th, table.results td { border: 1px solid #ccc; padding: .3em .6em; text-align: left;
        vertical-align: top; }
@@ -37,24 +39,20 @@ ol.trace .effect { color: #b71c1c; font-family: system-ui, sans-serif; }
 ol.trace li.last { font-weight: 600; }
 figure { margin: .6em 0; } figure svg { max-width: 100%; height: auto; }
 .nopicture { color: #8a6d00; }
+pre.policy .line:target, pre.policy .located { background: #fff3b0; }
+pre.policy .ln { display: inline-block; min-width: 2.5em; color: #888; user-select: none; }
 pre.policy, pre.dot { background: #f7f7f7; border: 1px solid #ddd; padding: .6em; overflow-x: auto; font-size: 13px; }
-.legend span.key { display: inline-block; border: 1px solid #333; padding: 0 .4em; margin: 0 .2em 0 .6em;
-       font-size: 12px; }
 footer { color: #777; margin-top: 2em; font-size: 12px; }
 nav.index li.error { color: #8e24aa; }
 """
 _PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.DOTALL)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+# A location as explanations print it, in escaped text: `6:8 `not pinned``.
+_LOCATION = re.compile(r"(?<![\w:.#-])(\d+):(\d+)(?= `)")
 
 
-LEGEND = ('<p class="legend">In the pictures:'
-          '<span class="key" style="background:#dbe9f6">content span</span>'
-          '<span class="key" style="background:#fce8b2">recovery record</span>'
-          '<span class="key" style="background:#d9f0d3">rationale</span>'
-          '<span class="key" style="border-radius:.6em">edit</span>'
-          '<span class="key" style="border:2px dashed #d62728;background:#e6e6e6;color:#666">evicted or truncated</span>'
-          " (grey: gone at the end). A record or rationale marked <i>candidate @k</i> became a compaction candidate "
-          "of the policy at step k.</p>")
+LEGEND = ('<p class="legend">Each picture has one column per step and a legend of the node styles it uses. '
+          "A record or rationale marked <i>candidate @k</i> became a compaction candidate of the policy at step k.</p>")
 
 
 def escape(text) -> str:
@@ -106,7 +104,7 @@ def _effect(transition, clock: bool) -> str:
 
 
 def _picture_html(graph, anchor: str, condition: str) -> str:
-    dot_text = graph_dot(graph, "", id_prefix=f"{anchor}-", legend=False)
+    dot_text = graph_dot(graph, "", id_prefix=f"{anchor}-")
     try:
         svg = inline_svg(picture(dot_text, "svg").decode("utf-8"))
     except GraphvizMissing as exc:
@@ -117,7 +115,35 @@ def _picture_html(graph, anchor: str, condition: str) -> str:
             f"</figcaption>\n</figure>")
 
 
-def _counterexample_html(policy, report: Report, result, anchor: str, step_labels) -> str:
+def _linked(escaped: str, lines: Optional[tuple], prefix: str, located: set) -> str:
+    """Escaped text with each `line:col` location made a link to that line of the shown file (noted in located)."""
+    if lines is None:
+        return escaped
+
+    def link(match) -> str:
+        line = int(match.group(1))
+        if not 1 <= line <= len(lines):
+            return match.group(0)
+        located.add(line)
+        return f'<a class="loc" href="#{prefix}-L{line}">{match.group(0)}</a>'
+    return _LOCATION.sub(link, escaped)
+
+
+def _source_html(policy: Policy, lines: Optional[tuple], prefix: str, located: set) -> str:
+    """The policy file as it was checked, line-numbered, with located lines highlighted; when the file cannot be read
+    or has changed since, the parsed policy re-rendered, saying so."""
+    if lines is None:
+        return (f'<h3>policy text</h3>\n<p class="nopicture">{escape(policy.source)} cannot be read or no longer '
+                "parses to the policy checked: this is the policy as parsed, re-rendered; the locations above refer "
+                f'to the file.</p>\n<pre class="policy">{escape(policy_yaml(policy))}</pre>')
+    width = len(str(len(lines)))
+    shown = [f'<span class="line{" located" if number in located else ""}" id="{prefix}-L{number}">'
+             f'<span class="ln">{number:>{width}}</span> {escape(line)}</span>'
+             for number, line in enumerate(lines, start=1)]
+    return f'<h3>policy file {escape(policy.source)}</h3>\n<pre class="policy">{chr(10).join(shown)}</pre>'
+
+
+def _counterexample_html(policy, report: Report, result, anchor: str, step_labels, links) -> str:
     transitions = replay(policy, result.trace.actions, result.trace.spans)
     labels = _labels_for(step_labels, report, result.condition, len(transitions))
     items = []
@@ -125,7 +151,7 @@ def _counterexample_html(policy, report: Report, result, anchor: str, step_label
         text = labels[index] if labels is not None else action_call(t.action)
         effect = _effect(t, clock=labels is None)  # the explanation's labels name a repeated step's real steps
         last = index == len(transitions) - 1
-        item = ('<li class="last">' if last else "<li>") + escape(text)
+        item = ('<li class="last">' if last else "<li>") + links(escape(text))
         if effect:
             item += f' <span class="effect">({escape(effect)})</span>'
         if last:
@@ -151,31 +177,39 @@ def _accepted_html(triage, condition: str) -> str:
 
 
 def _report_html(report: Report, policy: Policy, index: int, step_labels, triage=None) -> str:
-    rows, sections = [], []
+    rows, sections, located, lines = [], [], set(), source_lines(policy)
+
+    def links(escaped: str) -> str:
+        return _linked(escaped, lines, f"p{index}", located)
+
     for number, result in enumerate(report.results):
         anchor = f"p{index}-r{number}"
         verdict = escape(str(result.verdict))
         condition = escape(result.condition)
         if result.trace is not None:
             condition = f'<a href="#{anchor}">{condition}</a>'
-            sections.append(_counterexample_html(policy, report, result, anchor, step_labels))
+            sections.append(_counterexample_html(policy, report, result, anchor, step_labels, links))
         depth = "-" if result.depth is None else str(int(result.depth))
         rows.append(f'<tr class="{verdict}" data-condition="{escape(result.condition)}"><td>{condition}</td>'
                     f'<td class="verdict">{verdict}</td><td class="depth">{depth}</td>'
-                    f"<td>{escape(result.reason)}{_accepted_html(triage, result.condition)}</td></tr>")
+                    f"<td>{links(escape(result.reason))}{_accepted_html(triage, result.condition)}</td></tr>")
     meta = (f"source {escape(report.source)} · sha256:{escape(report.policy_hash[:12])} · depth {int(report.depth)}, "
             f"{int(report.spans)} spans · verdict <span class=\"verdict\">{escape(str(report.verdict))}</span>"
-            f'<br><span class="deployment">deployment {escape(deployment_text(report))}</span>')
+            f'<br><span class="deployment">deployment {escape(deployment_text(report))}</span>'
+            f'<br><span class="bounds">bounds {escape(bounds_text(report))}</span>')
+    stats = [f'<li data-condition="{escape(r.condition)}">{escape(r.condition)}: '
+             f"{escape('; '.join(run_text(run) for run in r.stats.runs))}</li>" for r in report.results if r.stats.runs]
     return "\n".join([
         f'<section class="report {escape(str(report.verdict))}" id="p{index}">',
         f"<h2>policy {escape(report.policy_name)}</h2>",
         f'<p class="meta">{meta}</p>',
+        '<ul class="stats">' + "".join(stats) + "</ul>" if stats else "",
         '<table class="results">',
         "<thead><tr><th>condition</th><th>verdict</th><th>depth</th><th>reason</th></tr></thead>",
         "<tbody>", *rows, "</tbody>", "</table>",
         LEGEND if sections else "",
         *sections,
-        f'<h3>policy text</h3>\n<pre class="policy">{escape(policy_yaml(policy))}</pre>',
+        _source_html(policy, lines, f"p{index}", located),
         "</section>",
     ])
 

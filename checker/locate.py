@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, Optional
 
 from yaml.nodes import MappingNode, ScalarNode
 
 from prunecheck.spec.errors import PrunecheckError
-from prunecheck.spec.policy import NOWHERE, Expr, Loc, Policy, subexpressions
+from prunecheck.spec.policy import NOWHERE, DeploymentOverride, Expr, Loc, Policy, subexpressions
 
-from .loader import _compose, _form_of, _read, _Text, decode_policy_bytes
+from .loader import _BREAKS, _compose, _form_of, _read, _Text, decode_policy_bytes, parse_policy_text
 from .pyform import parse_python_policy
 
 
@@ -73,3 +74,22 @@ def deployment_location(policy: Policy, key: str, where: Optional[Dict[str, Loc]
     """The position of a deployment setting, or of the deployment section, or the file's start."""
     where = key_locations(policy) if where is None else where
     return where.get(f"deployment.{key}") or where.get("deployment") or Loc(1, 1)
+
+
+def source_lines(policy: Policy) -> Optional[tuple]:
+    """The lines of the policy's file, numbered as every location counts them (line breaks removed), or None when
+    the file cannot be read or no longer parses to this policy, so that its locations would not point into it."""
+    try:
+        data, filename = _read(policy.source)
+        form = _form_of(filename)
+        src = _Text(decode_policy_bytes(data, filename), filename, form)
+        deployment = policy.deployment.as_dict()
+        override = DeploymentOverride.of({k: deployment[k] for k in policy.overridden}) if policy.overridden else None
+        if parse_policy_text(src.text, filename, override) != policy:
+            return None
+    except (PrunecheckError, OSError, ValueError, SyntaxError, RecursionError):
+        return None
+    ends = src.starts[1:] + [len(src.text)]
+    line_break = re.compile(f"(?:{_BREAKS.get(form, _BREAKS['yaml']).pattern})\\Z")
+    lines = [line_break.sub("", src.text[start:end]) for start, end in zip(src.starts, ends)]
+    return tuple(lines[:-1] if len(lines) > 1 and not lines[-1] else lines)  # no line after the final break

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import z3
 
@@ -10,8 +11,8 @@ from prunecheck.spec.pair_lemmas import pair_candidates
 
 from .certificate import STEP_CONDITIONS, Encoding, Status, certificate_document, dumps, recheck
 from .invariants import houdini
-from .result import Result, Stop, Verdict
-from .solver import new_solver, query
+from .result import EngineRun, Outcome, Result, Stats, Stop, Verdict
+from .solver import new_solver, queries_asked, query
 from .unknowns import limit_words, scoped
 
 
@@ -32,12 +33,15 @@ class _Attempts:
 
     def __init__(self, policy, timeout: float, rlimit: int = 0):
         self.policy, self.timeout, self.rlimit, self.done, self.proved = policy, timeout, rlimit, {}, {}
+        self.asked = {}  # queries each Houdini run asked in this process (0: shared from an earlier check)
         shared = _shared.get(free_shape(policy, timeout, rlimit))
         if shared is not None:
             self.done[True], self.proved[True] = shared
+            self.asked[True] = 0
 
     def base(self, free_policy: bool):
         if free_policy not in self.done:
+            asked = queries_asked()
             enc = Encoding(self.policy, "C1", free_policy)
             at_init = dict(pair_candidates(enc.model, enc.pre))
             before = dict(pair_candidates(enc.model, enc.pre))
@@ -45,6 +49,7 @@ class _Attempts:
             self.done[free_policy] = (enc, before, houdini(enc.init, at_init, enc.trans, before, after,
                                                            self.timeout, self.rlimit))
             self.proved[free_policy] = {}
+            self.asked[free_policy] = queries_asked() - asked
             if free_policy and self.done[True][2].complete:
                 # Only complete runs: an incomplete one gave up on time, which another run may not.
                 if len(_shared) >= _SHARED_SIZE:
@@ -122,10 +127,18 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
     """`holds` with a re-checked certificate, or `unknown` with why; never `violated` (that is the bounded engine's).
     `rlimit` bounds every z3 query (and cvc5's re-check, as rlimit-per) by resources as well as by time; the re-check
     has `recheck_timeout_ms`, by default the condition's `timeout`."""
-    started = time.perf_counter()
+    started, before = time.perf_counter(), queries_asked()
     attempts = attempts or _Attempts(policy, timeout, rlimit)
-    reasons, limited = [], False
+    built = set(attempts.asked)
+    reasons, limited, used = [], False, []
+
+    def stats(outcome: Outcome) -> Stats:
+        # The Houdini runs this attempt relied on count for every condition they served.
+        queries = queries_asked() - before + sum(attempts.asked[f] for f in used if f in built)
+        return Stats((EngineRun("induction", outcome, None, queries, None, time.perf_counter() - started),))
+
     for free_policy in (True, False):
+        used.append(free_policy)
         enc, names, proved, why, limit = attempts.induction(condition, free_policy)
         if not proved:
             reasons.append(("policy abstracted" if free_policy else "policy as written", why))
@@ -135,6 +148,8 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
         engine = "induction" + (", policy abstracted to a free predicate" if free_policy else "")
         document = certificate_document(policy_doc, policy_hash, enc, invariant, readable, engine)
         check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
-        return certified_result(condition, engine, document, check, time.perf_counter() - started)
+        result = certified_result(condition, engine, document, check, time.perf_counter() - started)
+        return replace(result, stats=stats(Outcome.PROVED))
     return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine="induction",
-                  seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF)
+                  seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF,
+                  stats=stats(Outcome.LIMIT if limited else Outcome.NO_PROOF))

@@ -8,7 +8,7 @@ from typing import Sequence
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.runtime import State, Transition, action_args, real_steps, status
 
-from .result import Report, length_text
+from .result import EngineRun, Outcome, Report, length_text
 
 
 def action_call(action) -> str:
@@ -75,6 +75,53 @@ def deployment_text(report: Report) -> str:
     return ", ".join(f"{key}={value}" + (" (overridden)" if key in marked else "") for key, value in report.deployment)
 
 
+def bounds_text(report: Report) -> str:
+    """The bounds a report was checked under, one line: `depth 12, 6 spans, timeout 30 s per condition, ...`."""
+    parts = [f"depth {report.depth}", f"{report.spans} spans"]
+    b = report.bounds
+    if b is not None:
+        parts.append(f"timeout {b.timeout:g} s per condition")
+        parts.append(f"rlimit {b.rlimit} per query" if b.rlimit else "no rlimit")
+        if b.memory_mb:
+            parts.append(f"memory {b.memory_mb} MB")
+        for name, values in (("tokens", b.tokens), ("repetitions", b.repeats)):
+            if values is not None:
+                parts.append(f"{name} {{{', '.join(map(str, values))}}}")
+    return ", ".join(parts)
+
+
+def run_text(run: EngineRun) -> str:
+    """One engine's statistics: `bmc: counterexample at depth 2, 4 queries, 0.01 s`."""
+    parts = [f"{run.engine}: {run.outcome.value}"]
+    if run.depth is not None:
+        parts[0] += f" at depth {run.depth}" if run.outcome is Outcome.COUNTEREXAMPLE else f", depth {run.depth}"
+    if run.states is not None:
+        parts.append(f"{run.states} states")
+    if run.engine != "explicit":
+        parts.append(f"{run.queries} quer{'y' if run.queries == 1 else 'ies'}")
+    parts.append(f"{run.seconds:.2f} s")
+    return ", ".join(parts)
+
+
+def stats_lines(report: Report) -> list:
+    """Per condition, what each engine did: the header's statistics."""
+    return [f"{r.condition}  {'; '.join(run_text(run) for run in r.stats.runs)}" for r in report.results
+            if r.stats.runs]
+
+
+def stats_json(report: Report) -> dict:
+    b = report.bounds
+    bounds = {"depth": report.depth, "spans": report.spans}
+    if b is not None:
+        bounds.update(timeout=b.timeout, rlimit=b.rlimit, memory_mb=b.memory_mb,
+                      tokens=None if b.tokens is None else list(b.tokens),
+                      repeats=None if b.repeats is None else list(b.repeats))
+    runs = {r.condition: [{"engine": run.engine, "outcome": run.outcome.value, "depth": run.depth,
+                           "queries": run.queries, "states": run.states, "seconds": round(run.seconds, 4)}
+                          for run in r.stats.runs] for r in report.results}
+    return {"bounds": bounds, "conditions": runs}
+
+
 def report_text(report: Report, policy=None, triage=None) -> str:
     """The text report; given the policy, each counterexample is explained step by step, with its cause located
     in the policy's own text; given its accept.Triage, each accepted finding says so, with the reason."""
@@ -82,7 +129,9 @@ def report_text(report: Report, policy=None, triage=None) -> str:
     from .explain import explain, explanation_lines
 
     lines = [f"policy {report.policy_name} ({report.source})  sha256:{report.policy_hash[:12]}  "
-             f"depth {report.depth}, {report.spans} spans", f"  deployment {deployment_text(report)}"]
+             f"depth {report.depth}, {report.spans} spans", f"  deployment {deployment_text(report)}",
+             f"  bounds {bounds_text(report)}"]
+    lines.extend(("  engines " if i == 0 else "          ") + line for i, line in enumerate(stats_lines(report)))
     width = max((len(str(r.verdict)) for r in report.results), default=7)
     for r in report.results:
         depth = "-" if r.depth is None else str(r.depth)
@@ -136,4 +185,5 @@ def report_json(report: Report, policy=None) -> dict:
         "deployment": dict(report.deployment),
         "deployment_overridden": list(report.overridden),
         "versions": dict(report.versions),
+        "stats": stats_json(report),
     }

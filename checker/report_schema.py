@@ -10,7 +10,7 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES
 from prunecheck.spec.runtime import ACTION_TYPES
 
-from .result import VERSION_KEYS, Verdict
+from .result import VERSION_KEYS, Outcome, Verdict
 
 TOOL = "prunecheck"
 ERROR = "error"  # the verdict of a file that could not be checked, and of a document that has one
@@ -83,6 +83,21 @@ def _result() -> dict:
     return entry
 
 
+def _stats() -> dict:
+    """render.stats_json: the bounds and, per condition, each engine's run (statistics, not verdicts)."""
+    domain = {"type": ["array", "null"], "items": COUNT}
+    bounds = _closed({"depth": COUNT, "spans": COUNT, "timeout": {"type": "number", "minimum": 0}, "rlimit": COUNT,
+                      "memory_mb": COUNT, "tokens": domain, "repeats": domain},
+                     optional=("timeout", "rlimit", "memory_mb", "tokens", "repeats"))
+    run = _closed({"engine": {"enum": ["bmc", "explicit", "induction", "spacer"]},
+                   "outcome": {"enum": [o.value for o in Outcome]}, "depth": {"type": ["integer", "null"], "minimum": 0},
+                   "queries": COUNT, "states": {"type": ["integer", "null"], "minimum": 0},
+                   "seconds": {"type": "number", "minimum": 0}})
+    conditions = {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
+                  "additionalProperties": {"type": "array", "items": run}}
+    return _closed({"bounds": bounds, "conditions": conditions})
+
+
 def _report() -> dict:
     deployment = _closed({key: {"enum": list(values)} for key, values in DEPLOYMENT_CHOICES.items()})
     conditions = {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
@@ -91,7 +106,7 @@ def _report() -> dict:
         "policy": TEXT, "verdict": {"enum": _verdicts()}, "conditions": conditions, "source": TEXT,
         "policy_hash": HASH, "depth": COUNT, "spans": COUNT, "deployment": deployment,
         "deployment_overridden": {"type": "array", "items": {"enum": list(DEPLOYMENT_CHOICES)}, "uniqueItems": True},
-        "versions": {"$ref": "#/$defs/versions"},
+        "versions": {"$ref": "#/$defs/versions"}, "stats": _stats(),
     })
 
 

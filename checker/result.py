@@ -52,6 +52,66 @@ def length_text(actions: int, steps: int) -> str:
     return f"{actions} action{'s' if actions != 1 else ''}, {steps} steps"
 
 
+class Outcome(enum.Enum):
+    """How one engine's attempt at one condition ended (a statistic, not a verdict)."""
+
+    COUNTEREXAMPLE = "counterexample"
+    BOUND = "bound reached"
+    PROVED = "proved"
+    NO_PROOF = "no proof"
+    LIMIT = "solver limit"
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    """One engine's work on one condition: how it ended, the depth it searched completely (bmc, explicit), its solver
+    queries (shared work such as lemma proofs or a joint query counted for every condition it served), the states it
+    explored (explicit) and its time."""
+
+    engine: str  # "bmc", "explicit", "induction" or "spacer"
+    outcome: Outcome
+    depth: Optional[int] = None
+    queries: int = 0
+    states: Optional[int] = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What the engines did for one condition, in the order they ran; every output reads it, none recomputes it."""
+
+    runs: tuple = ()  # EngineRun, ...
+
+    @property
+    def queries(self) -> int:
+        return sum(run.queries for run in self.runs)
+
+    def then(self, *others: "Stats") -> "Stats":
+        """These runs followed by the others'; an engine that ran twice (the quick bounded search, then the full one)
+        is one run: the deeper depth, the sum of queries and time, the later outcome."""
+        runs = {run.engine: run for run in self.runs}
+        for run in (run for other in others for run in other.runs):
+            first = runs.get(run.engine)
+            if first is not None:
+                depth = max((d for d in (first.depth, run.depth) if d is not None), default=None)
+                run = EngineRun(run.engine, run.outcome, depth, first.queries + run.queries, run.states,
+                                first.seconds + run.seconds)
+            runs[run.engine] = run
+        return Stats(tuple(runs.values()))
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The limits a report was checked under besides depth and spans: seconds, z3 resources (0: none) and memory per
+    condition, and the appends' token counts and repetitions when restricted (None: unrestricted)."""
+
+    timeout: float = 0.0
+    rlimit: int = 0
+    memory_mb: int = 0
+    tokens: Optional[tuple] = None
+    repeats: Optional[tuple] = None
+
+
 @dataclass(frozen=True)
 class Result:
     """One condition's verdict, with its evidence (trace or certificate) and a one-line reason."""
@@ -66,6 +126,7 @@ class Result:
     others: tuple = ()  # further counterexamples, different in their action sequence (--max-counterexamples)
     seconds: float = field(default=0.0, compare=False)
     stop: Optional[Stop] = field(default=None, compare=False)
+    stats: Stats = field(default=Stats(), compare=False)
 
 
 VERSION_KEYS = ("prunecheck", "python", "z3", "cvc5")  # what a report's `versions` name
@@ -84,6 +145,7 @@ class Report:
     versions: tuple = ()
     deployment: tuple = ()  # ((key, value), ...): the deployment checked, overrides applied
     overridden: tuple = ()  # the deployment keys a --deployment / deployment= override set
+    bounds: Optional[Bounds] = field(default=None, compare=False)
 
     @property
     def verdict(self) -> Verdict:

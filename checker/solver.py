@@ -8,6 +8,12 @@ from dataclasses import dataclass
 import z3
 
 RANDOM_SEED = 0
+_asked = [0]  # queries asked in this process; engines count their own as differences (statistics only)
+
+
+def queries_asked() -> int:
+    """How many queries this process has asked so far."""
+    return _asked[0]
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,7 @@ def query(solver: z3.Solver, assumptions=(), timeout_ms: int = 0) -> Answer:
     if timeout_ms > 0:
         solver.set("timeout", max(1, int(timeout_ms)))
     started = time.perf_counter()
+    _asked[0] += 1
     try:
         result = solver.check(*assumptions)
     except z3.Z3Exception as exc:

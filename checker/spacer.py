@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import z3
 
 from .certificate import STEP_CONDITIONS, Encoding, certificate_document, recheck
 from .prove import certified_result
-from .result import Result, Stop, Verdict
-from .solver import RANDOM_SEED
+from .result import EngineRun, Outcome, Result, Stats, Stop, Verdict
+from .solver import RANDOM_SEED, queries_asked
 from .unknowns import limit_words, scoped
 
 
@@ -47,7 +48,12 @@ def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
 def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
                       recheck_timeout_ms: int = 0, rlimit: int = 0) -> Result:
     """`holds` with a re-checked certificate, or `unknown` with why; bounded like prove.prove."""
-    started = time.perf_counter()
+    started, before, spacer_queries = time.perf_counter(), queries_asked(), 0
+
+    def stats(outcome: Outcome) -> Stats:
+        queries = spacer_queries + queries_asked() - before  # Spacer's own, then z3's in the certificate re-check
+        return Stats((EngineRun("spacer", outcome, None, queries, None, time.perf_counter() - started),))
+
     reasons, limited = [], False
     for free_policy in (True, False):
         left = timeout - (time.perf_counter() - started)
@@ -57,6 +63,7 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
             break
         enc = Encoding(policy, condition, free_policy)
         status, invariant, why = spacer_invariant(enc, left, rlimit)
+        spacer_queries += 1
         scope = "policy abstracted" if free_policy else "policy as written"
         if status != "proved":
             reasons.append((scope, why))
@@ -65,6 +72,8 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
         engine = "spacer" + (", policy abstracted to a free predicate" if free_policy else "")
         document = certificate_document(policy_doc, policy_hash, enc, invariant, [str(invariant)], engine)
         check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
-        return certified_result(condition, engine, document, check, time.perf_counter() - started)
+        result = certified_result(condition, engine, document, check, time.perf_counter() - started)
+        return replace(result, stats=stats(Outcome.PROVED))
     return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine="spacer",
-                  seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF)
+                  seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF,
+                  stats=stats(Outcome.LIMIT if limited else Outcome.NO_PROOF))
