@@ -98,6 +98,7 @@ def test_json_has_one_shape_for_one_file_and_for_a_directory(policies):
         for entry in doc["conditions"].values():
             entry.pop("seconds")
         doc.pop("source")
+        doc.pop("stats")  # counts depend on what the process checked before (shared lemma proofs)
     assert one == same
 
 
