@@ -198,10 +198,10 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
 
 def builtin_commands() -> dict:
     """The subcommands that live in their own modules: {name: (add_parser, run)}."""
-    from . import graph, policydiff, repair
+    from . import graph, policydiff, repair, schemas
 
     return {"graph": (graph.add_parser, graph.run), "repair": (repair.add_parser, repair.run),
-            "diff": (policydiff.add_parser, policydiff.run)}
+            "diff": (policydiff.add_parser, policydiff.run), "schema": (schemas.add_parser, schemas.run)}
 
 
 def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO = None,

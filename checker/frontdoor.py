@@ -28,6 +28,7 @@ EXIT_MEANINGS = {
     "repair": {0: "repaired, or already safe", 1: "no repair exists within the bounds"},
     "diff": {0: "equivalent (proved)", 1: "different (replayed witnesses)", 3: "no difference found within the bounds"},
     "prove": {0: "every theorem is proved", 1: "some theorem is not proved"},
+    "schema": {0: "the schema is printed"},
 }
 
 # (command, argparse dest) -> (the option as typed, what it names). A directory is created with its parents if

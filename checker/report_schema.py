@@ -116,6 +116,7 @@ def report_schema() -> dict:
     error = _closed({"source": TEXT, "verdict": {"const": ERROR}, "error": TEXT, "internal": {"type": "boolean"}})
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://github.com/prunecheck/prunecheck/schemas/report.schema.json",
         "title": "prunecheck check --format json",
         **_closed({
             "tool": {"const": TOOL}, "versions": {"$ref": "#/$defs/versions"},
