@@ -29,10 +29,10 @@ TEXT = README.read_text(encoding="utf-8")
 # Output that may differ between two runs of the same command, replaced on both sides before comparing. Nothing else
 # is: a policy hash is a function of the policy, so the README's is checked as it stands.
 VOLATILE = ((re.compile(r"\b\d+(\.\d+)? ?s\b"), "<seconds>"),)
-# The files the README's Python API block names, as the text after the block describes them.
-SEED = EXAMPLES / "seed_flawed.yaml"
 # Options the README names that belong to other tools, with the tool.
 OTHER_TOOLS = {"--bleeding-edge": "pre-commit autoupdate"}
+# The files the README's Python API block and CI job use, as the text after the API block describes them.
+SEED = EXAMPLES / "seed_flawed.yaml"
 BATCH = ("seed_flawed.yaml", "seed_safe_design.yaml")
 
 
@@ -107,8 +107,8 @@ def normalised(lines) -> list:
 
 
 def first_mismatch(expected: list, actual: list):
-    """None if `expected` matches `actual` (a line `...`, indented or not, matches any lines, none included), else the index of the
-    furthest expected line no match gets past."""
+    """None if `expected` matches `actual` (a line `...`, indented or not, matches any lines, none included), else
+    the index of the furthest expected line no match gets past."""
     furthest = 0
 
     @functools.lru_cache(maxsize=None)
@@ -275,7 +275,11 @@ def test_each_python_block_runs_and_says_what_it_gives(block, monkeypatch, tmp_p
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     bound_the_api(monkeypatch)
     if not block.text.startswith(">>> "):
-        exec(compile(block.text, block.where, "exec"), {})  # the README's own code, not a policy
+        # Code without stated results may only define things: a block that calls the API says what it gives.
+        assert "prunecheck." not in block.text, f"{block.where}: write a block that calls prunecheck as a doctest"
+        scope = {}
+        exec(compile(block.text, block.where, "exec"), scope)  # the README's own code, not a policy
+        assert any(callable(v) for k, v in scope.items() if not k.startswith("__")), f"{block.where} defines nothing"
         return
     test = doctest.DocTestParser().get_doctest(block.text, {}, block.where, str(README), block.line - 1)
     report = io.StringIO()
