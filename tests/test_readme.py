@@ -4,6 +4,7 @@ option lists are checked against the tool, so that README and tool cannot drift 
 import argparse
 import doctest
 import functools
+import hashlib
 import importlib.metadata
 import io
 import json
@@ -148,6 +149,27 @@ def test_the_tours_policy_block_is_the_example_file_it_names():
     fields = ("name", "evict", "rank", "budget", "deployment")
     assert [getattr(shown, f) for f in fields] == [getattr(actual, f) for f in fields], \
         f"{block.where}: the policy shown differs from {path.relative_to(ROOT)} in its meaning"
+
+
+def test_the_cache_rejection_sample_is_what_a_tampered_entry_gives(monkeypatch, tmp_path):
+    """The README's sample of a rejected cache entry: C1's entry relabelled `holds`, resealed as an attacker would."""
+    block = block_with("", "cache entry rejected")
+    (tmp_path / "policies").mkdir()
+    shutil.copy(SEED, tmp_path / "policies" / SEED.name)
+    monkeypatch.chdir(tmp_path)
+    argv = bounded(["check", "policies/", "--cache", "cache"])
+    assert run_cli(argv)[0] == 1
+    (path,) = (tmp_path / "cache").rglob("*.json")
+    entry = json.loads(path.read_text(encoding="utf-8"))
+    entry["report"]["conditions"]["C1"]["verdict"] = "holds"
+    canonical = json.dumps(entry["report"], sort_keys=True, separators=(",", ":")).encode()
+    entry["sha256"] = hashlib.sha256(canonical).hexdigest()
+    path.write_text(json.dumps(entry), encoding="utf-8")
+    code, output = run_cli(argv)
+    at = first_mismatch(normalised(block.text.splitlines()), normalised(output.splitlines()))
+    assert (code, at) == (1, None), (f"{block.where}: the sample differs from what `prunecheck check policies/` "
+                                     f"prints after the tampering, from the block's line {block.line + (at or 0)}; "
+                                     f"the tool prints:\n{output}")
 
 
 # --- set-up: the README's commands are the ones CI runs -------------------------------------------------------------
@@ -303,7 +325,7 @@ def test_every_option_of_every_command_is_in_the_readme():
 
 
 def test_every_option_the_readme_names_exists():
-    known = set().union(*OPTIONS.values(), OTHER_TOOLS)
+    known = set().union(*OPTIONS.values(), OTHER_TOOLS, {"--help"})
     unknown = [f"README.md:{TEXT.count(chr(10), 0, m.start()) + 1}: {m.group()}"
                for m in re.finditer(r"(?<![\w-])--[a-z][a-z0-9-]*", TEXT) if m.group() not in known]
     assert not unknown, "README.md names options no parser has: " + ", ".join(unknown)
@@ -330,5 +352,31 @@ def test_every_choice_of_an_option_is_described_in_its_help(command):
     assert not undescribed, "these choices are not described in their option's help: " + ", ".join(undescribed)
 
 
-def test_every_command_has_its_exit_codes_in_the_table():
-    assert set(OPTIONS) - {""} <= set(EXIT_MEANINGS), "checker/frontdoor.py EXIT_MEANINGS lacks a command"
+def test_every_command_has_its_exit_codes_in_the_table_and_the_readme():
+    commands = set(OPTIONS) - {""}
+    assert commands <= set(EXIT_MEANINGS), "checker/frontdoor.py EXIT_MEANINGS lacks a command"
+    paragraph = " ".join(TEXT.split("\nExit codes: ", 1)[1].split("\n\n", 1)[0].split())
+    missing = sorted(c for c in commands - {"check"} if f"`{c}` 0 " not in paragraph)
+    assert not missing, f"the README's exit-code paragraph does not say what 0 means for: {', '.join(missing)}"
+
+
+def test_every_command_is_in_the_readme():
+    missing = sorted(c for c in set(OPTIONS) - {""} if f"prunecheck {c}" not in TEXT)
+    assert not missing, f"README.md never shows `prunecheck COMMAND` for: {', '.join(missing)}"
+
+
+CHECKED_BLOCKS = {
+    "a command, its output compared": lambda b: b.text.startswith("$ prunecheck "),
+    "Python, run": lambda b: b.lang == "python",
+    "a set-up command, compared with .ci/run": lambda b: b.text.strip() in setup_commands(),
+    "an example policy, compared with its file": lambda b: b.lang == "yaml" and b.text.startswith("# examples/"),
+    "the GitHub Actions job, run": lambda b: b.lang == "yaml" and "upload-sarif" in b.text,
+    "the pre-commit hook, compared": lambda b: b.lang == "yaml" and "hooks:" in b.text,
+    "the cache rejection sample, reproduced": lambda b: "cache entry rejected" in b.text,
+}
+
+
+def test_every_fenced_block_is_checked_by_a_test():
+    unchecked = [b.where for b in BLOCKS if not any(kind(b) for kind in CHECKED_BLOCKS.values())]
+    assert not unchecked, (f"no test checks the fenced blocks at {', '.join(unchecked)}: start a command with "
+                           "`$ prunecheck ` (its output is then compared), or add a check in tests/test_readme.py")
