@@ -395,7 +395,7 @@ def add_batch_arguments(check_parser) -> None:
     check_parser.add_argument("--jobs", "-j", type=_positive, default=1, metavar="N",
                               help="check N policies at a time in N worker processes (default 1: in-process)")
     check_parser.add_argument("--executor", choices=EXECUTORS, default="process",
-                              help="local worker processes (default) or a Dask cluster")
+                              help="process (local worker processes, default) or dask (a Dask cluster)")
     check_parser.add_argument("--scheduler", metavar="ADDRESS",
                               help="Dask scheduler address, e.g. tcp://host:8786 (default with --executor dask: a "
                                    "local cluster of --jobs worker processes)")

@@ -121,7 +121,9 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     check = sub.add_parser("check", help="check policies against C1-C4 and P1")
-    check.add_argument("policies", nargs="+", metavar="POLICY", help=".yaml, .yml, .json or .py policy files")
+    check.add_argument("policies", nargs="+", metavar="POLICY",
+                       help=".yaml, .yml, .json or .py policy files, directories (every policy file below them) or "
+                            "globs such as 'policies/**/*.yaml'")
     check.add_argument("--depth", type=_bounded_int(0, 200), default=12, help="bounded search depth (default 12)")
     check.add_argument("--spans", type=_bounded_int(2, 32), default=6, help="span slots (default 6)")
     check.add_argument("--only", type=_conditions, default=CONDITIONS, help="conditions to check, e.g. C1,P1")
@@ -177,7 +179,8 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
                              "others keep the policy's values)")
     explain = sub.add_parser("explain", help="explain a counterexample step by step, down to the policy's text")
     explain.add_argument("trace", metavar="TRACE.itf.json")
-    explain.add_argument("--format", choices=("text", "json"), default="text")
+    explain.add_argument("--format", choices=("text", "json"), default="text",
+                         help="text (default: the steps and the located cause) or json (the same as one document)")
     certify = sub.add_parser("certify", help="re-check proof certificates with cvc5")
     certify.add_argument("certificates", nargs="+", metavar="CERT.json",
                          help="certificates, together with those for the conditions they assume")

@@ -466,7 +466,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--timeout", type=_bounded_int(1, 3600), default=int(DEFAULT_TIMEOUT),
                    help=f"solver seconds per direction (default {int(DEFAULT_TIMEOUT)})")
     add_rlimit_argument(p)
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text (default: each direction with its witness) or json (one document)")
 
 
 def run(args, stdout, stderr) -> int:

@@ -282,7 +282,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("policy", metavar="POLICY", help=".yaml, .yml, .json or .py policy file")
     parser.add_argument("--text-only", action="store_true", help="change only the policy text, not its deployment")
     parser.add_argument("--out", metavar="FILE", help="write the repaired policy text to FILE")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text (default: the change, its proof and the unified diff) or json (one document)")
     parser.add_argument("--alternatives", type=_bounded_int(0, 64), default=MAX_ALTERNATIVES, metavar="N",
                         help=f"full checks spent naming other repairs of the same cost (default {MAX_ALTERNATIVES})")
     parser.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per condition (default 30)")

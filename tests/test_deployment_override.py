@@ -31,7 +31,7 @@ def seed_deployment(**changes) -> dict:
 def readme_check_call() -> dict:
     """The keyword arguments of the README's `prunecheck.check("policy.yaml", ...)` line, read as literals."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    (line,) = re.findall(r"^report = (prunecheck\.check\(\"policy\.yaml\".*\))$", readme, re.M)
+    (line,) = re.findall(r"^(?:>>> )?report = (prunecheck\.check\(\"policy\.yaml\".*\))$", readme, re.M)
     call = ast.parse(line, mode="eval").body
     return {k.arg: ast.literal_eval(k.value) for k in call.keywords}
 
