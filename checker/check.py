@@ -19,7 +19,7 @@ from .prove import prove_all
 from .spacer import prove_with_spacer
 from .result import Report, Result, Stop, Verdict
 from .unknowns import attempt_of, unknown_reason
-from .variants import distinct_counterexamples
+from .variants import search_counterexamples
 
 
 QUICK_DEPTH = 4
@@ -142,8 +142,9 @@ def with_variants(policy: Policy, report: Report, count: int, timeout: float, rl
     results = []
     for r in report.results:
         if r.trace is not None:
-            traces = distinct_counterexamples(policy, r.condition, r.trace, count, report.depth, timeout, rlimit)
-            r = replace(r, others=traces[1:])
+            traces, variants = search_counterexamples(policy, r.condition, r.trace, count, report.depth, timeout,
+                                                      rlimit)
+            r = replace(r, others=traces[1:], variants=variants)
         results.append(r)
     return replace(report, results=tuple(results))
 
