@@ -136,7 +136,9 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
                        help="up to N counterexamples per violated condition, different in their action sequences")
     check.add_argument("--emit-pytest", metavar="DIR",
                        help="write each counterexample as a pytest module into DIR (a regression test once fixed)")
-    check.add_argument("--python", action="store_true", help="also print each counterexample as a runnable script")
+    check.add_argument("--python", metavar="DIR",
+                       help="write each counterexample as a standalone Python script into DIR (the policy embedded, "
+                            "only prunecheck's public API; exit 0 when it reproduces the violation)")
     check.add_argument("--prove", dest="prove", action="store_true", default=True,
                        help="try to prove each condition for every depth and window size (default)")
     check.add_argument("--no-prove", dest="prove", action="store_false", help="bounded search only")
@@ -267,7 +269,7 @@ def _batch_mode(args) -> bool:
 def _check(args, stdout, stderr) -> int:
     from .check import check, check_explicit, policy_document
     from .loader import load_deployment, load_policy
-    from .render import report_json, report_text, trace_as_python
+    from .render import report_json, report_text
     from .result import Verdict
 
     override = load_deployment(args.deployment) if args.deployment else None
@@ -290,13 +292,13 @@ def _check(args, stdout, stderr) -> int:
             with writing("--emit-pytest", args.emit_pytest):
                 for path in write_pytest_files(policy, report, Path(args.emit_pytest)):
                     print(f"wrote {path}", file=stderr)
+        if args.python:
+            from .scripts import write_scripts
+            with writing("--python", args.python):
+                for path in write_scripts(policy, report, Path(args.python)):
+                    print(f"wrote {path}", file=stderr)
         if args.format == "text":
             print(report_text(report, policy), file=stdout)
-            if args.python:
-                for r in report.results:
-                    if r.trace is not None:
-                        print(f"# {r.condition} counterexample as a script:", file=stdout)
-                        print(trace_as_python(policy.source, r.trace.actions), file=stdout)
     if args.format == "html":
         from .html_report import report_html
         labels = {(p.name, r.condition): _labels(p, r) for p, rep in zip(policies, reports) for r in rep.results

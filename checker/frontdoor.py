@@ -31,6 +31,7 @@ EXIT_MEANINGS = {
 OUTPUT_OPTIONS = {
     ("check", "out"): ("--out", "directory"),
     ("check", "emit_pytest"): ("--emit-pytest", "directory"),
+    ("check", "python"): ("--python", "directory"),
     ("graph", "out"): ("--out", "file"),
     ("repair", "out"): ("--out", "file"),
 }

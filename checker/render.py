@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
-from prunecheck.spec.runtime import State, Transition, action_args, real_steps, status
+from prunecheck.spec.runtime import State, Transition, action_args, status
 
-from .result import Report, Result, Search, length_text
+from .result import Report, Result, Search
 
 
 def action_call(action) -> str:
@@ -45,27 +45,6 @@ def step_lines(policy, transitions: Sequence[Transition]) -> list:
         out.append(f"step {index}: {action_call(t.action)} -> {t.outcome}{extra}")
         out.extend("    " + line for line in state_lines(policy, t.after))
     return out
-
-
-def trace_as_python(policy_path: str, actions: Sequence) -> str:
-    """A runnable script that drives the reference runtime through the trace."""
-    names = sorted({type(a).__name__ for a in actions})
-    lines = [
-        "from prunecheck.checker.loader import load_policy",
-        "from prunecheck.spec.conditions import violations",
-        f"from prunecheck.spec.runtime import State, step{''.join(', ' + n for n in names)}",
-        "",
-        f"policy = load_policy({policy_path!r})",
-        "state = State()",
-    ]
-    if real_steps(actions) != len(actions):
-        lines.append(f"# {length_text(len(actions), real_steps(actions))}: a read or audit with times=n is n steps in "
-                     "one call (spec.runtime.expand lists them)")
-    for action in actions:
-        args = ", ".join(f"{k}={v!r}" for k, v in action_args(action).items())
-        lines.append(f"t = step(policy, state, {type(action).__name__}({args})); state = t.after")
-    lines.append("print(sorted(violations(policy, t)))")
-    return "\n".join(lines) + "\n"
 
 
 def variants_text(result: Result, spans: int, depth: int) -> str:
