@@ -416,7 +416,7 @@ def _replay(args, stdout) -> int:
 
 
 def _certify(args, stdout) -> int:
-    from .certificate import Status, certify_set
+    from .certificate import CertificateError, Status, certificate_json, certify_set
     from .itf import regular_file
     from .loader import load_deployment, load_policy
 
@@ -425,7 +425,9 @@ def _certify(args, stdout) -> int:
         path = Path(name)
         regular_file(path)
         try:
-            documents.append((str(path), json.loads(path.read_text(encoding="utf-8"))))
+            documents.append((str(path), certificate_json(path.read_text(encoding="utf-8"))))
+        except CertificateError as exc:  # readable, but tampered: rejected like any other forged field
+            documents.append((str(path), exc))
         except (OSError, UnicodeDecodeError) as exc:
             raise PolicySyntaxError(f"cannot read certificate: {exc}", str(path), 1, 1) from None
         except json.JSONDecodeError as exc:
