@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import prunecheck
+from prunecheck.checker.batch import BatchItem, CheckOptions, check_many
 
 from conftest import BOUNDS, EXAMPLES, HANG_GUARD
 
@@ -18,6 +19,7 @@ SMALL = {"depth": 3, "spans": 2, "only": ["C1"]}
 UNGUARDED = """\
 import json, sys
 import prunecheck
+from prunecheck.checker.batch import BatchItem, CheckOptions, check_many
 print("MARKER", flush=True)
 paths, options = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 for item in prunecheck.check_many(paths, jobs=2, **options):
@@ -53,3 +55,17 @@ def test_check_many_from_an_unguarded_script_runs_it_once(how, tmp_path, expecte
     got = [json.loads(line[len("ITEM "):]) for line in lines if line.startswith("ITEM ")]
     assert got == expected and "died" not in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def raising_worker(path, options, cache_dir):
+    if path.endswith("raise.yaml"):
+        raise RuntimeError("a worker function's own failure")
+    return BatchItem(path, None, "not checked")
+
+
+def test_a_worker_that_raises_fails_only_its_own_policy(tmp_path):
+    paths = [str(tmp_path / name) for name in ("a.yaml", "raise.yaml", "b.yaml")]
+    items = check_many(paths, CheckOptions(), jobs=2, worker=raising_worker)
+    assert [item.path for item in items] == paths
+    assert [item.internal for item in items] == [False, True, False]
+    assert items[1].error == "the checker process failed: RuntimeError: a worker function's own failure"
