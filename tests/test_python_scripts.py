@@ -84,3 +84,16 @@ def test_python_needs_a_writable_directory(tmp_path):
     blocker.write_text("")
     code, out, err = _check(str(EXAMPLES / "seed_flawed.yaml"), "--only", "C1", "--python", str(blocker))
     assert code == 2 and err.count("\n") == 1 and "--python" in err and "not a directory" in err
+
+
+def test_policy_text_enters_the_script_only_as_literals(tmp_path):
+    hostile = tmp_path / "hostile.yaml"
+    hostile.write_text('name: "x\\"\\"\\"\\nraise SystemExit(3)\\n#\\u202e"\n'
+                       "evict: not pinned and recency * frequency < 0.25\ndeployment:\n  records: window\n  pins: self\n")
+    assert "raise SystemExit(3)" in prunecheck.load_policy(hostile).name
+    code, _, _ = _check(str(hostile), "--only", "C1", "--python", str(tmp_path / "scripts"))
+    (script,) = (tmp_path / "scripts").glob("*.py")
+    assert code == 1 and "\u202e" not in script.read_text()
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=HANG_GUARD)
+    assert done.returncode == 0 and "reproduced" in done.stdout, done.stdout + done.stderr
