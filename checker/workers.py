@@ -21,24 +21,42 @@ DIED = "the checker process died (crash or out of memory)"
 
 
 def serve() -> None:
-    """The worker loop: read (function, args) pickles from stdin until it closes, answer each with
-    (True, result) or (False, error text) on the original stdout; stray prints go to stderr."""
+    """The worker loop: read (function, args) jobs from stdin until it closes, answer each with (True, result) or
+    (False, error text) on the original stdout; stray prints go to stderr."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it then closes or kills us
     jobs = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)
     while True:
-        try:
-            function, args = pickle.load(jobs)
-        except EOFError:
+        job = _receive(jobs)
+        if job is None:
             return
         try:
-            answer = (True, function(*args))
+            function, args = pickle.loads(job)
+            answer = pickle.dumps((True, function(*args)))
         except Exception as exc:  # noqa: BLE001 - reported to the parent as this job's failure
-            answer = (False, f"{type(exc).__name__}: {' '.join(str(exc).split())}")
-        pickle.dump(answer, answers)
-        answers.flush()
+            answer = pickle.dumps((False, _one_line(exc)))
+        _send(answers, answer)
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def _send(stream, data: bytes) -> None:
+    """One frame: its length, then the pickle; a pickle that cannot be read then never desynchronises the pipe."""
+    stream.write(len(data).to_bytes(8, "big") + data)
+    stream.flush()
+
+
+def _receive(stream) -> Optional[bytes]:
+    """The next frame, or None at the end of the stream (the other side closed it or died)."""
+    head = stream.read(8)
+    if len(head) < 8:
+        return None
+    data = stream.read(int.from_bytes(head, "big"))
+    return data if len(data) == int.from_bytes(head, "big") else None
 
 
 class Worker:
@@ -50,11 +68,15 @@ class Worker:
 
     def run(self, function: Callable, args: tuple) -> Optional[tuple]:
         try:
-            pickle.dump((function, args), self.process.stdin)
-            self.process.stdin.flush()
-            return pickle.load(self.process.stdout)
-        except (OSError, EOFError, pickle.UnpicklingError):
+            job = pickle.dumps((function, args))
+        except Exception as exc:  # noqa: BLE001 - an argument that cannot be sent fails its job only
+            return False, f"cannot send the job: {_one_line(exc)}"
+        try:
+            _send(self.process.stdin, job)
+            answer = _receive(self.process.stdout)
+        except OSError:
             return None
+        return None if answer is None else pickle.loads(answer)
 
     def close(self, kill: bool = False) -> None:
         if kill:
@@ -99,11 +121,14 @@ def _drive(todo: queue.Queue, results: queue.Queue, workers: list, function: Cal
                 key = todo.get_nowait()
             except queue.Empty:
                 return
-            if worker is None:
-                worker = Worker()
-                workers.append(worker)
-            answer = worker.run(function, (key, *args))
-            if answer is None:
+            try:
+                if worker is None:
+                    worker = Worker()
+                    workers.append(worker)
+                answer = worker.run(function, (key, *args))
+            except Exception as exc:  # noqa: BLE001 - never leave the collector waiting for this key
+                answer = (False, _one_line(exc))
+            if answer is None and worker is not None:
                 worker.close(kill=True)
                 worker = None
             results.put((key, answer))

@@ -69,3 +69,10 @@ def test_a_worker_that_raises_fails_only_its_own_policy(tmp_path):
     assert [item.path for item in items] == paths
     assert [item.internal for item in items] == [False, True, False]
     assert items[1].error == "the checker process failed: RuntimeError: a worker function's own failure"
+
+
+def test_a_job_that_cannot_be_sent_fails_alone(tmp_path):
+    paths = [str(tmp_path / name) for name in ("a.yaml", "b.yaml")]
+    items = check_many(paths, CheckOptions(), jobs=2, worker=lambda path, options, cache_dir: None)
+    assert [item.path for item in items] == paths
+    assert all(item.internal and "cannot send the job" in item.error for item in items)
