@@ -203,6 +203,9 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
             return EXIT_INPUT
         check_output_paths(args)
         if args.command == "check":
+            if args.engine == "explicit" and args.max_counterexamples > 1:
+                raise UsageError("--max-counterexamples above 1 needs --engine symbolic (the explicit engine reports "
+                                 "one counterexample per condition)")
             if _batch_mode(args):
                 from .batch import run_batch_cli
                 _without_unwritable_cache(args, stderr)

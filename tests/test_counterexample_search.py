@@ -93,3 +93,10 @@ def test_the_search_outcome_survives_the_cache(tmp_path):
     warm = batch_item(SEED, options, str(tmp_path))
     assert cold.report.result("C2").variants.asked == 3
     assert warm.cached and warm.report == cold.report
+
+
+def test_the_explicit_engine_refuses_more_than_one_counterexample():
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(["check", SEED, "--engine", "explicit", "--max-counterexamples", "2", *CLI_BOUNDS], out, err)
+    assert (code, out.getvalue()) == (2, "") and err.getvalue().count("\n") == 1
+    assert "--max-counterexamples above 1 needs --engine symbolic" in err.getvalue()
