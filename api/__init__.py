@@ -145,7 +145,8 @@ def replay(policy, actions, *, spans=None):
 
 
 def check_many(paths, *, jobs: int = 1, cache_dir=None, **options):
-    """Check many policy files (files, directories or globs) in parallel processes, with a result cache."""
+    """Check many policy files (files, directories or globs) in parallel processes, with a result cache. The worker
+    processes import only prunecheck, never the caller's main module: no `if __name__ == "__main__":` guard needed."""
     from prunecheck.checker import batch
 
     if "deployment" in options:
