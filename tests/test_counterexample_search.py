@@ -1,5 +1,4 @@
-"""--max-counterexamples N: fewer than N found says what the search established (no other within its bounds) or why
-it stopped, in text and JSON, and the claim is true on the runtime."""
+"""--max-counterexamples: fewer found than asked says what the search established (true on the runtime) or why not."""
 
 import io
 import json
