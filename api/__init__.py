@@ -11,6 +11,7 @@ The stable Python API (the command line is a thin layer over it)::
     prunecheck.explain(policy, report.result("C1"))         # steps and the located cause
     prunecheck.repair(policy), prunecheck.diff(old, new)    # proved repairs, behavioural policy diffs
     prunecheck.check_many(paths, jobs=2)                    # batch vetting with a cache
+    prunecheck.replay(policy, [prunecheck.Append(kind="message", tokens=1), prunecheck.Edit(target=0, mode="destroy")])
 """
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ _EXPORTS = {
     "load_policy": ("prunecheck.checker.loader", "load_policy"),
     "check_explicit": ("prunecheck.checker.check", "check_explicit"),
     "CONDITIONS": ("prunecheck.spec.conditions", "CONDITIONS"),
+    "ActionRefused": ("prunecheck.spec.runtime", "ActionRefused"),
+    **{name: ("prunecheck.spec.runtime", name)
+       for name in ("Append", "Edit", "Read", "Pin", "Unpin", "Compact", "Undo", "Audit")},
 }
-__all__ = sorted(["check", "parse_policy", "explain", "repair", "diff", "check_many", "__version__", *_EXPORTS])
+__all__ = sorted(["check", "parse_policy", "explain", "repair", "diff", "check_many", "replay", "__version__",
+                  *_EXPORTS])
 
 
 def __getattr__(name):
@@ -124,8 +129,24 @@ def diff(old, new, *, depth: int = 8, spans: int = 5, timeout: float = 30.0, rli
     return diff_policies(_policy(old), _policy(new), depth, spans, timeout, rlimit)
 
 
+def replay(policy, actions, *, spans=None):
+    """Drive the reference runtime through `actions` (prunecheck.Append, Edit, Read, Pin, Unpin, Compact, Undo, Audit)
+    from the empty window, with at most `spans` spans in it (None: no bound): per action, the frozenset of the
+    conditions its step violates. An action the state does not allow raises prunecheck.ActionRefused."""
+    from prunecheck.spec.conditions import violations
+    from prunecheck.spec.runtime import State, step
+
+    policy, state, out = _policy(policy), State(), []
+    for action in actions:
+        transition = step(policy, state, action, spans)
+        out.append(violations(policy, transition))
+        state = transition.after
+    return tuple(out)
+
+
 def check_many(paths, *, jobs: int = 1, cache_dir=None, **options):
-    """Check many policy files (files, directories or globs) in parallel processes, with a result cache."""
+    """Check many policy files (files, directories or globs) in parallel processes, with a result cache. The worker
+    processes import only prunecheck, never the caller's main module: no `if __name__ == "__main__":` guard needed."""
     from prunecheck.checker import batch
 
     if "deployment" in options:

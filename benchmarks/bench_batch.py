@@ -178,8 +178,8 @@ def main(argv=None) -> int:
             f"under a seeded hypothesis `@given` (seed {args.seed}, generate phase only; {generation:.1f} s), "
             "written as YAML.", "",
             f"Options: depth {args.depth}, {args.spans} spans, all five conditions, timeout {args.timeout:g} s per "
-            "condition. Parallel runs use `--jobs` worker processes (forkserver) that live for the whole "
-            "batch.", "",
+            "condition. Parallel runs use `--jobs` worker processes (fresh interpreters, checker/workers.py) that "
+            "live for the whole batch.", "",
             table, "",
             *[f"- {fact}" for fact in facts], ""])
         Path(args.write).write_text(text, encoding="utf-8")

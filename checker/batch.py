@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import argparse
 import glob
-import multiprocessing
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
@@ -179,40 +176,14 @@ def _died(path: str, why: str = "the checker process died (crash or out of memor
     return BatchItem(path, None, why, internal=True)
 
 
-def _pool(jobs: int) -> ProcessPoolExecutor:
-    # Never fork a process that has used z3: workers fork from a forkserver that has only imported the checker
-    # (one thread, no solver run), or are spawned. Workers live for the whole batch, so the step templates and the
-    # proofs that do not depend on the policy are built once per worker, not once per policy; reports do not depend
-    # on what a worker checked before (counterexamples are canonical, tests/test_batch.py). No max_tasks_per_child:
-    # with it, Python 3.11's executor can hang when it replaces a worker (seen here after 200 policies per worker).
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([__name__, "prunecheck.checker.check", "prunecheck.checker.loader"])
-    else:
-        context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=context)
-
-
 def _pooled(paths, worker, args, jobs, done) -> None:
-    broken = []
-    with _pool(jobs) as pool:
-        futures = {pool.submit(worker, path, *args): path for path in paths}
-        try:
-            for future in as_completed(futures):
-                try:
-                    done(future.result())
-                except BrokenProcessPool:
-                    broken.append(futures[future])
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-    # A dead worker breaks the whole pool: retry its victims one by one, so only the culprit is lost.
-    for path in sorted(broken, key=paths.index):
-        with _pool(1) as pool:
-            try:
-                done(pool.submit(worker, path, *args).result())
-            except BrokenProcessPool:
-                done(_died(path))
+    # Workers are fresh interpreters that import only prunecheck (checker/workers.py), never the caller's __main__, and
+    # live for the whole batch, so the step templates and the proofs that do not depend on the policy are built once
+    # per worker, not once per policy; reports do not depend on what a worker checked before (counterexamples are
+    # canonical, tests/test_batch.py). A dying worker loses only its own policy.
+    from .workers import run_jobs
+
+    run_jobs(paths, worker, args, jobs, done, lambda path, why: done(_died(path, why)))
 
 
 def _dasked(paths, worker, args, jobs, scheduler, done) -> None:
@@ -429,8 +400,6 @@ def run_batch_cli(args, stdout, stderr) -> int:
     from .accept import load_baseline
 
     try:
-        if args.python:
-            raise PolicySyntaxError("--python is not available in batch mode", "<arguments>", 1, 1)
         if args.scheduler and args.executor != "dask":
             raise PolicySyntaxError("--scheduler needs --executor dask", "<arguments>", 1, 1)
         paths = expand_policy_paths(args.policies)
@@ -519,7 +488,7 @@ def _write_files(args, checked, stderr) -> None:
 
     done = [c for c in checked if c.report is not None]
     for item, stem in zip(done, file_stems([c.policy for c in done])):
-        write_files(item, stem, args.out, args.emit_pytest, stderr)
+        write_files(item, stem, args.out, args.emit_pytest, stderr, args.python)
 
 
 def _print_summary(items, options: CheckOptions, stdout) -> None:

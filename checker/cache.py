@@ -20,7 +20,7 @@ from prunecheck.spec.runtime import ACTION_TYPES
 from .certificate import dumps
 from .itf import MAX_TIMES_DIGITS
 from .render import report_json
-from .result import VERSION_KEYS, Bounds, EngineRun, Outcome, Report, Result, Stats, Trace, Verdict
+from .result import VERSION_KEYS, Bounds, EngineRun, Outcome, Report, Result, Search, Stats, Trace, Variants, Verdict
 
 FORMAT = 3  # 2: reports name their deployment and the keys an override set; 3: a certificate is an object
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
@@ -76,12 +76,25 @@ def _result(condition: str, entry, spans: int) -> Result:
         _expect(isinstance(entry["other_traces"], list), f"{condition}: other_traces is not a list")
         extra["others"] = tuple(_trace(condition, t, spans, f"other trace {i}")
                                 for i, t in enumerate(entry["other_traces"], 2))
+    if "counterexamples" in entry:
+        extra["variants"] = _variants(condition, entry["counterexamples"], 1 + len(extra.get("others", ())))
     certificate = entry.get("certificate")
     _expect(certificate is None or isinstance(certificate, dict), f"{condition}: certificate is not an object")
     if certificate is not None:
         certificate = dumps(certificate)  # the text prove wrote: the cache re-confirms exactly this text
     return Result(condition, Verdict[verdict.upper()], depth, entry["reason"], engine=entry["engine"],
                   certificate=certificate, seconds=float(seconds), **extra)
+
+
+def _variants(condition: str, entry, found: int) -> Variants:
+    """The --max-counterexamples search's outcome; what it claims is not re-checked (README: the cache)."""
+    _expect(isinstance(entry, dict) and entry.get("search") in {s.value for s in Search}, f"{condition}: bad search")
+    _expect(all(_integer(entry.get(k)) and entry[k] >= 0 for k in ("asked", "depth", "reducible", "found"))
+            and entry["found"] == found, f"{condition}: bad counterexample counts")
+    _expect(isinstance(entry.get("reason"), str) and isinstance(entry.get("contained"), bool),
+            f"{condition}: bad counterexample search")
+    return Variants(entry["asked"], Search(entry["search"]), entry["depth"], entry["reducible"], entry["reason"],
+                    entry["contained"])
 
 
 def _trace(condition: str, steps, spans: int, what: str) -> Trace:
@@ -225,6 +238,10 @@ def _result_problem(policy, result: Result, settings: dict) -> Optional[str]:
         problem = _trace_problem(policy, trace, result.condition, settings["depth"], settings["spans"])
         if problem:
             return problem
+    variants = result.variants
+    if variants is not None and (variants.asked != settings["counterexamples"] or len(traces) > variants.asked
+                                 or variants.depth > settings["depth"]):
+        return f"{result.condition}: its counterexample search is not the one asked for"
     if result.verdict == Verdict.VIOLATED:
         if result.trace is None:
             return f"{result.condition}: violated without a counterexample"

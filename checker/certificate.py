@@ -233,8 +233,25 @@ def _require(ok: bool, field: str, why: str) -> None:
         raise CertificateError(f"{field}: {why}")
 
 
+def certificate_json(text: str):
+    """The JSON document of a certificate's text. CertificateError if an object repeats a key: json keeps the last
+    one, while a reader (or another tool) may keep the first, so the checked certificate would not be the one read."""
+    def unique(pairs: list) -> dict:
+        document = dict(pairs)
+        if len(document) != len(pairs):
+            seen = set()
+            repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
+            raise CertificateError(f"certificate: the key {repeated[:40]!r} appears twice in one object")
+        return document
+
+    return json.loads(text, object_pairs_hook=unique)
+
+
 def read_certificate(document) -> Certificate:
-    """Validate every field of an untrusted certificate document; CertificateError names the first bad one."""
+    """Validate every field of an untrusted certificate document (CertificateError names the first bad one); a
+    CertificateError in place of the document (from certificate_json) is raised as it is."""
+    if isinstance(document, CertificateError):
+        raise document
     _check_fields(document)
     condition, assume = document["condition"], document["assume"]
     _require(isinstance(assume, list) and all(isinstance(c, str) and c in CONDITIONS for c in assume), "assume",
@@ -458,7 +475,7 @@ def confirm_certificate(text: str, policy, condition: str, timeout_ms: int = 100
 
 def _confirm(text, policy, digest, policy_doc, condition, timeout_ms, rlimit) -> Recheck:
     try:
-        cert = read_certificate(json.loads(text))
+        cert = read_certificate(certificate_json(text))
     except (ValueError, RecursionError):
         return Recheck(Status.REJECTED, (), "certificate: not JSON")
     except CertificateError as exc:
@@ -496,9 +513,10 @@ class Certified:
 
 
 def certify_set(documents: list, policy=None, timeout_ms: int = 10000, rlimit: int = 0) -> list:
-    """[Verdict] for [(name, document)]: a certificate is confirmed when cvc5 confirms it and each condition it
-    assumes is proved by a confirmed certificate of the set for the same policy, without circularity (a least
-    fixpoint: nothing confirms itself through a cycle). With `policy`, every certificate must be for exactly it."""
+    """[Verdict] for [(name, document)] (a document may be the CertificateError certificate_json raised): a
+    certificate is confirmed when cvc5 confirms it and each condition it assumes is proved by a confirmed certificate
+    of the set for the same policy, without circularity (a least fixpoint: nothing confirms itself through a cycle).
+    With `policy`, every certificate must be for exactly it."""
     names = [name for name, _ in documents]
     certs, own = {}, {}
     for i, (_, document) in enumerate(documents):

@@ -24,7 +24,7 @@ from .spacer import prove_with_spacer
 from .result import VERSION_KEYS, Bounds, EngineRun, Outcome, Report, Result, Stats, Stop, Verdict
 from .solver import queries_asked
 from .unknowns import attempt_of, unknown_reason
-from .variants import distinct_counterexamples
+from .variants import search_counterexamples
 
 
 QUICK_DEPTH = 4
@@ -175,10 +175,11 @@ def with_variants(policy: Policy, report: Report, count: int, timeout: float, rl
     for r in report.results:
         if r.trace is not None:
             started, asked = time.perf_counter(), queries_asked()
-            traces = distinct_counterexamples(policy, r.condition, r.trace, count, report.depth, timeout, rlimit)
+            traces, variants = search_counterexamples(policy, r.condition, r.trace, count, report.depth, timeout,
+                                                      rlimit)
             search = EngineRun("bmc", Outcome.COUNTEREXAMPLE, r.depth, queries_asked() - asked, None,
                                time.perf_counter() - started)  # the further counterexamples' queries
-            r = replace(r, others=traces[1:], stats=r.stats.then(Stats((search,))))
+            r = replace(r, others=traces[1:], variants=variants, stats=r.stats.then(Stats((search,))))
         results.append(r)
     return replace(report, results=tuple(results))
 

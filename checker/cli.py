@@ -153,7 +153,9 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
                        help="up to N counterexamples per violated condition, different in their action sequences")
     check.add_argument("--emit-pytest", metavar="DIR",
                        help="write each counterexample as a pytest module into DIR (a regression test once fixed)")
-    check.add_argument("--python", action="store_true", help="also print each counterexample as a runnable script")
+    check.add_argument("--python", metavar="DIR",
+                       help="write each counterexample as a standalone Python script into DIR (the policy embedded, "
+                            "only prunecheck's public API; exit 0 when it reproduces the violation)")
     check.add_argument("--prove", dest="prove", action="store_true", default=True,
                        help="try to prove each condition for every depth and window size (default)")
     check.add_argument("--no-prove", dest="prove", action="store_false", help="bounded search only")
@@ -225,6 +227,9 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
             return EXIT_INPUT
         check_output_paths(args)
         if args.command == "check":
+            if args.engine == "explicit" and args.max_counterexamples > 1:
+                raise UsageError("--max-counterexamples above 1 needs --engine symbolic (the explicit engine reports "
+                                 "one counterexample per condition)")
             if _batch_mode(args):
                 from .batch import run_batch_cli
                 _without_unwritable_cache(args, stderr)
@@ -291,7 +296,7 @@ def _check(args, stdout, stderr) -> int:
     from .batch import BatchItem, exit_code, options_from_args, report_for
     from .loader import load_policy
     from .outputs import Checked, document, file_stems, write_files
-    from .render import report_text, trace_as_python
+    from .render import report_text
     from .result import Verdict
 
     options = options_from_args(args)
@@ -301,7 +306,7 @@ def _check(args, stdout, stderr) -> int:
     for policy, stem in zip(policies, file_stems(policies)):
         report = report_for(policy, options)
         checked.append(Checked(policy.source, policy, report))
-        write_files(checked[-1], stem, args.out, args.emit_pytest, stderr)
+        write_files(checked[-1], stem, args.out, args.emit_pytest, stderr, args.python)
     triages, warnings = settle([(c.report, c.policy.accepts) for c in checked], baseline, args.write_baseline)
     for line in warnings:
         print(f"prunecheck: warning: {line}", file=stderr)
@@ -309,11 +314,6 @@ def _check(args, stdout, stderr) -> int:
     if args.format == "text":
         for c in checked:
             print(report_text(c.report, c.policy, c.triage), file=stdout)
-            if args.python:
-                for r in c.report.results:
-                    if r.trace is not None:
-                        print(f"# {r.condition} counterexample as a script:", file=stdout)
-                        print(trace_as_python(c.policy.source, r.trace.actions), file=stdout)
     if args.format != "text":
         print(document(args.format, checked), file=stdout)
     items = [BatchItem(c.path, c.report, accepted=tuple(cond for cond, _a in c.triage.accepted)) for c in checked]
@@ -446,7 +446,7 @@ def _replay_against(args, info, actions, stdout) -> int:
 
 
 def _certify(args, stdout) -> int:
-    from .certificate import Status, certify_set
+    from .certificate import CertificateError, Status, certificate_json, certify_set
     from .itf import regular_file
     from .loader import load_deployment, load_policy
 
@@ -455,7 +455,9 @@ def _certify(args, stdout) -> int:
         path = Path(name)
         regular_file(path)
         try:
-            documents.append((str(path), json.loads(path.read_text(encoding="utf-8"))))
+            documents.append((str(path), certificate_json(path.read_text(encoding="utf-8"))))
+        except CertificateError as exc:  # readable, but tampered: rejected like any other forged field
+            documents.append((str(path), exc))
         except (OSError, UnicodeDecodeError) as exc:
             raise PolicySyntaxError(f"cannot read certificate: {exc}", str(path), 1, 1) from None
         except json.JSONDecodeError as exc:

@@ -37,6 +37,7 @@ OUTPUT_OPTIONS = {
     ("check", "out"): ("--out", "directory"),
     ("check", "emit_pytest"): ("--emit-pytest", "directory"),
     ("check", "write_baseline"): ("--write-baseline", "file"),
+    ("check", "python"): ("--python", "directory"),
     ("graph", "out"): ("--out", "file"),
     ("repair", "out"): ("--out", "file"),
 }

@@ -99,8 +99,10 @@ def file_stems(policies: Sequence[Policy]) -> list:
     return stems
 
 
-def write_files(checked: Checked, stem: str, out: Optional[str], emit_pytest: Optional[str], stderr) -> None:
-    """--out DIR: traces and certificates; --emit-pytest DIR: regression tests; each file named after stem."""
+def write_files(checked: Checked, stem: str, out: Optional[str], emit_pytest: Optional[str], stderr,
+                python: Optional[str] = None) -> None:
+    """--out DIR: traces and certificates; --emit-pytest DIR: regression tests; --python DIR: standalone scripts;
+    each file named after stem."""
     if out:
         with writing("--out", out):
             write_out(checked.policy, checked.report, Path(out), stem, stderr)
@@ -108,6 +110,11 @@ def write_files(checked: Checked, stem: str, out: Optional[str], emit_pytest: Op
         from .emit import write_pytest_files
         with writing("--emit-pytest", emit_pytest):
             for path in write_pytest_files(checked.policy, checked.report, Path(emit_pytest), stem):
+                print(f"wrote {path}", file=stderr)
+    if python:
+        from .scripts import write_scripts
+        with writing("--python", python):
+            for path in write_scripts(checked.policy, checked.report, Path(python), stem):
                 print(f"wrote {path}", file=stderr)
 
 

@@ -6,9 +6,9 @@ import json
 from typing import Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
-from prunecheck.spec.runtime import State, Transition, action_args, real_steps, status
+from prunecheck.spec.runtime import State, Transition, action_args, status
 
-from .result import EngineRun, Outcome, Report, length_text
+from .result import EngineRun, Outcome, Report, Result, Search
 
 
 def action_call(action) -> str:
@@ -48,25 +48,26 @@ def step_lines(policy, transitions: Sequence[Transition]) -> list:
     return out
 
 
-def trace_as_python(policy_path: str, actions: Sequence) -> str:
-    """A runnable script that drives the reference runtime through the trace."""
-    names = sorted({type(a).__name__ for a in actions})
-    lines = [
-        "from prunecheck.checker.loader import load_policy",
-        "from prunecheck.spec.conditions import violations",
-        f"from prunecheck.spec.runtime import State, step{''.join(', ' + n for n in names)}",
-        "",
-        f"policy = load_policy({policy_path!r})",
-        "state = State()",
-    ]
-    if real_steps(actions) != len(actions):
-        lines.append(f"# {length_text(len(actions), real_steps(actions))}: a read or audit with times=n is n steps in "
-                     "one call (spec.runtime.expand lists them)")
-    for action in actions:
-        args = ", ".join(f"{k}={v!r}" for k, v in action_args(action).items())
-        lines.append(f"t = step(policy, state, {type(action).__name__}({args})); state = t.after")
-    lines.append("print(sorted(violations(policy, t)))")
-    return "\n".join(lines) + "\n"
+def variants_text(result: Result, spans: int, depth: int) -> str:
+    """What the search for more counterexamples established when it found fewer than asked, one line; "" otherwise."""
+    from .variants import EXTRA_DEPTH, MAX_QUERIES_PER_TRACE
+
+    v = result.variants
+    found = len(result.others) + (result.trace is not None)
+    if v is None or found >= v.asked:
+        return ""
+    head = f"{found} of {v.asked} counterexamples asked: "
+    within = f"within depth {v.depth} and {spans} spans"
+    short = f" (searched {EXTRA_DEPTH} actions past the shortest, not to depth {depth})" if v.depth < depth else ""
+    if v.search is Search.EXHAUSTED:
+        also = f", or of one of {v.reducible} found that reduce to one shown" if v.reducible else ""
+        return f"{head}no other {within}{short} (each one there begins with the actions of one shown{also})"
+    why = (f"its fixed budget of {MAX_QUERIES_PER_TRACE * v.asked} solver queries was spent"
+           if v.search is Search.QUERIES else v.reason)
+    if v.contained:
+        return (f"{head}no other {within}{short} but the ones shown with steps added (each one there contains the "
+                f"actions of one shown, in order); the search for more stopped: {why}")
+    return f"{head}the search stopped ({why}); others may exist {within}{short}"
 
 
 def deployment_text(report: Report) -> str:
@@ -149,9 +150,18 @@ def report_text(report: Report, policy=None, triage=None) -> str:
             length = f" ({other.length()})" if other.steps != len(other.actions) else ""
             calls = "; ".join(action_call(a) for a in other.actions)
             lines.append(f"        counterexample {number}{length}: {calls}")
+        if variants_text(r, report.spans, report.depth):
+            lines.append(f"        {variants_text(r, report.spans, report.depth)}")
     accepted = [c for c, _a in triage.accepted] if triage is not None else []
     lines.append(f"  verdict: {report.verdict}" + (f" (accepted: {', '.join(accepted)})" if accepted else ""))
     return "\n".join(lines)
+
+
+def variants_json(result: Result, spans: int, depth: int) -> dict:
+    v = result.variants
+    return {"asked": v.asked, "found": len(result.others) + 1, "search": v.search.value, "depth": v.depth,
+            "spans": spans, "contained": v.contained, "reducible": v.reducible, "reason": v.reason,
+            "summary": variants_text(result, spans, depth)}
 
 
 def report_json(report: Report, policy=None) -> dict:
@@ -169,6 +179,8 @@ def report_json(report: Report, policy=None) -> dict:
             if r.others:
                 entry["other_traces"] = [[{"action": a.name, "args": action_args(a)} for a in t.actions]
                                          for t in r.others]
+            if r.variants is not None:
+                entry["counterexamples"] = variants_json(r, report.spans, report.depth)
             if policy is not None:
                 entry["explanation"] = explanation_json(explain(policy, r.trace.actions, r.condition, r.trace.spans))
         if r.certificate is not None:

@@ -28,6 +28,32 @@ class Stop(enum.Enum):
     NO_PROOF = "no proof"  # finished without finding a proof
 
 
+class Search(enum.Enum):
+    """How the search for further counterexamples (--max-counterexamples) ended."""
+
+    ENOUGH = "enough"  # found as many as asked
+    EXHAUSTED = "exhausted"  # ran to its depth bound without finding enough
+    QUERIES = "queries"  # its fixed number of solver queries was spent
+    LIMIT = "limit"  # a solver ran out of time or resources, or answered unknown
+
+
+@dataclass(frozen=True)
+class Variants:
+    """What the search for `asked` counterexamples established, up to `depth` actions over the report's spans.
+
+    `contained` (its first pass ran to `depth`): every trace of at most `depth` actions that violates the condition
+    first at its last action contains, in order, the action sequence of a counterexample shown. `search` is how the
+    second pass ended; EXHAUSTED: every such trace begins with the action sequence of one shown, or of one of
+    `reducible` traces found whose reduction is one shown. `reason`: why a LIMIT stop stopped, in plain words."""
+
+    asked: int
+    search: Search
+    depth: int
+    reducible: int = 0
+    reason: str = ""
+    contained: bool = False
+
+
 @dataclass(frozen=True)
 class Trace:
     """A counterexample: actions from the empty window, replayed on the runtime, ending in the violation."""
@@ -124,6 +150,7 @@ class Result:
     trace: Optional[Trace] = None
     certificate: Optional[str] = None
     others: tuple = ()  # further counterexamples, different in their action sequence (--max-counterexamples)
+    variants: Optional[Variants] = None  # how the search for the others ended (--max-counterexamples above 1)
     seconds: float = field(default=0.0, compare=False)
     stop: Optional[Stop] = field(default=None, compare=False)
     stats: Stats = field(default=Stats(), compare=False)

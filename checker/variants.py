@@ -14,8 +14,9 @@ from .bmc import _bad
 from .invariants import inductive_lemmas, lemma_terms
 from .minimize import minimize
 from .replay import confirm, decode_action, decode_state
-from .result import Trace
+from .result import Search, Trace, Variants
 from .solver import new_solver, query
+from .unknowns import solver_words
 
 
 EXTRA_DEPTH = 3
@@ -40,8 +41,14 @@ def contains_sequence(acts: Sequence, names: tuple):
 
 def distinct_counterexamples(policy: Policy, condition: str, first: Trace, count: int, depth: int,
                              timeout: float, rlimit: int = 0) -> tuple:
-    """Up to `count` replayed, reduced traces (the first included), shortest first, pairwise different in their
-    action sequences; each violates `condition` first at its end.
+    """Up to `count` replayed, reduced traces (the first included); search_counterexamples says more."""
+    return search_counterexamples(policy, condition, first, count, depth, timeout, rlimit)[0]
+
+
+def search_counterexamples(policy: Policy, condition: str, first: Trace, count: int, depth: int,
+                           timeout: float, rlimit: int = 0) -> tuple:
+    """(traces, Variants): up to `count` replayed, reduced traces (the first included), shortest first, pairwise
+    different in their action sequences, each violating `condition` first at its end; and how the search ended.
 
     First pass: none may contain an earlier one's action sequence as a subsequence, so each is a different way to
     violate the condition, not the same one padded. Reduction only drops steps, so a trace that reduces to one
@@ -49,17 +56,32 @@ def distinct_counterexamples(policy: Policy, condition: str, first: Trace, count
     Second pass, if the first found fewer than `count`: sequences need only differ (and not extend one already
     found); a trace that reduces to a known sequence is skipped. Each pass goes at most EXTRA_DEPTH steps past
     the first trace, asks the solver at most MAX_QUERIES_PER_TRACE * count times, and the two passes spend at most
-    `timeout` seconds together, so fewer than `count` may come back."""
+    `timeout` seconds together, so fewer than `count` may come back. A pass that ran to its depth without finding
+    enough establishes what it blocked (Variants says it)."""
     found = [first]
     deadline = time.monotonic() + timeout
-    for strict in (True, False):
-        if len(found) < count:
-            _search(policy, condition, found, count, depth, deadline, timeout, rlimit, strict,
-                    MAX_QUERIES_PER_TRACE * count)
-    return tuple(found)
+    reach = min(depth, len(first.actions) + EXTRA_DEPTH)
+    passes = [_search(policy, condition, found, count, reach, deadline, timeout, rlimit, strict,
+                      MAX_QUERIES_PER_TRACE * count) if len(found) < count else (Search.ENOUGH, (), "")
+              for strict in (True, False)]
+    if len(found) >= count:
+        return tuple(found), Variants(count, Search.ENOUGH, reach)
+    (first_pass, raws, _), (search, reducible, reason) = passes
+    shown = [action_names(t.actions) for t in found]
+    # The first pass blocked every trace containing a raw trace's actions; its claim is about the ones shown only if
+    # each raw trace contains one shown (reduction only drops steps, so it does).
+    contained = first_pass is Search.EXHAUSTED and all(any(_within(s, raw) for s in shown) for raw in raws)
+    return tuple(found), Variants(count, search, reach, len(reducible), reason, contained)
 
 
-def _search(policy, condition, found, count, depth, deadline, timeout, rlimit, strict, queries: int) -> None:
+def _within(short: tuple, long: tuple) -> bool:
+    """short is a subsequence of long."""
+    rest = iter(long)
+    return all(name in rest for name in short)
+
+
+def _search(policy, condition, found, count, reach, deadline, timeout, rlimit, strict, queries: int) -> tuple:
+    """One pass, adding to `found`; (Search, the action sequences it blocked that are not shown, plain reason)."""
     spans = found[0].spans
     model = Model(policy, spans, accelerate=True)
     invariant = inductive_lemmas(model, timeout, rlimit)
@@ -74,7 +96,8 @@ def _search(policy, condition, found, count, depth, deadline, timeout, rlimit, s
             else z3.BoolVal(True)
 
     seen = {action_names(t.actions) for t in found}
-    for k in range(min(depth, len(found[0].actions) + EXTRA_DEPTH) + 1):
+    reducible = set()
+    for k in range(reach + 1):
         if k > 0:
             actions.append(model.action(k - 1))
             states.append(model.state(k))
@@ -89,11 +112,13 @@ def _search(policy, condition, found, count, depth, deadline, timeout, rlimit, s
         while len(found) < count:
             left = deadline - time.monotonic()
             queries -= 1
-            if left <= 0 or queries < 0:
-                return
+            if left <= 0:
+                return Search.LIMIT, (), f"its time limit of {timeout:g} s ran out"
+            if queries < 0:
+                return Search.QUERIES, (), ""
             answer = query(solver, [literal], int(left * 1000))
             if answer.status == "unknown":
-                return
+                return Search.LIMIT, (), solver_words(answer.reason)
             if answer.status != "sat":
                 break
             zmodel = solver.model()
@@ -103,12 +128,15 @@ def _search(policy, condition, found, count, depth, deadline, timeout, rlimit, s
             reduced = minimize(policy, raw, condition, spans)
             confirm(policy, reduced, condition, spans)
             names = action_names(reduced)
+            if action_names(raw) != names:
+                reducible.add(action_names(raw))
             if names in seen:
                 continue
             seen.add(names)
             found.append(Trace(condition, reduced, spans))
             solver.add(z3.Implies(literal, avoid(names)))
         if len(found) >= count:
-            return
+            return Search.ENOUGH, (), ""
         # Later traces must violate first at their end: the condition holds at every shorter depth from here on.
         solver.add(z3.Not(bad))
+    return Search.EXHAUSTED, tuple(sorted(reducible - seen)), ""

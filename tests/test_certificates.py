@@ -111,6 +111,16 @@ def test_a_zeroed_hash_is_rejected(tmp_path, flawed):
     assert_rejected(tmp_path, [doc], "policy_hash")
 
 
+@pytest.mark.parametrize("key, first", [("policy_hash", "0" * 64), ("evict", "false")])
+def test_a_key_given_twice_is_rejected(tmp_path, safe, key, first):
+    """A zeroed hash (or another policy) shown first, the genuine value last, which is what json would check."""
+    genuine = safe[1]["C1"]
+    forged = json.dumps(genuine).replace(f'"{key}": ', f'"{key}": "{first}", "{key}": ', 1)
+    assert json.loads(forged) == genuine
+    assert_rejected(tmp_path, [forged], f"certificate: the key '{key}' appears twice in one object")
+    assert confirm_certificate(forged, safe[0], "C1", **CERT_BOUNDS).status is Status.REJECTED
+
+
 def test_a_relabelled_certificate_for_another_policy_is_rejected(tmp_path, flawed, safe):
     policy, certs = flawed
     doc = copy.deepcopy(safe[1]["C1"])

@@ -48,7 +48,7 @@ def test_every_out_option_of_every_command_is_checked_up_front():
     parser = build_parser({**builtin_commands(), **cli.COMMANDS})
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     writers = {(name, action.dest) for name, command in sub.choices.items() for action in command._actions
-               if {"--out", "--emit-pytest", "--write-baseline"} & set(action.option_strings)}
+               if {"--out", "--emit-pytest", "--write-baseline", "--python"} & set(action.option_strings)}
     assert writers == set(OUTPUT_OPTIONS)
     assert set(ARGV) == {command for command, _ in OUTPUT_OPTIONS}
 

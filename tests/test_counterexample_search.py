@@ -1,0 +1,101 @@
+"""--max-counterexamples: fewer found than asked says what the search established (true on the runtime) or why not."""
+
+import io
+import json
+
+import pytest
+
+from prunecheck import cli
+from prunecheck.checker import variants as variants_module
+from prunecheck.checker.batch import CheckOptions, batch_item
+from prunecheck.checker.cache import report_from_json
+from prunecheck.checker.check import check
+from prunecheck.checker.explicit import _choices, domains_for
+from prunecheck.checker.loader import load_policy
+from prunecheck.checker.render import report_json, report_text
+from prunecheck.checker.result import Search
+from prunecheck.spec.conditions import violations
+from prunecheck.spec.runtime import State, step
+
+from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES
+
+SEED = str(EXAMPLES / "seed_flawed.yaml")
+SMALL = ["--max-counterexamples", "3", "--depth", "3", "--spans", "3", "--no-prove"]
+
+
+def _run(*argv) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["check", SEED, *SMALL, *argv, *CLI_BOUNDS], out, err) == 1, err.getvalue()
+    return out.getvalue()
+
+
+def _counterexamples(policy, condition: str, depth: int, spans: int) -> list:
+    """The action names of every trace over the explicit engine's domains of at most `depth` actions that violates
+    `condition` first at its last action."""
+    domains, found = domains_for(policy), []
+
+    def walk(state, names):
+        if len(names) == depth:
+            return
+        for action in _choices(policy, state, spans, domains):
+            transition = step(policy, state, action, spans)
+            if condition in violations(policy, transition):
+                found.append(names + (action.name,))
+            else:
+                walk(transition.after, names + (action.name,))
+
+    walk(State(), ())
+    return found
+
+
+def _contains(long: tuple, short: tuple) -> bool:
+    rest = iter(long)
+    return all(name in rest for name in short)
+
+
+@pytest.mark.parametrize("condition", ["C1", "C2"])
+def test_fewer_than_asked_says_what_the_search_established_and_it_is_true(condition):
+    entry = json.loads(_run("--only", condition, "--format", "json"))["conditions"][condition]
+    shown = [tuple(step["action"] for step in trace) for trace in [entry["trace"], *entry.get("other_traces", [])]]
+    search = entry["counterexamples"]
+    assert search["asked"] == 3 and search["found"] == len(shown) < 3 and search["spans"] == 3
+    begins = search["search"] == "exhausted" and search["reducible"] == 0
+    assert begins or search["contained"], search  # what this test checks: a claim of "no other" was made
+    assert search["summary"].startswith(f"{len(shown)} of 3 counterexamples asked: no other within depth "
+                                        f"{search['depth']} and 3 spans")
+    everyone = _counterexamples(load_policy(SEED), condition, search["depth"], 3)
+    assert everyone
+    for names in everyone:
+        if begins:
+            assert any(names[:len(s)] == s for s in shown), names
+        if search["contained"]:
+            assert any(_contains(names, s) for s in shown), names
+    assert search["summary"] in _run("--only", condition)
+
+
+def test_a_search_that_stopped_says_why_and_claims_nothing(monkeypatch):
+    monkeypatch.setattr(variants_module, "MAX_QUERIES_PER_TRACE", 0)
+    policy = load_policy(SEED)
+    report = check(policy, depth=3, spans=3, only=("C2",), prove=False, counterexamples=3, **BOUNDS)
+    variants = report.result("C2").variants
+    assert variants.search is Search.QUERIES and not variants.contained
+    text = report_text(report)
+    assert "1 of 3 counterexamples asked: the search stopped (its fixed budget of 0 solver queries was spent); " \
+           "others may exist within depth 3 and 3 spans" in text
+    assert "no other" not in text
+    assert report_from_json(json.loads(json.dumps(report_json(report)))) == report
+
+
+def test_the_search_outcome_survives_the_cache(tmp_path):
+    options = CheckOptions(depth=3, spans=3, only=("C2",), prove=False, counterexamples=3, **BOUNDS)
+    cold = batch_item(SEED, options, str(tmp_path))
+    warm = batch_item(SEED, options, str(tmp_path))
+    assert cold.report.result("C2").variants.asked == 3
+    assert warm.cached and warm.report == cold.report
+
+
+def test_the_explicit_engine_refuses_more_than_one_counterexample():
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(["check", SEED, "--engine", "explicit", "--max-counterexamples", "2", *CLI_BOUNDS], out, err)
+    assert (code, out.getvalue()) == (2, "") and err.getvalue().count("\n") == 1
+    assert "--max-counterexamples above 1 needs --engine symbolic" in err.getvalue()
