@@ -10,7 +10,7 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES
 from prunecheck.spec.runtime import ACTION_TYPES
 
-from .result import VERSION_KEYS, Outcome, Verdict
+from .result import VERSION_KEYS, Outcome, Search, Verdict
 
 TOOL = "prunecheck"
 ERROR = "error"  # the verdict of a file that could not be checked, and of a document that has one
@@ -66,6 +66,13 @@ def _accepted() -> dict:
                     "column": COUNT})
 
 
+def _counterexamples() -> dict:
+    """render.variants_json: what the search for --max-counterexamples N established."""
+    return _closed({"asked": COUNT, "found": COUNT, "search": {"enum": [s.value for s in Search]}, "depth": COUNT,
+                    "spans": COUNT, "contained": {"type": "boolean"}, "reducible": COUNT, "reason": TEXT,
+                    "summary": TEXT})
+
+
 def _result() -> dict:
     trace = {"$ref": "#/$defs/trace"}
     entry = _closed({
@@ -73,8 +80,8 @@ def _result() -> dict:
         "engine": TEXT, "seconds": {"type": "number", "minimum": 0}, "trace": trace,
         "length": _closed({"actions": COUNT, "steps": COUNT}), "other_traces": {"type": "array", "items": trace},
         "explanation": _explanation(), "certificate": {"$ref": "#/$defs/certificate"},
-        "accepted": _accepted(),
-    }, optional=("trace", "length", "other_traces", "explanation", "certificate", "accepted"))
+        "accepted": _accepted(), "counterexamples": _counterexamples(),
+    }, optional=("trace", "length", "other_traces", "explanation", "certificate", "accepted", "counterexamples"))
     entry["dependentRequired"] = {"trace": ["length", "explanation"], "other_traces": ["trace"]}
     entry["allOf"] = [
         {"if": {"properties": {"verdict": {"const": str(Verdict.VIOLATED)}}}, "then": {"required": ["trace"]}},

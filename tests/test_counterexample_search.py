@@ -3,6 +3,7 @@
 import io
 import json
 
+import jsonschema
 import pytest
 
 from prunecheck import cli
@@ -13,6 +14,7 @@ from prunecheck.checker.check import check
 from prunecheck.checker.explicit import _choices, domains_for
 from prunecheck.checker.loader import load_policy
 from prunecheck.checker.render import report_json, report_text
+from prunecheck.checker.report_schema import report_schema
 from prunecheck.checker.result import Search
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.runtime import State, step
@@ -55,7 +57,9 @@ def _contains(long: tuple, short: tuple) -> bool:
 
 @pytest.mark.parametrize("condition", ["C1", "C2"])
 def test_fewer_than_asked_says_what_the_search_established_and_it_is_true(condition):
-    entry = json.loads(_run("--only", condition, "--format", "json"))["conditions"][condition]
+    doc = json.loads(_run("--only", condition, "--format", "json"))
+    jsonschema.validate(doc, report_schema())
+    entry = doc["policies"][0]["conditions"][condition]
     shown = [tuple(step["action"] for step in trace) for trace in [entry["trace"], *entry.get("other_traces", [])]]
     search = entry["counterexamples"]
     assert search["asked"] == 3 and search["found"] == len(shown) < 3 and search["spans"] == 3
