@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
-from typing import Iterable
+from typing import Iterable, Optional
 
 import z3
 
@@ -70,20 +70,21 @@ def clear_caches() -> None:
 def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
           only: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0,
           prove: bool = True, token_domain=None, counterexamples: int = 1, repeat_domain=None,
-          rlimit: int = 0) -> Report:
+          rlimit: int = 0, proofs: Optional[dict] = None) -> Report:
     """Prove by induction what it can, search for counterexamples to the rest, then give Spacer what is left.
 
     Every `holds` carries a certificate re-checked by a second solver; every `violated` carries a trace already
     replayed on the runtime; everything else is `unknown`, with the reasons of both engines. `rlimit` (0: none)
     bounds every solver query by resources as well as `timeout` does by seconds: with a generous timeout, the
-    report no longer depends on the machine's load (tests use it).
+    report no longer depends on the machine's load (tests use it). `proofs` ({condition: Result}) are this
+    policy's induction attempts at these bounds, already made (`prove_all`): they are not made again.
     """
     wanted = [c for c in CONDITIONS if c in set(only)]
     if memory_mb > 0:
         z3.set_param("memory_max_size", int(memory_mb))
     try:
         restrict = {"token_domain": token_domain, "repeat_domain": repeat_domain, "rlimit": rlimit}
-        report = _check(policy, wanted, depth, spans, timeout, prove, restrict)
+        report = _check(policy, wanted, depth, spans, timeout, prove, restrict, proofs or {})
         return with_variants(policy, report, counterexamples, timeout, rlimit) if counterexamples > 1 else report
     except z3.Z3Exception as exc:
         if "memory" not in str(exc):
@@ -96,7 +97,7 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
             z3.set_param("memory_max_size", 0)
 
 
-def _check(policy, wanted, depth, spans, timeout, prove, restrict) -> Report:
+def _check(policy, wanted, depth, spans, timeout, prove, restrict, known) -> Report:
     rlimit = restrict["rlimit"]
     doc, digest = policy_document(policy), policy_hash(policy)
     refuted = {}
@@ -104,7 +105,11 @@ def _check(policy, wanted, depth, spans, timeout, prove, restrict) -> Report:
         # Most violations are a few steps deep: find those first, so the prover only sees what may hold.
         quick = check_bounded(policy, min(depth, QUICK_DEPTH), spans, wanted, timeout, lemmas=False, **restrict)
         refuted = {r.condition: r for r in quick if r.verdict == Verdict.VIOLATED}
-    proofs = prove_all(policy, [c for c in wanted if c not in refuted], doc, digest, timeout, rlimit) if prove else {}
+    proofs = {}
+    if prove:
+        proofs = {c: known[c] for c in wanted if c in known and c not in refuted}
+        pending = [c for c in wanted if c not in refuted and c not in known]
+        proofs.update(prove_all(policy, pending, doc, digest, timeout, rlimit))
     open_conditions = [c for c in wanted
                        if c not in refuted and (c not in proofs or proofs[c].verdict != Verdict.HOLDS)]
     bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout, **restrict)}

@@ -57,14 +57,18 @@ def changed_lines(old, new):
 
 def test_changes_are_ordered_text_then_deployment_then_budget_and_only_unsafe_keys_flip():
     policy = load_policy(EXAMPLES / "self_certified_budget.yaml")  # records: window, audit: policy, budget
-    assert available_changes(policy) == (RECORDS, RATIONALE, BOTH, flip("records", "undo_region"),
-                                         flip("audit", "independent"), DROP_BUDGET)
+    records, audit = flip("records", "undo_region"), flip("audit", "independent")
+    assert available_changes(policy) == (RECORDS, RATIONALE, BOTH, records, audit, DROP_BUDGET)
     assert available_changes(policy, allow_deployment=False) == (RECORDS, RATIONALE, BOTH, DROP_BUDGET)
     sets = list(candidate_sets(available_changes(policy)))
-    assert sets[:6] == [(c,) for c in available_changes(policy)]
-    assert [len(s) for s in sets] == sorted(len(s) for s in sets)
+    # Keeping the budget first, then fewer deployment settings, then the narrower exclusion (none, one kind, both).
+    assert sets[:11] == [(RECORDS,), (RATIONALE,), (BOTH,), (records,), (audit,), (RECORDS, records),
+                         (RECORDS, audit), (RATIONALE, records), (RATIONALE, audit), (BOTH, records), (BOTH, audit)]
+    assert sets[11:15] == [(records, audit), (RECORDS, records, audit), (RATIONALE, records, audit),
+                           (BOTH, records, audit)]
+    assert all(DROP_BUDGET in s for s in sets[15:]) and sets[15] == (DROP_BUDGET,)
+    assert sets[-1] == (BOTH, records, audit, DROP_BUDGET)
     assert all(sum(c.kind == "exclude" for c in s) <= 1 for s in sets)
-    assert sets[-1] == (BOTH, flip("records", "undo_region"), flip("audit", "independent"), DROP_BUDGET)
     assert len(sets) == len(set(sets)) == 4 * 8 - 1  # one exclusion or none, times any subset of the rest
 
 
