@@ -21,7 +21,8 @@ EXIT_MEANINGS = {
                 3: "a solver gave up on some certificate"},
     "reproduce": {0: "every observation of the seeds reproduces", 1: "some observation does not"},
     "graph": {0: "the picture is written"},
-    "repair": {0: "repaired, or already safe", 1: "no repair exists within the bounds"},
+    "repair": {0: "repaired, or already safe", 1: "no repair exists within the bounds",
+               3: "no repair proved, but a preferred candidate is unknown within the bounds"},
     "diff": {0: "equivalent (proved)", 1: "different (replayed witnesses)", 3: "no difference found within the bounds"},
     "prove": {0: "every theorem is proved", 1: "some theorem is not proved"},
 }

@@ -251,6 +251,8 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
         raise PolicySyntaxError("the policy differs from its text (a deployment override?): repair edits the text",
                                 source, 1, 1)
     bounds = Bounds(depth, spans, timeout, rlimit)
+    if original is not None:
+        _require_own_report(original, policy, bounds)
     original = original or check(policy, depth=depth, spans=spans, timeout=timeout, prove=True, rlimit=rlimit)
     if _proved(original):
         return RepairResult(original, (), policy, text, "", original, "every condition already holds", form,
@@ -271,6 +273,14 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
     return RepairResult(original, changes, candidate, new_text, unified_diff(text, new_text, source), report,
                         reprinted=reprinted, alternatives=tuple(found for found, _, _ in search.proved[1:]),
                         seconds=time.perf_counter() - started, **search.stats())
+
+
+def _require_own_report(original: Report, policy: Policy, bounds: Bounds) -> None:
+    same = (original.policy_hash == policy_hash(policy)
+            and (original.depth, original.spans) == (bounds.depth, bounds.spans)
+            and tuple(r.condition for r in original.results) == tuple(CONDITIONS))
+    if not same:
+        raise ValueError("the report given is not check's report of this policy (all five conditions) at these bounds")
 
 
 def _failure_tally(failed: Counter) -> str:
@@ -422,7 +432,8 @@ def add_parser(subparsers) -> None:
         description="Search change sets (an evict conjunct excluding records or rationale, a deployment setting, "
                     "dropping the budget) in preference order: keeping the budget first, then fewer deployment "
                     "changes, then the narrower exclusion. The first one under which the full checker proves every "
-                    "condition is printed as a unified diff of the file.")
+                    "condition is printed as a unified diff of the file. A set the checker decides neither way is "
+                    "listed as undecided, and the sets containing it are not tried.")
     parser.add_argument("policy", metavar="POLICY", help=".yaml, .yml, .json or .py policy file")
     parser.add_argument("--text-only", action="store_true", help="change only the policy text, not its deployment")
     parser.add_argument("--out", metavar="FILE", help="write the repaired policy text to FILE")
