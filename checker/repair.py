@@ -28,9 +28,12 @@ from .typecheck import check_policy
 
 MAX_ALTERNATIVES = 0  # further proved repairs to name after the preferred one (each may cost full checks)
 EXIT_REPAIRED, EXIT_NONE, EXIT_UNDECIDED = 0, 1, 3
-# The uniform C2 witness of the theorem "no budget-proof record in the window" (proofs/host_budget.py). It seeds the
-# runs every candidate is replayed on; like any of them it refutes only a candidate it really breaks on the runtime.
-HOST_BUDGET_SCHEMA = Trace("C2", (Append("message", 2), Edit(0, "destroy"), Compact(1)), 3)
+# Runs that break every policy with records (C2: the schema of proofs/host_budget.py) or rationale (P1: two live
+# rationale entries hold 2 tokens, over a host budget of 1) in the window. They seed the runs every candidate is
+# replayed on; like any of them they refute only a candidate they really break on the runtime.
+SCHEMAS = (Trace("C2", (Append("message", 2), Edit(0, "destroy"), Compact(1)), 3),
+           Trace("P1", (Append("message", 1), Append("message", 1), Edit(0, "destroy"), Edit(1, "destroy"),
+                        Compact(1)), 6))
 
 
 class Outcome(enum.Enum):
@@ -257,7 +260,7 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
     if _proved(original):
         return RepairResult(original, (), policy, text, "", original, "every condition already holds", form,
                             seconds=time.perf_counter() - started)
-    search = _Search(policy, form, bounds, [HOST_BUDGET_SCHEMA, *_traces(original)])
+    search = _Search(policy, form, bounds, [*SCHEMAS, *_traces(original)])
     for changes in candidate_sets(available_changes(policy, allow_deployment)):
         if len(search.proved) > alternatives:
             break

@@ -338,6 +338,32 @@ def test_repair_reports_each_condition_with_check_s_verdict_and_an_undecided_set
     assert "raise --timeout or --rlimit" in text and "deployment: set records to undo_region (" in text
 
 
+MODEL_WRITTEN = """name: recency-thresholds
+description: Drop spans that have gone stale; keep anything read recently or pinned.
+evict: not pinned and kind != "record" and (idle > 50 or (recency < 0.02 and frequency < 0.05) or tokens > 1500)
+budget: 64000
+deployment:
+  records: window
+  pins: self
+  audit: policy
+"""
+
+
+def test_the_budget_is_not_dropped_to_get_past_a_set_that_keeps_it_and_is_undecided(tmp_path):
+    path = tmp_path / "recency_thresholds.yaml"
+    path.write_text(MODEL_WRITTEN)
+    # At this resource limit moving the records out is hard to decide, and the same move with the budget dropped
+    # is easier: the search used to return the latter (exit 0) as if the budget had to go.
+    code, stdout = fresh_process("repair", str(path), "--timeout", str(int(HOUR)), "--rlimit", "66000",
+                                 "--format", "json")
+    doc = json.loads(stdout)
+    assert all(c["kind"] != "drop_budget" for c in doc["changes"])
+    if doc["status"] == "unknown":
+        assert code == 3 and [[c["key"] for c in u["changes"]] for u in doc["undecided"]] == [["records"]]
+    else:
+        assert (code, doc["status"]) == (0, "repaired")
+
+
 def test_candidates_get_the_verdicts_check_gives_them():
     policy = load_policy(EXAMPLES / "seed_flawed.yaml")
     bounds = Bounds(timeout=HOUR, rlimit=BOUNDS["rlimit"])
