@@ -1,5 +1,4 @@
-"""`prunecheck repair`: the change to a violated policy that keeps most of its intent and that the full checker
-proves safe, as a diff."""
+"""`prunecheck repair`: the proved-safe change to a violated policy that keeps most of its intent, as a diff."""
 
 from __future__ import annotations
 
@@ -77,7 +76,7 @@ class RepairResult:
     form: str = "yaml"
     reprinted: bool = False  # the minimal edit did not re-parse to the repair: the whole policy was re-printed
     alternatives: tuple = ()  # other proved change tuples, in preference order (none contains an earlier one)
-    undecided: tuple = ()  # Undecided change sets preferred to the repair (all of them when there is none)
+    undecided: tuple = ()  # Undecided sets preferred to the repair, or all when there is none (none contains another)
     candidates: int = 0  # change sets considered
     replayed_out: int = 0  # refuted by replaying a known counterexample on the runtime
     checked: int = 0  # given to the full checker
