@@ -215,18 +215,20 @@ class _Search:
         self.checked += 1
         report = check_candidate(candidate, self.bounds)
         self.pool += _traces(report)
+        return self._record(changes, candidate, report)
+
+    def _record(self, changes: tuple, candidate: Policy, report: Report) -> Outcome:
         outcome = _outcome(report)
+        if outcome is not Outcome.VIOLATED:
+            self.settled.append(changes)
         if outcome is Outcome.PROVED:
             self.proved.append((changes, candidate, report))
-            self.settled.append(changes)
             return outcome
         first = next(r for r in report.results if r.verdict == report.verdict)
         self.failed[(first.condition, first.verdict)] += 1
-        if outcome is Outcome.UNDECIDED:
-            self.settled.append(changes)
-            if not self.proved:
-                unknown = tuple(r.condition for r in report.results if r.verdict == Verdict.UNKNOWN)
-                self.undecided.append(Undecided(changes, unknown))
+        if outcome is Outcome.UNDECIDED and not self.proved:
+            unknown = tuple(r.condition for r in report.results if r.verdict == Verdict.UNKNOWN)
+            self.undecided.append(Undecided(changes, unknown))
         return outcome
 
     def covered(self, changes: tuple) -> bool:
