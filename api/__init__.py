@@ -111,15 +111,19 @@ def explain(policy, result):
     return _explain(_policy(policy), result.trace.actions, result.condition, result.trace.spans)
 
 
-def repair(policy, *, allow_deployment: bool = True, timeout: float = 30.0, rlimit: int = 0):
-    """The smallest proved change to a policy file's text (RepairResult; `.diff`, `.text`, `.report`)."""
+def repair(policy, *, allow_deployment: bool = True, timeout: float = 30.0, rlimit: int = 0, depth: int = 12,
+           spans: int = 6, alternatives: int = 0, report=None):
+    """The proved change to a policy file's text that keeps most of its intent (RepairResult; `.diff`, `.text`,
+    `.report`, `.alternatives`, `.undecided`, `.status`). `report`: `check`'s Report of the same file at the same
+    bounds, if already made (it is reused, not made again)."""
     from prunecheck.checker.loader import decode_policy_bytes
     from prunecheck.checker.repair import repair as _repair
 
     loaded = _policy(policy)
     with open(loaded.source, "rb") as handle:
         text = decode_policy_bytes(handle.read(), loaded.source)
-    return _repair(loaded, text, loaded.source, allow_deployment=allow_deployment, timeout=timeout, rlimit=rlimit)
+    return _repair(loaded, text, loaded.source, allow_deployment=allow_deployment, timeout=timeout, depth=depth,
+                   spans=spans, alternatives=alternatives, original=report, rlimit=rlimit)
 
 
 def diff(old, new, *, depth: int = 8, spans: int = 5, timeout: float = 30.0, rlimit: int = 0):

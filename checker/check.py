@@ -8,7 +8,7 @@ import platform
 import time
 from dataclasses import replace
 from importlib import metadata
-from typing import Iterable
+from typing import Iterable, Optional
 
 import z3
 
@@ -91,13 +91,14 @@ def clear_caches() -> None:
 def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
           only: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0,
           prove: bool = True, token_domain=None, counterexamples: int = 1, repeat_domain=None,
-          rlimit: int = 0) -> Report:
+          rlimit: int = 0, proofs: Optional[dict] = None) -> Report:
     """Prove by induction what it can, search for counterexamples to the rest, then give Spacer what is left.
 
     Every `holds` carries a certificate re-checked by a second solver; every `violated` carries a trace already
     replayed on the runtime; everything else is `unknown`, with the reasons of both engines. `rlimit` (0: none)
     bounds every solver query by resources as well as `timeout` does by seconds: with a generous timeout, the
-    report no longer depends on the machine's load (tests use it).
+    report no longer depends on the machine's load (tests use it). `proofs` ({condition: Result}) are this
+    policy's induction attempts at these bounds, already made (`prove_all`): they are not made again.
     """
     wanted = [c for c in CONDITIONS if c in set(only)]
     bounds = Bounds(float(timeout), int(rlimit), int(memory_mb), _domain(token_domain), _domain(repeat_domain))
@@ -105,7 +106,7 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
         z3.set_param("memory_max_size", int(memory_mb))
     try:
         restrict = {"token_domain": token_domain, "repeat_domain": repeat_domain, "rlimit": rlimit}
-        report = replace(_check(policy, wanted, depth, spans, timeout, prove, restrict), bounds=bounds)
+        report = replace(_check(policy, wanted, depth, spans, timeout, prove, restrict, proofs or {}), bounds=bounds)
         return with_variants(policy, report, counterexamples, timeout, rlimit) if counterexamples > 1 else report
     except z3.Z3Exception as exc:
         if "memory" not in str(exc):
@@ -118,7 +119,7 @@ def check(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS
             z3.set_param("memory_max_size", 0)
 
 
-def _check(policy, wanted, depth, spans, timeout, prove, restrict) -> Report:
+def _check(policy, wanted, depth, spans, timeout, prove, restrict, known) -> Report:
     rlimit = restrict["rlimit"]
     doc, digest = policy_document(policy), policy_hash(policy)
     refuted = {}
@@ -129,7 +130,11 @@ def _check(policy, wanted, depth, spans, timeout, prove, restrict) -> Report:
         before = {r.condition: r.stats for r in quick if r.condition not in refuted}
     else:
         before = {}
-    proofs = prove_all(policy, [c for c in wanted if c not in refuted], doc, digest, timeout, rlimit) if prove else {}
+    proofs = {}
+    if prove:
+        proofs = {c: known[c] for c in wanted if c in known and c not in refuted}
+        pending = [c for c in wanted if c not in refuted and c not in known]
+        proofs.update(prove_all(policy, pending, doc, digest, timeout, rlimit))
     open_conditions = [c for c in wanted
                        if c not in refuted and (c not in proofs or proofs[c].verdict != Verdict.HOLDS)]
     bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout, **restrict)}

@@ -30,7 +30,8 @@ _KIND_WORDS = {"record": "recovery records", "rationale": "rationale entries"}
 class Change:
     """One unit-cost change: exclude kinds from evict, set a deployment key to its safe value, or drop the budget.
 
-    Preference among changes of equal cost is the order repair.available_changes lists them in."""
+    Change sets are tried in the order of repair.preference: keeping the budget first, then fewer deployment
+    settings, then the narrower exclusion."""
 
     kind: str  # "exclude" | "deployment" | "drop_budget"
     kinds: tuple = ()

@@ -2,6 +2,8 @@
 
 import io
 import json
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -9,8 +11,10 @@ from hypothesis import given, settings, strategies as st
 from prunecheck.checker import repair_text
 from prunecheck.checker.cli import main
 from prunecheck.checker.loader import expected_verdicts, load_policy, parse_policy_text
+from prunecheck.checker.check import check
 from prunecheck.checker.repair import (
-    add_parser, available_changes, candidate_sets, repair, run as run_repair, run_violations,
+    Bounds, add_parser, available_changes, candidate_sets, check_candidate, preference, repair, run as run_repair,
+    run_violations,
 )
 from prunecheck.checker.repair_text import Change, edited_text, repaired_policy, repaired_text, unified_diff
 from prunecheck.checker.result import Verdict
@@ -21,7 +25,9 @@ from prunecheck.spec.runtime import Append, Compact, Edit
 
 from prunecheck.strategies import EXTENSION, policy_texts
 
-from conftest import BOUNDS, CLI_BOUNDS
+import prunecheck
+
+from conftest import BOUNDS, CLI_BOUNDS, HANG_GUARD, HOUR
 from policy_table import EXAMPLES
 
 RECORDS = Change("exclude", kinds=("record",))
@@ -57,15 +63,42 @@ def changed_lines(old, new):
 
 def test_changes_are_ordered_text_then_deployment_then_budget_and_only_unsafe_keys_flip():
     policy = load_policy(EXAMPLES / "self_certified_budget.yaml")  # records: window, audit: policy, budget
-    assert available_changes(policy) == (RECORDS, RATIONALE, BOTH, flip("records", "undo_region"),
-                                         flip("audit", "independent"), DROP_BUDGET)
+    records, audit = flip("records", "undo_region"), flip("audit", "independent")
+    assert available_changes(policy) == (RECORDS, RATIONALE, BOTH, records, audit, DROP_BUDGET)
     assert available_changes(policy, allow_deployment=False) == (RECORDS, RATIONALE, BOTH, DROP_BUDGET)
     sets = list(candidate_sets(available_changes(policy)))
-    assert sets[:6] == [(c,) for c in available_changes(policy)]
-    assert [len(s) for s in sets] == sorted(len(s) for s in sets)
+    # Keeping the budget first, then fewer deployment settings, then the narrower exclusion (none, one kind, both).
+    assert sets[:11] == [(RECORDS,), (RATIONALE,), (BOTH,), (records,), (audit,), (RECORDS, records),
+                         (RECORDS, audit), (RATIONALE, records), (RATIONALE, audit), (BOTH, records), (BOTH, audit)]
+    assert sets[11:15] == [(records, audit), (RECORDS, records, audit), (RATIONALE, records, audit),
+                           (BOTH, records, audit)]
+    assert all(DROP_BUDGET in s for s in sets[15:]) and sets[15] == (DROP_BUDGET,)
+    assert sets[-1] == (BOTH, records, audit, DROP_BUDGET)
     assert all(sum(c.kind == "exclude" for c in s) <= 1 for s in sets)
-    assert sets[-1] == (BOTH, flip("records", "undo_region"), flip("audit", "independent"), DROP_BUDGET)
     assert len(sets) == len(set(sets)) == 4 * 8 - 1  # one exclusion or none, times any subset of the rest
+
+
+UNIT_CHANGES = (RECORDS, RATIONALE, BOTH, *(flip(k, v) for k, v in (
+    ("records", "undo_region"), ("rationale", "decision_log"), ("pins", "host"), ("audit", "independent"),
+    ("undo", "versioned"))), DROP_BUDGET)
+
+
+@settings(max_examples=40)
+@given(st.lists(st.sampled_from(UNIT_CHANGES), unique=True, min_size=1))
+def test_the_order_keeps_the_budget_first_then_fewer_deployment_changes_then_subsets(picked):
+    available = tuple(c for c in UNIT_CHANGES if c in picked)  # in available_changes' own order
+    sets = list(candidate_sets(available))
+    rank = {changes: i for i, changes in enumerate(sets)}
+    assert len(rank) == len(sets) >= len(available)
+    for a in sets:
+        for b in sets:
+            if DROP_BUDGET in b and DROP_BUDGET not in a:
+                assert rank[a] < rank[b]  # every set that keeps the budget comes before any that drops it
+            if set(a) < set(b):
+                assert rank[a] < rank[b]
+    deployments = [sum(c.kind == "deployment" for c in s) for s in sets if DROP_BUDGET not in s]
+    assert deployments == sorted(deployments)
+    assert [preference(s, available) for s in sets] == sorted(preference(s, available) for s in sets)
 
 
 def test_a_known_counterexample_screens_candidates_on_the_runtime():
@@ -272,3 +305,99 @@ def test_every_candidate_is_a_minimal_edit_of_generated_policy_files(form, data)
         new, parsed, reprinted = repaired_text(text, source, policy, changes)
         assert not reprinted and parsed == repaired_policy(policy, changes, form)
         assert len(changed_lines(text, new)) <= 2 * len(changes) + 2
+
+
+# --------------------------------------------------------------------------- verdicts, undecided sets, alternatives
+
+UNDECIDING = ["--timeout", str(int(HOUR)), "--rlimit", "20000"]  # too few z3 resources to decide most conditions
+
+
+def fresh_process(*argv):
+    """The console script in a new interpreter: the same cold start for `check` and `repair`."""
+    done = subprocess.run([sys.executable, "-m", "prunecheck.checker", *argv], capture_output=True, text=True,
+                          timeout=HANG_GUARD)
+    return done.returncode, done.stdout
+
+
+def test_repair_reports_each_condition_with_check_s_verdict_and_an_undecided_set_is_not_refuted():
+    seed = str(EXAMPLES / "seed_flawed.yaml")
+    _, checked_doc = fresh_process("check", seed, *UNDECIDING, "--format", "json")
+    checked = {c: r["verdict"] for c, r in json.loads(checked_doc)["conditions"].items()}
+    assert "unknown" in checked.values() and "violated" in checked.values()  # else the test shows nothing
+    code, stdout = fresh_process("repair", seed, *UNDECIDING, "--format", "json")
+    doc = json.loads(stdout)
+    assert doc["original"]["conditions"] == checked
+    # The real repair cannot be decided at these bounds: it is reported as undecided (exit 3), not as refuted,
+    # and no set containing it is passed off as the repair.
+    assert (code, doc["status"], doc["changes"]) == (3, "unknown", [])
+    assert [[c["key"] for c in u["changes"]] for u in doc["undecided"]] == [["records"]]
+    assert doc["undecided"][0]["unknown"] and doc["reason"].startswith("no proved repair within the bounds")
+    code, text = fresh_process("repair", seed, *UNDECIDING)
+    head = text.splitlines()[0]
+    assert code == 3 and head.endswith("(" + ", ".join(f"{c} {v}" for c, v in checked.items()) + ")")
+    assert "raise --timeout or --rlimit" in text and "deployment: set records to undo_region (" in text
+
+
+MODEL_WRITTEN = """name: recency-thresholds
+description: Drop spans that have gone stale; keep anything read recently or pinned.
+evict: not pinned and kind != "record" and (idle > 50 or (recency < 0.02 and frequency < 0.05) or tokens > 1500)
+budget: 64000
+deployment:
+  records: window
+  pins: self
+  audit: policy
+"""
+
+
+def test_the_budget_is_not_dropped_to_get_past_a_set_that_keeps_it_and_is_undecided(tmp_path):
+    path = tmp_path / "recency_thresholds.yaml"
+    path.write_text(MODEL_WRITTEN)
+    # At this resource limit moving the records out is hard to decide, and the same move with the budget dropped
+    # is easier: the search used to return the latter (exit 0) as if the budget had to go.
+    code, stdout = fresh_process("repair", str(path), "--timeout", str(int(HOUR)), "--rlimit", "66000",
+                                 "--format", "json")
+    doc = json.loads(stdout)
+    assert all(c["kind"] != "drop_budget" for c in doc["changes"])
+    if doc["status"] == "unknown":
+        assert code == 3 and [[c["key"] for c in u["changes"]] for u in doc["undecided"]] == [["records"]]
+    else:
+        assert (code, doc["status"]) == (0, "repaired")
+
+
+def test_candidates_get_the_verdicts_check_gives_them():
+    policy = load_policy(EXAMPLES / "seed_flawed.yaml")
+    bounds = Bounds(timeout=HOUR, rlimit=BOUNDS["rlimit"])
+    for changes in ((flip("records", "undo_region"),), (RECORDS,)):  # proved; C2 and C4 still violated
+        candidate = repaired_policy(policy, changes, "yaml")
+        mine, theirs = check_candidate(candidate, bounds), check(candidate, **BOUNDS)
+        assert [(r.condition, r.verdict, r.trace) for r in mine.results] == \
+               [(r.condition, r.verdict, r.trace) for r in theirs.results]
+        assert (mine.policy_hash, mine.depth, mine.spans) == (theirs.policy_hash, theirs.depth, theirs.spans)
+    assert {r.verdict for r in mine.results} == {Verdict.HOLDS, Verdict.VIOLATED}
+
+
+def test_a_superset_of_the_repair_is_not_named_an_alternative_though_proved():
+    path = EXAMPLES / "self_certified_budget.yaml"  # budget 2000, records: window, audit: policy
+    result = prunecheck.repair(path, alternatives=64, **BOUNDS)
+    records = flip("records", "undo_region")
+    assert result.status == "repaired" and result.changes == (records,) and result.undecided == ()
+    superset = repaired_policy(load_policy(path), (records, DROP_BUDGET), "yaml")
+    assert all(r.verdict == Verdict.HOLDS for r in check_candidate(superset, Bounds(**BOUNDS)).results)
+    assert result.alternatives == ()  # it drops the budget on top of the repair: it names nothing new
+
+
+def test_the_api_reuses_check_s_report_and_refuses_one_of_other_bounds():
+    path = EXAMPLES / "blind_undo.yaml"
+    report = prunecheck.check(path, **BOUNDS)
+    result = prunecheck.repair(path, report=report, **BOUNDS)
+    assert result.original is report and result.changes == (flip("undo", "versioned"),)
+    with pytest.raises(ValueError, match="not check's report"):
+        prunecheck.repair(path, report=prunecheck.check(path, depth=3, **BOUNDS), **BOUNDS)
+
+
+def test_repair_help_says_what_alternatives_do_and_names_exit_code_3():
+    out = io.StringIO()
+    assert main(["repair", "--help"], out, io.StringIO(), extra_commands={"repair": (add_parser, run_repair)}) == 0
+    flat = " ".join(out.getvalue().split())
+    assert "list up to N other proved repairs, none containing an earlier one" in flat
+    assert "keeping the budget first" in flat and "3 no repair proved" in flat
