@@ -322,7 +322,7 @@ def fresh_process(*argv):
 def test_repair_reports_each_condition_with_check_s_verdict_and_an_undecided_set_is_not_refuted():
     seed = str(EXAMPLES / "seed_flawed.yaml")
     _, checked_doc = fresh_process("check", seed, *UNDECIDING, "--format", "json")
-    checked = {c: r["verdict"] for c, r in json.loads(checked_doc)["conditions"].items()}
+    checked = {c: r["verdict"] for c, r in json.loads(checked_doc)["policies"][0]["conditions"].items()}
     assert "unknown" in checked.values() and "violated" in checked.values()  # else the test shows nothing
     code, stdout = fresh_process("repair", seed, *UNDECIDING, "--format", "json")
     doc = json.loads(stdout)
