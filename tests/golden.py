@@ -12,6 +12,10 @@ Only what legitimately varies between runs is normalised, by text substitution o
   - the python, z3 and cvc5 entries of every `"versions"` object (the environment, not the checker) -> "<version>";
   - the scratch directory's absolute path (the `--python` scripts' CHECKED_FROM) -> "<ROOT>".
 Everything else (key order, whitespace, traces, invariants, SMT-LIB text, the prunecheck version) must match exactly.
+
+A fresh interpreter per policy is needed: in one process, an earlier check of a policy of the same shape (the
+attempts shared through checker/prove.py `_shared`) changes host_pins_records.yaml's P1 Spacer attempt with the policy
+as written from "rlimit ran out" to "the abstraction reaches a violation" (same verdict, other reason and statistics).
 """
 
 from __future__ import annotations
