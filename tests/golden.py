@@ -13,9 +13,8 @@ Only what legitimately varies between runs is normalised, by text substitution o
   - the scratch directory's absolute path (the `--python` scripts' CHECKED_FROM) -> "<ROOT>".
 Everything else (key order, whitespace, traces, invariants, SMT-LIB text, the prunecheck version) must match exactly.
 
-A fresh interpreter per policy is needed: in one process, an earlier check of a policy of the same shape (the
-attempts shared through checker/prove.py `_shared`) changes host_pins_records.yaml's P1 Spacer attempt with the policy
-as written from "rlimit ran out" to "the abstraction reaches a violation" (same verdict, other reason and statistics).
+Each policy gets a fresh interpreter so that no output can depend on what the process checked before (Spacer's did,
+through z3's process-wide context, until checker/spacer.py gave each Spacer query a context of its own).
 """
 
 from __future__ import annotations

@@ -2,6 +2,11 @@
 
 import pytest
 
+from prunecheck.checker.certificate import Encoding
+from prunecheck.checker.loader import load_policy
+from prunecheck.checker.spacer import spacer_invariant
+
+from conftest import EXAMPLES, HOUR, RLIMIT
 from golden import differences, example_policies, generate, normalise, stored
 
 # Representative: violations with traces and scripts next to proofs with certificates (seed_flawed.yaml), and a
@@ -40,3 +45,14 @@ def test_differences_name_changed_missing_and_new_files():
     diff = differences({"a/report.json": "x\n", "a/old.json": "o\n"}, {"a/report.json": "y\n", "a/new.json": "n\n"})
     assert "-x\n+y\n" in diff and "golden/a/old.json" in diff and "now/a/new.json" in diff
     assert differences({"a": "same\n"}, {"a": "same\n"}) == ""
+
+
+def test_spacer_does_not_depend_on_what_the_process_solved_before():
+    """Spacer's search once depended on the terms earlier checks had made in z3's process-wide context: the same
+    query found another invariant after another condition's (and, in a full check, another outcome)."""
+    policy = load_policy(EXAMPLES / "seed_safe_design.yaml")
+    first = spacer_invariant(Encoding(policy, "C2", True), HOUR, RLIMIT)
+    spacer_invariant(Encoding(policy, "C1", True), HOUR, RLIMIT)
+    again = spacer_invariant(Encoding(policy, "C2", True), HOUR, RLIMIT)
+    assert first[0] == again[0] == "proved"
+    assert first[1].sexpr() == again[1].sexpr()
