@@ -17,8 +17,10 @@ from .unknowns import limit_words, scoped
 def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
     """(status, invariant over enc.param or None, reason): status is 'proved', 'refuted' (abstractly) or 'unknown'.
     `rlimit` bounds the query by z3's resource count as well as by time (Fixedpoint's own `rlimit`, per query)."""
-    pre, post, act = enc.pre.variables(), enc.post.variables(), enc.act.variables()
-    fp = z3.Fixedpoint()
+    # Spacer gets a context of its own: on the process-wide one its search depends on the terms earlier checks made.
+    ctx = z3.Context()
+    pre, post, act = ([v.translate(ctx) for v in vs.variables()] for vs in (enc.pre, enc.post, enc.act))
+    fp = z3.Fixedpoint(ctx=ctx)
     fp.set(engine="spacer")
     fp.set("fp.spacer.ground_pobs", False)
     fp.set("fp.spacer.q3.use_qgen", True)
@@ -26,14 +28,15 @@ def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
     fp.set("timeout", max(1, int(timeout * 1000)))
     if rlimit > 0:
         fp.set("rlimit", int(rlimit))
-    inv = z3.Function("Inv", *[v.sort() for v in pre], z3.BoolSort())
+    inv = z3.Function("Inv", *[v.sort() for v in pre], z3.BoolSort(ctx))
+    init, trans = [e.translate(ctx) for e in enc.init], [e.translate(ctx) for e in enc.trans]
     fp.register_relation(inv)
     fp.declare_var(*(pre + post + act))
-    fp.rule(inv(*pre), z3.And(enc.init))
-    fp.rule(inv(*post), [inv(*pre)] + enc.trans)
-    step = enc.trans if enc.condition in STEP_CONDITIONS else []
+    fp.rule(inv(*pre), z3.And(init))
+    fp.rule(inv(*post), [inv(*pre)] + trans)
+    step = trans if enc.condition in STEP_CONDITIONS else []
     try:
-        answer = fp.query(z3.And(inv(*pre), *step, enc.bad))
+        answer = fp.query(z3.And(inv(*pre), *step, enc.bad.translate(ctx)))
     except z3.Z3Exception as exc:
         return "unknown", None, limit_words(exc)
     if answer == z3.sat:
@@ -42,7 +45,8 @@ def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
     if answer != z3.unsat:
         return "unknown", None, limit_words(fp.reason_unknown())
     body = fp.get_cover_delta(-1, inv)
-    return "proved", z3.substitute_vars(body, *enc.param.variables()), ""
+    param = [v.translate(ctx) for v in enc.param.variables()]
+    return "proved", z3.substitute_vars(body, *param).translate(z3.main_ctx()), ""
 
 
 def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: float = 30.0,

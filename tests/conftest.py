@@ -52,3 +52,6 @@ def counted_calls():
 settings.register_profile("default", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("explore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# tests/data/golden holds generated pytest modules as data (tests/golden.py): compared as text, never collected.
+collect_ignore = ["data"]

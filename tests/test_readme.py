@@ -35,7 +35,7 @@ VOLATILE = ((re.compile(r"\b\d+(\.\d+)? ?s\b"), "<seconds>"),
             (re.compile(r"\bno rlimit\b|\brlimit \d+ per query\b"), "<rlimit>"),
             (re.compile(r"\b\d+ quer(y|ies)\b"), "<n> queries"))
 # Options the README names that belong to other tools, with the tool.
-OTHER_TOOLS = {"--bleeding-edge": "pre-commit autoupdate"}
+OTHER_TOOLS = {"--bleeding-edge": "pre-commit autoupdate", "--compare": "tests/golden.py", "--write": "tests/golden.py"}
 # The files the README's Python API block and CI job use, as the text after the API block describes them.
 SEED = EXAMPLES / "seed_flawed.yaml"
 BATCH = ("seed_flawed.yaml", "seed_safe_design.yaml")

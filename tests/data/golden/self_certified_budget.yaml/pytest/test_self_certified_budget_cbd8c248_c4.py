@@ -1,0 +1,60 @@
+"""prunecheck 0.1.0: C4 counterexample (3 steps) for policy 'self-certified-budget'.
+
+C4: independent audit: status is never 'reversible' while a live edit lacks its record.
+Why: status says 'reversible' while record #1 of edit 1 is gone (removed at step 3).
+
+test_recorded_policy_violates_c4 replays the steps on the policy as it was checked (embedded below) and asserts
+the violation at the last step, so the finding stays reproducible. test_policy_file_keeps_c4 runs the same steps
+against the policy file as it is now, with the deployment keys DEPLOYMENT_OVERRIDE set as they were when it was
+checked: it fails while the policy is unsafe and passes once it is fixed, and then guards against a regression (it
+is skipped if the current policy refuses one of the steps).
+"""
+
+import pathlib
+
+import pytest
+
+from prunecheck.checker.loader import load_policy, parse_policy_text
+from prunecheck.spec.conditions import violations
+from prunecheck.spec.policy import DeploymentOverride
+from prunecheck.spec.runtime import ActionRefused, State, step, Append, Compact, Edit
+
+CONDITION = 'C4'
+MAX_SPANS = 3
+POLICY_FILE = pathlib.Path(__file__).resolve().parent / '../../../examples/policies/self_certified_budget.yaml'
+RECORDED_POLICY = '{\n "name": "self-certified-budget",\n "evict": "kind == \'tool_output\' and idle > 2",\n "rank": "recency",\n "budget": 2000,\n "deployment": {\n  "records": "window",\n  "rationale": "decision_log",\n  "pins": "host",\n  "audit": "policy",\n  "undo": "versioned"\n }\n}'
+DEPLOYMENT_OVERRIDE = {}
+
+
+def steps():
+    return [
+        Append(kind='message', tokens=2),  # span #0 (message, 2 tokens) enters the window
+        Edit(target=0, mode='destroy'),  # edit 1: destroy #0 (now diff); record #1 in the window namespace, pinned by the host; rationale #2 in the log namespace
+        Compact(budget=1),  # compaction: truncated to the host budget of 1: #0 (diff), #1 (record of edit 1)
+    ]
+
+
+def violated_at_each_step(policy):
+    """The set of conditions each step violates on the reference runtime."""
+    state, out = State(), []
+    for action in steps():
+        transition = step(policy, state, action, MAX_SPANS)
+        out.append(violations(policy, transition))
+        state = transition.after
+    return out
+
+
+def test_recorded_policy_violates_c4():
+    found = violated_at_each_step(parse_policy_text(RECORDED_POLICY, "recorded-policy.json"))
+    assert all(CONDITION not in f for f in found[:-1]), "the violation should come at the last step"
+    assert CONDITION in found[-1]
+
+
+@pytest.mark.skipif(POLICY_FILE is None or not POLICY_FILE.is_file(), reason="the policy file is not available")
+def test_policy_file_keeps_c4():
+    policy = load_policy(POLICY_FILE, DeploymentOverride.of(DEPLOYMENT_OVERRIDE))
+    try:
+        found = violated_at_each_step(policy)
+    except ActionRefused as refused:
+        pytest.skip(f"the current policy makes this run impossible: {refused}")
+    assert not any(CONDITION in f for f in found), f"{CONDITION} is still violated by {POLICY_FILE}"
