@@ -416,7 +416,7 @@ def _replay_against(args, info, actions, stdout) -> int:
     from prunecheck.spec.runtime import real_steps
 
     from .loader import load_deployment, load_policy
-    from .render import step_lines
+    from .render import deployment_items_text, step_lines
     from .replay import first_violation, replay
     from .result import length_text
 
@@ -424,9 +424,7 @@ def _replay_against(args, info, actions, stdout) -> int:
     if condition not in CONDITIONS:
         raise PolicySyntaxError(f"the trace names no condition (one of {', '.join(CONDITIONS)})", args.trace, 1, 1)
     policy = load_policy(args.policy, load_deployment(args.deployment) if args.deployment else None)
-    marked = set(policy.overridden)
-    deployment = ", ".join(f"{key}={value}" + (" (overridden)" if key in marked else "")
-                           for key, value in policy.deployment.as_dict().items())
+    deployment = deployment_items_text(policy.deployment.as_dict().items(), policy.overridden)
     print(f"trace of {condition} ({length_text(len(actions), real_steps(actions))}) against policy {policy.name} "
           f"({policy.source}), deployment {deployment}", file=stdout)
     try:

@@ -72,8 +72,13 @@ def variants_text(result: Result, spans: int, depth: int) -> str:
 
 def deployment_text(report: Report) -> str:
     """The deployment a report was checked under, one line: `records=window (overridden), rationale=...`."""
-    marked = set(report.overridden)
-    return ", ".join(f"{key}={value}" + (" (overridden)" if key in marked else "") for key, value in report.deployment)
+    return deployment_items_text(report.deployment, report.overridden)
+
+
+def deployment_items_text(items, overridden) -> str:
+    """(key, value) pairs of a deployment, one line, the keys an override set marked."""
+    marked = set(overridden)
+    return ", ".join(f"{key}={value}" + (" (overridden)" if key in marked else "") for key, value in items)
 
 
 def bounds_text(report: Report) -> str:

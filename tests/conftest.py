@@ -47,8 +47,8 @@ def counted_calls():
 
 
 # Derandomized by default, so every run of the suite draws the same examples: a property test that calls a solver
-# then takes the same time on every run (a random draw once found a policy whose bounded search took over 10 minutes
-# at the tests' rlimit). `HYPOTHESIS_PROFILE=explore pytest ...` draws new examples, to look for new failures.
+# then takes the same time on every run (a random draw once found a policy whose bounded search was still running
+# after 6 minutes at the tests' rlimit). `HYPOTHESIS_PROFILE=explore pytest ...` draws new examples, to look for new failures.
 settings.register_profile("default", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("explore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

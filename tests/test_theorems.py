@@ -34,7 +34,7 @@ print(json.dumps({"proved": result.proved, "detail": result.detail,
 
 
 def test_lattice_decides_every_pair_with_a_proof_or_a_replayed_witness():
-    # In a fresh interpreter: on z3's process-wide context this proof took 25 s alone and 190 s after the rest of
+    # In a fresh interpreter: on z3's process-wide context this proof took 25 s alone and 187 s after the rest of
     # the suite in one worker (the solver's path depends on the terms earlier work made), its result the same.
     ran = subprocess.run([sys.executable, "-c", LATTICE_CHECK], capture_output=True, text=True, check=False)
     assert ran.returncode == 0, ran.stderr
