@@ -25,10 +25,10 @@ from pathlib import Path
 
 import z3
 
-from prunecheck import __version__
-from prunecheck.checker.batch import CheckOptions, check_many, expand_policy_paths, verdict_label
-from prunecheck.checker.check import policy_hash
-from prunecheck.checker.printer import policy_yaml
+from prunecheck.version import __version__
+from prunecheck.checker.commands.batch import CheckOptions, check_many, expand_policy_paths, verdict_label
+from prunecheck.checker.language.document import policy_hash
+from prunecheck.checker.language.printer import policy_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import z3
 
-from prunecheck import __version__
+from prunecheck.version import __version__
 from prunecheck.checker.check import check
-from prunecheck.checker.loader import load_policy
+from prunecheck.checker.language.loader import load_policy
 from prunecheck.proofs import THEOREMS
 
 ROOT = Path(__file__).resolve().parent.parent

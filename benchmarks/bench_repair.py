@@ -51,7 +51,7 @@ MODEL_WRITTEN = {
 
 def policies(directory: Path) -> list:
     """The violated examples (by their expect table) and the model-written policies, written into directory."""
-    from prunecheck.checker.loader import expected_verdicts
+    from prunecheck.checker.language.loader import expected_verdicts
 
     paths = [p for p in sorted(EXAMPLES.iterdir()) if "violated" in expected_verdicts(p).values()]
     for name, text in MODEL_WRITTEN.items():

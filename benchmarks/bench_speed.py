@@ -27,10 +27,10 @@ import sys
 import time
 from pathlib import Path
 
-from prunecheck.checker.bmc import check_bounded
+from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.check import check, clear_caches
-from prunecheck.checker.explicit import domains_for, explore
-from prunecheck.checker.loader import load_policy, parse_policy_text
+from prunecheck.checker.engines.explicit import domains_for, explore
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.result import Verdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -250,7 +250,7 @@ def exponent(depths, values) -> float:
 
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec, so a child reports at least its parent's peak.
 MEMORY_PROBE = ("import sys; from prunecheck.checker.check import check; "
-                "from prunecheck.checker.loader import load_policy; check(load_policy(sys.argv[1])); "
+                "from prunecheck.checker.language.loader import load_policy; check(load_policy(sys.argv[1])); "
                 "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])")
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from prunecheck.checker.check import check
 from prunecheck.checker.cli import main as cli_main
-from prunecheck.checker.loader import load_policy
-from prunecheck.checker.printer import policy_yaml
+from prunecheck.checker.language.loader import load_policy
+from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.result import Verdict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

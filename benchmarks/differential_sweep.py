@@ -22,10 +22,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from prunecheck.checker.bmc import check_bounded
-from prunecheck.checker.explicit import domains_for, explore
-from prunecheck.checker.loader import parse_policy_text
-from prunecheck.checker.printer import policy_yaml
+from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.engines.explicit import domains_for, explore
+from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.policy import COMPARE_OPS

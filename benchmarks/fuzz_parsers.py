@@ -27,10 +27,10 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
-from prunecheck import __version__
-from prunecheck.checker import loader
-from prunecheck.checker.loader import parse_policy_text
-from prunecheck.checker.typecheck import MAX_FILE_BYTES
+from prunecheck.version import __version__
+from prunecheck.checker.language import loader
+from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.checker.language.typecheck import MAX_FILE_BYTES
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Policy
 

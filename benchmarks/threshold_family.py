@@ -504,7 +504,7 @@ def _timed_check(policy) -> tuple:
 
 def _check_one(path, mode: str) -> dict:
     from prunecheck.checker.check import clear_caches
-    from prunecheck.checker.loader import load_policy
+    from prunecheck.checker.language.loader import load_policy
     from prunecheck.spec.runtime import action_text
 
     policy = load_policy(path)
@@ -537,7 +537,7 @@ def _explicit_agreement(policy, report) -> dict:
     searched as deep as the symbolic engine's longest shortest trace (EXPLICIT_DEPTH when nothing is violated), within
     EXPLICIT_STATES states: per condition, a disagreement (a violation it misses or finds longer, or one it finds where
     the symbolic engine proved `holds`) or that it stopped at its state limit first. Agreed conditions get no entry."""
-    from prunecheck.checker.explicit import domains_for, explore
+    from prunecheck.checker.engines.explicit import domains_for, explore
 
     lengths = [len(r.trace.actions) for r in report.results if r.trace is not None]
     depth = max(lengths, default=EXPLICIT_DEPTH)

@@ -1,5 +1,5 @@
 """`python -m prunecheck.checker`: the command line."""
 
-from .cli import entry
+from prunecheck.checker.cli import entry
 
 entry()

@@ -2,67 +2,28 @@
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import platform
 import time
 from dataclasses import replace
-from importlib import metadata
 from typing import Iterable, Optional
 
 import z3
 
-from prunecheck import __version__
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.policy import Policy
 
-from .bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT, check_bounded
-from .explicit import domains_for, explore
-from .printer import to_text
-from .prove import prove_all
-from .spacer import prove_with_spacer
-from .result import VERSION_KEYS, Bounds, EngineRun, Outcome, Report, Result, Stats, Stop, Verdict
-from .solver import queries_asked
-from .unknowns import attempt_of, unknown_reason
-from .variants import search_counterexamples
+from prunecheck.checker.engines.bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT, check_bounded
+from prunecheck.checker.engines.explicit import domains_for, explore
+from prunecheck.checker.language.document import policy_document, policy_hash
+from prunecheck.checker.versions import versions
+from prunecheck.checker.engines.prove import prove_all
+from prunecheck.checker.engines.spacer import prove_with_spacer
+from prunecheck.checker.result import Bounds, EngineRun, Outcome, Report, Result, Stats, Stop, Verdict
+from prunecheck.symbolic.solver import queries_asked
+from prunecheck.checker.engines.unknowns import attempt_of, unknown_reason
+from prunecheck.checker.engines.variants import search_counterexamples
 
 
 QUICK_DEPTH = 4
-
-
-def policy_document(policy: Policy) -> dict:
-    """The parsed policy as a canonical mapping; parsing it back (as JSON) gives an equal Policy."""
-    doc = {"name": policy.name}
-    if policy.description:
-        doc["description"] = policy.description
-    doc["evict"] = to_text(policy.evict)
-    if policy.rank is not None:
-        doc["rank"] = to_text(policy.rank)
-    if policy.budget is not None:
-        doc["budget"] = policy.budget
-    doc["deployment"] = policy.deployment.as_dict()
-    return doc
-
-
-def policy_hash(policy: Policy) -> str:
-    """sha256 of the parsed policy (not of its text: reformatting does not change it)."""
-    return hashlib.sha256(repr(policy).encode()).hexdigest()
-
-
-@functools.lru_cache(maxsize=None)
-def _cvc5_version() -> str:
-    try:
-        return metadata.version("cvc5")
-    except metadata.PackageNotFoundError:  # a cvc5 built from source, not installed as a distribution
-        import cvc5
-        return cvc5.__version__
-
-
-def versions() -> tuple:
-    """What made a report: this package, the interpreter and both solvers, in VERSION_KEYS order."""
-    found = {"prunecheck": __version__, "python": platform.python_version(), "z3": z3.get_version_string(),
-             "cvc5": _cvc5_version()}
-    return tuple((key, found[key]) for key in VERSION_KEYS)
 
 
 def new_report(policy: Policy, digest: str, depth: int, spans: int, results: tuple, bounds: Bounds = None) -> Report:
@@ -79,9 +40,10 @@ def clear_caches() -> None:
     """Forget what this process shares between checks: step templates (with their lemmas), proofs with the policy
     abstracted, cvc5's answers, regenerated models and confirmed certificates. Reports do not change; only the time
     of the next checks does."""
-    from prunecheck.spec import template
+    from prunecheck.symbolic import template
 
-    from . import certificate, prove
+    from prunecheck.checker.engines import certificate
+    from prunecheck.checker.engines import prove
 
     template._templates.clear()
     prove._shared.clear()

@@ -17,45 +17,20 @@ import contextlib
 import json
 import os
 import sys
-import unicodedata
 from dataclasses import replace
 from pathlib import Path
 from typing import List, Optional, TextIO
 
-from prunecheck import __version__
+from prunecheck.version import __version__
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
 
-from .frontdoor import cache_warning, check_output_paths, command_list, exit_code_epilog
+from prunecheck.checker.commands.frontdoor import add_rlimit_argument, bounded_int, command_list, exit_code_epilog
+from prunecheck.checker.outputs.paths import cache_warning, check_output_paths
+from prunecheck.checker.outputs.terminal import SafeStream
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3, 4
 FAIL_ON = ("unknown", "violated")
-
-
-def terminal_safe(text: str) -> str:
-    """Escape what could rewrite a reviewer's terminal: control characters other than newline, format characters
-    (bidi overrides, zero-width) and line separators. Policy text reaches the output in names and error messages."""
-    out = []
-    for ch in text:
-        category = unicodedata.category(ch)
-        if ch != "\n" and (category in ("Cc", "Cf", "Zl", "Zp", "Cs") or category == "Co"):
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-class _SafeStream:
-    """A text stream that escapes terminal-unsafe characters on the way out."""
-
-    def __init__(self, stream):
-        self.stream = stream
-
-    def write(self, text: str) -> int:
-        return self.stream.write(terminal_safe(text))
-
-    def flush(self) -> None:
-        self.stream.flush()
 
 
 class UsageError(Exception):
@@ -74,24 +49,6 @@ class _Parser(argparse.ArgumentParser):
         if status == 0:
             raise _HelpShown()
         raise UsageError(message or "")
-
-
-def _bounded_int(low: int, high: int):
-    def convert(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
-        return value
-    return convert
-
-
-def add_rlimit_argument(parser) -> None:
-    parser.add_argument("--rlimit", type=_bounded_int(0, 10**12), default=0, metavar="N",
-                        help="also bound every solver query by N resource units (z3 rlimit, cvc5 rlimit-per), which "
-                             "unlike --timeout a loaded machine cannot change (0: none)")
 
 
 def _conditions(text: str) -> tuple:
@@ -124,8 +81,8 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     check.add_argument("policies", nargs="+", metavar="POLICY",
                        help=".yaml, .yml, .json or .py policy files, directories (every policy file below them) or "
                             "globs such as 'policies/**/*.yaml'")
-    check.add_argument("--depth", type=_bounded_int(0, 200), default=12, help="bounded search depth (default 12)")
-    check.add_argument("--spans", type=_bounded_int(2, 32), default=6, help="span slots (default 6)")
+    check.add_argument("--depth", type=bounded_int(0, 200), default=12, help="bounded search depth (default 12)")
+    check.add_argument("--spans", type=bounded_int(2, 32), default=6, help="span slots (default 6)")
     check.add_argument("--only", type=_conditions, default=CONDITIONS, help="conditions to check, e.g. C1,P1")
     check.add_argument("--format", choices=("text", "json", "html", "sarif"), default="text",
                        help="text (default), json, html (one self-contained page) or sarif (SARIF 2.1.0)")
@@ -145,11 +102,11 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     check.add_argument("--deployment", metavar="FILE",
                        help="set the deployment keys this YAML/JSON file gives (e.g. `records: window`) in each "
                             "policy's deployment; the other keys keep the policy's values")
-    check.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per condition (default 30)")
+    check.add_argument("--timeout", type=bounded_int(1, 3600), default=30, help="seconds per condition (default 30)")
     add_rlimit_argument(check)
-    check.add_argument("--memory", type=_bounded_int(0, 1 << 20), default=0, metavar="MB",
+    check.add_argument("--memory", type=bounded_int(0, 1 << 20), default=0, metavar="MB",
                        help="solver memory limit in MB (0: none)")
-    check.add_argument("--max-counterexamples", type=_bounded_int(1, 100), default=1, metavar="N",
+    check.add_argument("--max-counterexamples", type=bounded_int(1, 100), default=1, metavar="N",
                        help="up to N counterexamples per violated condition, different in their action sequences")
     check.add_argument("--emit-pytest", metavar="DIR",
                        help="write each counterexample as a pytest module into DIR (a regression test once fixed)")
@@ -169,7 +126,7 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
                        help="how many times in a row a read or audit may repeat as one action, overriding the "
                             "default (explicit engine: 1 and the neighbours of the policy's clock constants; "
                             "symbolic: any)")
-    from .batch import add_batch_arguments
+    from prunecheck.checker.commands.batch import add_batch_arguments
     add_batch_arguments(check)
     replay = sub.add_parser("replay", help="re-execute an ITF trace on the reference runtime")
     replay.add_argument("trace", metavar="TRACE.json")
@@ -190,9 +147,9 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     certify.add_argument("--deployment", metavar="FILE",
                          help="with --policy: set the deployment keys this file gives in the policy's deployment (the "
                               "others keep the policy's values)")
-    certify.add_argument("--rlimit", type=_bounded_int(0, 10**12), default=0, metavar="N",
+    certify.add_argument("--rlimit", type=bounded_int(0, 10**12), default=0, metavar="N",
                          help="solver resource limit per obligation (z3 rlimit, cvc5 rlimit-per; 0: none)")
-    certify.add_argument("--timeout", type=_bounded_int(1, 3600), default=30, help="seconds per obligation")
+    certify.add_argument("--timeout", type=bounded_int(1, 3600), default=30, help="seconds per obligation")
     sub.add_parser("reproduce", help="reproduce the seeds' observations")
     for add_parser, _ in (extra_commands or {}).values():
         add_parser(sub)
@@ -203,7 +160,10 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
 
 def builtin_commands() -> dict:
     """The subcommands that live in their own modules: {name: (add_parser, run)}."""
-    from . import graph, policydiff, repair, schemas
+    from prunecheck.checker.commands import graph
+    from prunecheck.checker.commands import policydiff
+    from prunecheck.checker.commands import repair
+    from prunecheck.checker.commands import schemas
 
     return {"graph": (graph.add_parser, graph.run), "repair": (repair.add_parser, repair.run),
             "diff": (policydiff.add_parser, policydiff.run), "schema": (schemas.add_parser, schemas.run)}
@@ -212,8 +172,8 @@ def builtin_commands() -> dict:
 def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO = None,
          extra_commands=None) -> int:
     """extra_commands: {name: (add_parser(subparsers), run(args, stdout, stderr) -> int)} from packages above."""
-    stdout = _SafeStream(stdout or sys.stdout)
-    stderr = _SafeStream(stderr or sys.stderr)
+    stdout = SafeStream(stdout or sys.stdout)
+    stderr = SafeStream(stderr or sys.stderr)
     extra_commands = {**builtin_commands(), **(extra_commands or {})}
     try:
         parser = build_parser(extra_commands)
@@ -231,7 +191,7 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
                 raise UsageError("--max-counterexamples above 1 needs --engine symbolic (the explicit engine reports "
                                  "one counterexample per condition)")
             if _batch_mode(args):
-                from .batch import run_batch_cli
+                from prunecheck.checker.commands.batch import run_batch_cli
                 _without_unwritable_cache(args, stderr)
                 return run_batch_cli(args, stdout, stderr)
             return _check(args, stdout, stderr)
@@ -244,7 +204,7 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
         if args.command in extra_commands:
             return extra_commands[args.command][1](args, stdout, stderr)
         if args.command == "reproduce":
-            from .reproduce import run_all
+            from prunecheck.checker.commands.reproduce import run_all
             return run_all(stdout)
         raise UsageError(f"unknown command {args.command}")
     except _HelpShown:
@@ -277,7 +237,7 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
 
 
 def _without_unwritable_cache(args, stderr) -> None:
-    from .cache import default_cache_dir
+    from prunecheck.checker.outputs.cache import default_cache_dir
 
     warning = cache_warning(args, default_cache_dir())
     if warning:
@@ -292,12 +252,12 @@ def _batch_mode(args) -> bool:
 
 
 def _check(args, stdout, stderr) -> int:
-    from .accept import load_baseline, settle
-    from .batch import BatchItem, exit_code, options_from_args, report_for
-    from .loader import load_policy
-    from .outputs import Checked, document, file_stems, write_files
-    from .render import report_text
-    from .result import Verdict
+    from prunecheck.checker.outputs.accept import load_baseline, settle
+    from prunecheck.checker.commands.batch import BatchItem, exit_code, options_from_args, report_for
+    from prunecheck.checker.language.loader import load_policy
+    from prunecheck.checker.outputs.files import Checked, document, file_stems, write_files
+    from prunecheck.checker.outputs.render import report_text
+    from prunecheck.checker.result import Verdict
 
     options = options_from_args(args)
     policies = [load_policy(path, options.deployment) for path in args.policies]
@@ -323,11 +283,11 @@ def _check(args, stdout, stderr) -> int:
 def _explain(args, stdout) -> int:
     from prunecheck.spec.runtime import real_steps
 
-    from .explain import explain, explanation_json, explanation_lines
-    from .itf import read_trace
-    from .replay import first_violation, replay
-    from .result import length_text
-    from .tracepolicy import FileStatus
+    from prunecheck.checker.findings.explain import explain, explanation_json, explanation_lines
+    from prunecheck.checker.outputs.itf import read_trace
+    from prunecheck.checker.engines.replay import first_violation, replay
+    from prunecheck.checker.result import length_text
+    from prunecheck.checker.language.tracepolicy import FileStatus
 
     _document, info, found, actions = read_trace(args.trace)
     policy = found.policy
@@ -366,7 +326,7 @@ def _explain(args, stdout) -> int:
 
 def _unlocated_note(found) -> str:
     """Why an explanation cites the policy embedded in the trace, without positions."""
-    from .tracepolicy import FileStatus
+    from prunecheck.checker.language.tracepolicy import FileStatus
 
     if found.path is None:
         why = "the trace names no policy file"
@@ -382,10 +342,10 @@ def _replay(args, stdout) -> int:
     from prunecheck.spec.conditions import violations
     from prunecheck.spec.runtime import real_steps
 
-    from .itf import first_difference, read_trace_file
-    from .render import step_lines
-    from .replay import replay
-    from .result import length_text
+    from prunecheck.checker.outputs.itf import first_difference, read_trace_file
+    from prunecheck.checker.outputs.render import step_lines
+    from prunecheck.checker.engines.replay import replay
+    from prunecheck.checker.result import length_text
 
     if args.deployment and not args.policy:
         raise UsageError("--deployment needs --policy")
@@ -415,10 +375,10 @@ def _replay_against(args, info, actions, stdout) -> int:
     """Replay a trace's actions on another policy: exit 1 if its condition is still violated along them, else 0."""
     from prunecheck.spec.runtime import real_steps
 
-    from .loader import load_deployment, load_policy
-    from .render import deployment_items_text, step_lines
-    from .replay import first_violation, replay
-    from .result import length_text
+    from prunecheck.checker.language.loader import load_deployment, load_policy
+    from prunecheck.checker.outputs.render import deployment_items_text, step_lines
+    from prunecheck.checker.engines.replay import first_violation, replay
+    from prunecheck.checker.result import length_text
 
     condition = info.get("condition")
     if condition not in CONDITIONS:
@@ -444,9 +404,9 @@ def _replay_against(args, info, actions, stdout) -> int:
 
 
 def _certify(args, stdout) -> int:
-    from .certificate import CertificateError, Status, certificate_json, certify_set
-    from .itf import regular_file
-    from .loader import load_deployment, load_policy
+    from prunecheck.checker.engines.certificate import CertificateError, Status, certificate_json, certify_set
+    from prunecheck.checker.outputs.itf import regular_file
+    from prunecheck.checker.language.loader import load_deployment, load_policy
 
     documents = []
     for name in args.certificates:

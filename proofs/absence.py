@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
+from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
 
 NAME = "absence is observable"
 STATEMENT = ("With an independent audit, a gap between edits performed and records present is always reported as "

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import z3
 
-from prunecheck.checker.loader import parse_policy_text
-from prunecheck.checker.replay import confirm
-from prunecheck.checker.solver import new_solver, query
-from prunecheck.spec.model import ACT, Model
+from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.checker.engines.replay import confirm
+from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.symbolic.model import ACT, Model
 from prunecheck.spec.policy import BoolLit, Policy
 from prunecheck.spec.runtime import Append, Compact, Edit
-from prunecheck.spec.symbolic import ENUM_CODES, Frac
+from prunecheck.symbolic.terms import ENUM_CODES, Frac
 
-from .theorem import RLIMIT, TIMEOUT, TheoremResult, deployments, timed
+from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, TheoremResult, deployments, timed
 
 NAME = "no budget-proof record in the window"
 STATEMENT = ("With recovery records in the window, C2 ('no compaction, at any budget, removes a recovery record') "

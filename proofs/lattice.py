@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from prunecheck.checker.bmc import check_bounded
-from prunecheck.checker.loader import parse_policy_text
-from prunecheck.checker.render import action_call
+from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.spec.runtime import action_text
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.policy import Deployment
 
-from .theorem import RLIMIT, TIMEOUT, TheoremResult, any_policy, prove_invariant, timed
+from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, TheoremResult, any_policy, prove_invariant, timed
 
 NAME = "implication lattice"
 STATEMENT = ("For each deployment (the safe design, each single setting flipped, the seed's), and each ordered pair of "
@@ -40,7 +40,7 @@ def _witness(deployment, a: str, b: str):
         (result,) = check_bounded(policy, depth=6, spans=5, conditions=[b], timeout=TIMEOUT, rlimit=RLIMIT,
                                   assume=[a])
         if result.verdict == Verdict.VIOLATED:
-            steps = "; ".join(action_call(x) for x in result.trace.actions)
+            steps = "; ".join(action_text(x, keywords=True) for x in result.trace.actions)
             return f"{text.replace(chr(10), '; ')} :: {steps}"
     return None
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import z3
 
-from prunecheck.checker.invariants import inductive_lemmas, lemma_terms
-from prunecheck.checker.solver import new_solver, query
-from prunecheck.spec.model import ACT, Model
+from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
+from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.symbolic.model import ACT, Model
 from prunecheck.spec.policy import BoolLit, Policy
 
-from .theorem import RLIMIT, TIMEOUT, TheoremResult, deployments, timed
+from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, TheoremResult, deployments, timed
 
 NAME = "soundness of 'reversible'"
 STATEMENT = ("In every reachable state (over 6 span slots, relative to the proved structural invariant) of a "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from . import THEOREMS
+from prunecheck.proofs import THEOREMS
 
 
 def results():

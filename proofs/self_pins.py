@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 
-from prunecheck.checker.certificate import Encoding
-from prunecheck.checker.invariants import houdini
-from prunecheck.checker.loader import parse_policy_text
-from prunecheck.checker.replay import confirm
+from prunecheck.checker.engines.certificate import Encoding
+from prunecheck.checker.engines.invariants import houdini
+from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.checker.engines.replay import confirm
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.pair_lemmas import pair_candidates
+from prunecheck.symbolic.pair_lemmas import pair_candidates
 from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import Append, Edit, State, span_env, step
 
-from .theorem import RLIMIT, TIMEOUT, TheoremResult, any_policy, timed
+from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, TheoremResult, any_policy, timed
 
 NAME = "self-set pins never suffice"
 STATEMENT = ("With records in the window and pins: self, 'records are pinned' is not an invariant (it is one under "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
+from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
 
 NAME = "separation suffices"
 STATEMENT = ("With recovery records in their own undo region, C1 and C2 hold for every policy the language can "

@@ -9,12 +9,12 @@ from itertools import product
 
 import z3
 
-from prunecheck.checker.certificate import STEP_CONDITIONS, Encoding, certificate_document, recheck
-from prunecheck.checker.check import policy_document, policy_hash
-from prunecheck.checker.invariants import houdini
-from prunecheck.checker.solver import new_solver, query
-from prunecheck.checker.unknowns import solver_words
-from prunecheck.spec.pair_lemmas import pair_candidates
+from prunecheck.checker.engines.certificate import STEP_CONDITIONS, Encoding, certificate_document, recheck
+from prunecheck.checker.language.document import policy_document, policy_hash
+from prunecheck.checker.engines.invariants import houdini
+from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.checker.engines.unknowns import solver_words
+from prunecheck.symbolic.pair_lemmas import pair_candidates
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, BoolLit, Deployment, Num, Policy
 
 # A theorem is a fixed statement: bounded by solver resources (per query) rather than by seconds, it is decided alike

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .policy import Policy
-from .runtime import REVERSIBLE, Compact, State, Transition, Undo, is_candidate, status
+from prunecheck.spec.policy import Policy
+from prunecheck.spec.runtime import REVERSIBLE, Compact, State, Transition, Undo, is_candidate, status
 
 CONDITIONS = ("C1", "C2", "C3", "C4", "P1")
 DESCRIPTIONS = {

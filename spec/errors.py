@@ -43,3 +43,7 @@ class MergeRequired(PrunecheckError):
 
 class IrreversibleEditError(PrunecheckError):
     """An edit's recovery record is absent, so the edit cannot be undone."""
+
+
+class OutputPathError(PrunecheckError):
+    """An output option names a path that cannot be written (exit code 2)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Mapping, Union
 
-from .policy import Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet, Num, Unary
+from prunecheck.spec.policy import Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet, Num, Unary
 
 Value = Union[Fraction, bool, str]
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Optional, Union
 
-from .errors import IrreversibleEditError, MergeRequired
-from .evaluate import evaluate
-from .policy import CONTENT_KINDS, Policy
+from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
+from prunecheck.spec.evaluate import evaluate
+from prunecheck.spec.policy import CONTENT_KINDS, Policy
 
 REVERSIBLE = "reversible"
 UNKNOWN = "reversibility unknown"
@@ -152,8 +152,11 @@ def action_args(action: Action) -> dict:
             and not (key == "times" and getattr(action, key) == 1)}
 
 
-def action_text(action: Action) -> str:
+def action_text(action: Action, keywords: bool = False) -> str:
+    """The action as a call: `compact(3, budget=2)`, or with every argument named, `compact(now=3, budget=2)`."""
     args = action_args(action)
+    if keywords:
+        return f"{action.name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
     positional = [repr(v) for k, v in args.items() if k != "budget" and k != "times"]
     named = [f"{k}={args[k]!r}" for k in ("budget", "times") if k in args]
     return f"{action.name}({', '.join(positional + named)})"

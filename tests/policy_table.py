@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from prunecheck.checker.loader import expected_verdicts
+from prunecheck.checker.language.loader import expected_verdicts
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "policies"
 

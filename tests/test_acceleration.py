@@ -13,21 +13,22 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from prunecheck import cli
-from prunecheck.checker.check import check, policy_document
-from prunecheck.checker.graph import edit_graph, graph_dot
-from prunecheck.checker.html_report import report_html
-from prunecheck.checker.invariants import inductive_lemmas, lemma_terms
-from prunecheck.checker.itf import actions_of, first_difference, trace_document
-from prunecheck.checker.loader import load_policy
-from prunecheck.checker.minimize import minimize
-from prunecheck.checker.render import report_json, report_text
-from prunecheck.checker.replay import decode_state, first_violation, replay
+from prunecheck.checker.check import check
+from prunecheck.checker.language.document import policy_document
+from prunecheck.checker.findings.graph import edit_graph, graph_dot
+from prunecheck.checker.outputs.html_report import report_html
+from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
+from prunecheck.checker.outputs.itf import actions_of, first_difference, trace_document
+from prunecheck.checker.language.loader import load_policy
+from prunecheck.checker.engines.minimize import minimize
+from prunecheck.checker.outputs.render import report_json, report_text
+from prunecheck.checker.engines.replay import decode_state, first_violation, replay
 from prunecheck.checker.result import Trace
-from prunecheck.checker.sarif import sarif_log
-from prunecheck.checker.solver import new_solver, query
+from prunecheck.checker.outputs.sarif import sarif_log
+from prunecheck.symbolic.solver import new_solver, query
 from prunecheck.spec.conditions import state_violations, violations
 from prunecheck.spec.errors import TraceFormatError
-from prunecheck.spec.model import Model
+from prunecheck.symbolic.model import Model
 from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import (
     ActionRefused, Append, Audit, Compact, Edit, Read, State, enabled, enabled_actions, expand, real_steps, step,

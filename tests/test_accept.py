@@ -7,12 +7,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from prunecheck.checker.accept import Baseline, baseline_document, load_baseline, settle, triage
-from prunecheck.checker.batch import BatchItem, exit_code
-from prunecheck.checker.check import policy_hash
+from prunecheck.checker.outputs.accept import Baseline, baseline_document, load_baseline, settle, triage
+from prunecheck.checker.commands.batch import BatchItem, exit_code
+from prunecheck.checker.language.document import policy_hash
 from prunecheck.checker.cli import main
-from prunecheck.checker.loader import parse_policy_text
-from prunecheck.checker.report_schema import report_schema
+from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.checker.outputs.report_schema import report_schema
 from prunecheck.checker.result import Report, Result, Verdict
 from prunecheck.spec.errors import PolicySyntaxError
 

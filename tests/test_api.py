@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import prunecheck
-from prunecheck.checker.render import report_json
+from prunecheck.checker.outputs.render import report_json
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HANG_GUARD
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from prunecheck.checker.batch import (BatchItem, CheckOptions, batch_item, check_many,
+from prunecheck.checker.commands.batch import (BatchItem, CheckOptions, batch_item, check_many,
                                       exit_code, expand_policy_paths, options_from_args, run_batch_cli, summary_table,
                                       summary_text)
-from prunecheck.checker.cache import ReportCache, ReportFormatError, cache_key, cacheable, report_from_json
-from prunecheck.checker.check import policy_hash
+from prunecheck.checker.outputs.cache import ReportCache, ReportFormatError, cache_key, cacheable, report_from_json
+from prunecheck.checker.language.document import policy_hash
 from prunecheck.checker.cli import UsageError, build_parser
-from prunecheck.checker.loader import load_policy
-from prunecheck.checker.render import report_json
+from prunecheck.checker.language.loader import load_policy
+from prunecheck.checker.outputs.render import report_json
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.errors import PolicySyntaxError
 

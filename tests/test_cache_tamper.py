@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import z3
 
-from prunecheck.checker.batch import CheckOptions, batch_item
-from prunecheck.checker.cache import FORMAT, CacheStatus, cache_key
-from prunecheck.checker.certificate import Encoding
-from prunecheck.checker.check import policy_document, policy_hash
+from prunecheck.checker.commands.batch import CheckOptions, batch_item
+from prunecheck.checker.outputs.cache import FORMAT, CacheStatus, cache_key
+from prunecheck.checker.engines.certificate import Encoding
+from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.cli import main
-from prunecheck.checker.loader import load_policy
+from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.result import Verdict
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES

@@ -3,11 +3,11 @@ changes no report: not its verdicts, traces, certificates or the policy a certif
 
 import json
 
-from prunecheck.checker.certificate import Encoding, recheck
+from prunecheck.checker.engines.certificate import Encoding, recheck
 from prunecheck.checker.check import check, clear_caches
-from prunecheck.checker.loader import load_policy, parse_policy_text
-from prunecheck.spec.model import Model
-from prunecheck.spec.template import step_template
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.symbolic.model import Model
+from prunecheck.symbolic.template import step_template
 
 from conftest import BOUNDS, EXAMPLES, HOUR, RLIMIT
 

@@ -10,9 +10,10 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from prunecheck.checker import cli
-from prunecheck.checker.certificate import Encoding, Status, certify_set, confirm_certificate, recheck
-from prunecheck.checker.check import check, clear_caches, policy_hash
-from prunecheck.checker.loader import load_policy
+from prunecheck.checker.engines.certificate import Encoding, Status, certify_set, confirm_certificate, recheck
+from prunecheck.checker.check import check, clear_caches
+from prunecheck.checker.language.document import policy_hash
+from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.result import Verdict
 
 from conftest import BOUNDS, EXAMPLES, HOUR
@@ -336,7 +337,7 @@ def test_a_concrete_proof_does_not_discharge_a_free_policy_assumption(tmp_path, 
 
 
 def load_policy_text(doc):
-    from prunecheck.checker.loader import parse_policy_text
+    from prunecheck.checker.language.loader import parse_policy_text
 
     return parse_policy_text(json.dumps(doc), "p.json")
 
@@ -451,9 +452,9 @@ def test_no_mutated_certificate_is_confirmed_for_a_violated_condition(flawed, sa
 
 
 def test_a_proof_only_z3_rechecks_is_unknown_not_holds(monkeypatch, safe):
-    from prunecheck.checker import certificate
-    from prunecheck.checker.check import policy_document
-    from prunecheck.checker.prove import prove
+    from prunecheck.checker.engines import certificate
+    from prunecheck.checker.language.document import policy_document
+    from prunecheck.checker.engines.prove import prove
 
     policy, _ = safe
     clear_caches()
@@ -466,8 +467,8 @@ def test_a_proof_only_z3_rechecks_is_unknown_not_holds(monkeypatch, safe):
 
 @pytest.mark.parametrize("condition", ["C1", "P1"])
 def test_spacer_certificates_with_datatype_testers_are_confirmed(safe, condition):
-    from prunecheck.checker.check import policy_document
-    from prunecheck.checker.spacer import prove_with_spacer
+    from prunecheck.checker.language.document import policy_document
+    from prunecheck.checker.engines.spacer import prove_with_spacer
 
     policy, _ = safe
     result = prove_with_spacer(policy, condition, policy_document(policy), policy_hash(policy), **BOUNDS)

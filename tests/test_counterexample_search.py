@@ -7,14 +7,14 @@ import jsonschema
 import pytest
 
 from prunecheck import cli
-from prunecheck.checker import variants as variants_module
-from prunecheck.checker.batch import CheckOptions, batch_item
-from prunecheck.checker.cache import report_from_json
+from prunecheck.checker.engines import variants as variants_module
+from prunecheck.checker.commands.batch import CheckOptions, batch_item
+from prunecheck.checker.outputs.cache import report_from_json
 from prunecheck.checker.check import check
-from prunecheck.checker.explicit import _choices, domains_for
-from prunecheck.checker.loader import load_policy
-from prunecheck.checker.render import report_json, report_text
-from prunecheck.checker.report_schema import report_schema
+from prunecheck.checker.engines.explicit import _choices, domains_for
+from prunecheck.checker.language.loader import load_policy
+from prunecheck.checker.outputs.render import report_json, report_text
+from prunecheck.checker.outputs.report_schema import report_schema
 from prunecheck.checker.result import Search
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.runtime import State, step

@@ -10,12 +10,13 @@ import sys
 import pytest
 
 import prunecheck
-from prunecheck.checker import batch, cli
-from prunecheck.checker.cache import report_from_json
-from prunecheck.checker.html_report import report_html
-from prunecheck.checker.loader import load_policy
-from prunecheck.checker.render import report_json, report_text
-from prunecheck.checker.sarif import sarif_log
+from prunecheck.checker.commands import batch
+from prunecheck.checker import cli
+from prunecheck.checker.outputs.cache import report_from_json
+from prunecheck.checker.outputs.html_report import report_html
+from prunecheck.checker.language.loader import load_policy
+from prunecheck.checker.outputs.render import report_json, report_text
+from prunecheck.checker.outputs.sarif import sarif_log
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, NOWHERE, Deployment, DeploymentOverride
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HANG_GUARD, ROOT
@@ -132,7 +133,7 @@ def test_a_cause_does_not_locate_an_overridden_setting_in_the_policys_file():
 
 
 def test_an_emitted_regression_test_keeps_the_override_it_was_checked_under(tmp_path):
-    from prunecheck.checker.emit import write_pytest_files
+    from prunecheck.checker.outputs.emit import write_pytest_files
 
     policy_file = tmp_path / "p.yaml"
     policy_file.write_text(SEED.read_text().replace("records: window", "records: undo_region"))

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prunecheck.checker.bmc import check_bounded
+from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.check import check
-from prunecheck.checker.explicit import DEFAULT_REPEATS, DEFAULT_TOKENS, domains_for, explore
+from prunecheck.checker.engines.explicit import DEFAULT_REPEATS, DEFAULT_TOKENS, domains_for, explore
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.policy import Deployment
 
@@ -151,8 +151,8 @@ def test_domains_come_from_the_policys_constants_and_overrides_replace_them():
 
 
 def test_a_restricted_model_has_its_own_step_template():
-    from prunecheck.spec.model import Model
-    from prunecheck.spec.template import step_template
+    from prunecheck.symbolic.model import Model
+    from prunecheck.symbolic.template import step_template
 
     policy = _policy("evict: age > 13", Deployment(records="window"))
     free = step_template(Model(policy, 3, accelerate=True))

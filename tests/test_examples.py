@@ -2,9 +2,9 @@
 
 import pytest
 
-from prunecheck.checker.bmc import check_bounded
-from prunecheck.checker.loader import load_policy, parse_policy_text
-from prunecheck.checker.replay import confirm
+from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.result import Stop, Verdict
 from prunecheck.spec.conditions import CONDITIONS
 
@@ -69,7 +69,7 @@ def test_yaml_and_python_forms_agree():
 def test_a_counterexample_the_runtime_does_not_reproduce_is_never_reported(monkeypatch):
     import z3
     from prunecheck.spec.errors import ReplayMismatch
-    from prunecheck.spec.model import Model
+    from prunecheck.symbolic.model import Model
 
     # A planted model fault: C1 "fails" whenever a live record exists, whatever the policy says.
     monkeypatch.setattr(Model, "bad_c1", lambda self, t: z3.Or([t.live_edit(i) for i in range(self.n)]))

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from prunecheck.checker.check import check, check_explicit
 from prunecheck.checker.cli import main
-from prunecheck.checker.emit import write_pytest_files
-from prunecheck.checker.explain import deciding_atoms, explain
-from prunecheck.checker.loader import expected_verdicts, load_policy, parse_policy_text
-from prunecheck.checker.minimize import _milder_budget, minimize, violation_prefix, without_step
-from prunecheck.checker.replay import confirm, first_violation, replay
+from prunecheck.checker.outputs.emit import write_pytest_files
+from prunecheck.checker.findings.explain import deciding_atoms, explain
+from prunecheck.checker.language.loader import expected_verdicts, load_policy, parse_policy_text
+from prunecheck.checker.engines.minimize import _milder_budget, minimize, violation_prefix, without_step
+from prunecheck.checker.engines.replay import confirm, first_violation, replay
 from prunecheck.checker.result import Verdict
-from prunecheck.checker.variants import distinct_counterexamples
+from prunecheck.checker.engines.variants import distinct_counterexamples
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, span_env
@@ -224,7 +224,7 @@ def test_emitted_pytest_module_asserts_the_violation_and_becomes_a_regression_te
 
 def test_a_trace_does_not_depend_on_what_the_process_solved_before():
     target = EXAMPLES / "rationale_in_window.yaml"
-    script = ("import sys; from prunecheck.checker.check import check; from prunecheck.checker.loader import "
+    script = ("import sys; from prunecheck.checker.check import check; from prunecheck.checker.language.loader import "
               "load_policy; print(repr(check(load_policy(sys.argv[1]), depth=6, spans=6, only=('P1',), "
               f"prove=False, timeout={HOUR}, rlimit={RLIMIT}).result('P1').trace.actions))")
     fresh = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True,

@@ -2,9 +2,9 @@
 
 import pytest
 
-from prunecheck.checker.certificate import Encoding
-from prunecheck.checker.loader import load_policy
-from prunecheck.checker.spacer import spacer_invariant
+from prunecheck.checker.engines.certificate import Encoding
+from prunecheck.checker.language.loader import load_policy
+from prunecheck.checker.engines.spacer import spacer_invariant
 
 from conftest import EXAMPLES, HOUR, RLIMIT
 from golden import differences, example_policies, generate, normalise, stored

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from prunecheck.checker import graph as graph_module
+from prunecheck.checker.findings import graph as graph_module
 from prunecheck.checker.check import check
 from prunecheck.checker.cli import main
-from prunecheck.checker.graph import (
+from prunecheck.checker.findings.graph import (
     GraphvizMissing, RenderError, dot_string, edit_graph, edit_node, graph_dot, picture, span_node,
 )
-from prunecheck.checker.html_report import report_html
-from prunecheck.checker.loader import load_policy, parse_policy_text
-from prunecheck.checker.render import action_call
-from prunecheck.checker.replay import replay
+from prunecheck.checker.outputs.html_report import report_html
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.spec.runtime import action_text
+from prunecheck.checker.engines.replay import replay
 from prunecheck.spec.runtime import Append, Compact, Edit, Undo
 
 from conftest import BOUNDS, CLI_BOUNDS, HANG_GUARD
@@ -250,7 +250,7 @@ def test_html_lists_results_steps_and_policy_and_uses_step_labels(seed):
     text = "".join(parsed.text)
     assert "label <0>" in text and "&lt;0&gt;" in page
     c1 = report.result("C1").trace
-    assert all(action_call(a) in text for a in c1.actions)
+    assert all(action_text(a, keywords=True) in text for a in c1.actions)
     assert "evict: not pinned and recency * frequency < 0.25" in text
     assert sum(1 for t, _ in parsed.tags if t == "svg") == len(traces) or DOT is None
     assert not any(t in ("script", "link", "img", "iframe") for t, _ in parsed.tags)

@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from prunecheck.checker.check import check
-from prunecheck.checker.graph import edit_graph, graph_dot, picture
-from prunecheck.checker.loader import load_policy, parse_policy_text
-from prunecheck.checker.replay import replay
+from prunecheck.checker.findings.graph import edit_graph, graph_dot, picture
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.checker.engines.replay import replay
 from prunecheck.spec.runtime import Append, Compact, Edit, Undo
 
 from conftest import BOUNDS, EXAMPLES

@@ -27,8 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import prunecheck.checker.check  # noqa: F401  (the CLI imports it lazily: warm it so CLI call counts measure parsing)
-from prunecheck.checker.loader import load_policy, parse_policy_text
-from prunecheck.checker.typecheck import MAX_DEPTH, MAX_FILE_BYTES
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.checker.language.typecheck import MAX_DEPTH, MAX_FILE_BYTES
 from prunecheck.cli import main
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Policy

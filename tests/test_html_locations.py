@@ -10,8 +10,8 @@ import pytest
 
 from prunecheck.checker.check import check
 from prunecheck.checker.cli import main
-from prunecheck.checker.html_report import report_html
-from prunecheck.checker.loader import load_policy
+from prunecheck.checker.outputs.html_report import report_html
+from prunecheck.checker.language.loader import load_policy
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES
 

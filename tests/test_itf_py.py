@@ -8,10 +8,10 @@ import itf_py  # in the test extra, not skipped when absent: the promise that it
 import pytest
 
 from prunecheck import cli
-from prunecheck.checker.check import policy_document
-from prunecheck.checker.itf import read_trace_file, trace_document
-from prunecheck.checker.loader import parse_policy_text
-from prunecheck.checker.replay import replay
+from prunecheck.checker.language.document import policy_document
+from prunecheck.checker.outputs.itf import read_trace_file, trace_document
+from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.checker.engines.replay import replay
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Read, State, action_args, status
 

@@ -2,13 +2,13 @@
 
 import io
 
-from prunecheck.checker import policydiff
-from prunecheck.checker.certificate import Encoding
+from prunecheck.checker.commands import policydiff
+from prunecheck.checker.engines.certificate import Encoding
 from prunecheck.checker.check import check
 from prunecheck.checker.cli import main
-from prunecheck.checker.loader import load_policy, parse_policy_text
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.result import Verdict
-from prunecheck.checker.spacer import spacer_invariant
+from prunecheck.checker.engines.spacer import spacer_invariant
 
 from conftest import EXAMPLES, HOUR, RLIMIT
 

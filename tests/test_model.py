@@ -4,16 +4,16 @@ import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prunecheck.checker.invariants import inductive_lemmas, lemma_terms
-from prunecheck.checker.loader import parse_policy_text
-from prunecheck.checker.replay import decode_state
+from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
+from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.checker.engines.replay import decode_state
 from prunecheck.spec.conditions import state_violations, violations
-from prunecheck.spec.model import ACT, Model
+from prunecheck.symbolic.model import ACT, Model
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Deployment
 from prunecheck.spec.runtime import (
     Append, Audit, Compact, Edit, Pin, Read, State, Undo, Unpin, action_args, enabled_actions, step,
 )
-from prunecheck.spec.symbolic import ENUM_CODES
+from prunecheck.symbolic.terms import ENUM_CODES
 
 from conftest import HOUR, RLIMIT
 

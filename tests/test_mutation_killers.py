@@ -6,27 +6,28 @@ from types import SimpleNamespace
 import pytest
 import z3
 
-from prunecheck.checker import invariants, prove as prove_module
-from prunecheck.checker.bmc import check_bounded
-from prunecheck.checker.check import policy_document, policy_hash
-from prunecheck.checker.explain import deciding_atoms
-from prunecheck.checker.invariants import houdini
-from prunecheck.checker.loader import load_policy, parse_policy_text
-from prunecheck.checker.policydiff import equivalence
-from prunecheck.checker.printer import to_text
-from prunecheck.checker.render import state_lines
-from prunecheck.checker.repair import available_changes, candidate_sets
-from prunecheck.checker.replay import confirm
+from prunecheck.checker.engines import invariants
+from prunecheck.checker.engines import prove as prove_module
+from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.language.document import policy_document, policy_hash
+from prunecheck.checker.findings.explain import deciding_atoms
+from prunecheck.checker.engines.invariants import houdini
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.checker.commands.policydiff import equivalence
+from prunecheck.checker.language.printer import to_text
+from prunecheck.checker.outputs.render import state_lines
+from prunecheck.checker.commands.repair import available_changes, candidate_sets
+from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.result import Verdict
-from prunecheck.checker.solver import new_solver, query
-from prunecheck.checker.spacer import prove_with_spacer
-from prunecheck.checker.typecheck import MAX_NODES, check_bounds, check_expr
+from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.checker.engines.spacer import prove_with_spacer
+from prunecheck.checker.language.typecheck import MAX_NODES, check_bounds, check_expr
 from prunecheck.spec.errors import PolicySyntaxError, ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.model import Model
+from prunecheck.symbolic.model import Model
 from prunecheck.spec.policy import ATTRS, BOOL, KIND, NAMESPACE, Attr, Binary, BoolLit, Deployment, Num, Unary
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, State, Undo, step
-from prunecheck.spec.symbolic import ENUM_CODES, ExprEncoder, Frac
+from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac
 
 from conftest import BOUNDS, EXAMPLES, HOUR, RLIMIT
 from test_model import _agree, _policy  # the model-against-runtime check of every state and condition

@@ -11,9 +11,10 @@ import shutil
 import pytest
 
 from prunecheck import cli
-from prunecheck.checker import outputs
+from prunecheck.checker.outputs import files as outputs
 from prunecheck.checker.cli import build_parser, builtin_commands
-from prunecheck.checker.frontdoor import OUTPUT_OPTIONS, OutputPathError, output_problem, writing
+from prunecheck.checker.outputs.paths import OUTPUT_OPTIONS, output_problem, writing
+from prunecheck.spec.errors import OutputPathError
 
 from conftest import CLI_BOUNDS
 from policy_table import EXAMPLES

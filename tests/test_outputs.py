@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from prunecheck.checker.cli import main
-from prunecheck.checker.report_schema import report_schema
+from prunecheck.checker.outputs.report_schema import report_schema
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
 

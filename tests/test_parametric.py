@@ -4,10 +4,10 @@ import z3
 from hypothesis import given, settings
 
 from prunecheck.spec.conditions import state_violations, transition_violations
-from prunecheck.spec.model import ACT
-from prunecheck.spec.parametric import DEFAULTS, FIELDS, GHOSTS, PairAction, PairModel, PairState
+from prunecheck.symbolic.model import ACT
+from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, PairAction, PairModel, PairState
 from prunecheck.spec.runtime import State, step
-from prunecheck.spec.symbolic import ENUM_CODES
+from prunecheck.symbolic.terms import ENUM_CODES
 
 from test_model import TARGETED, _policy, runs
 

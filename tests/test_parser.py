@@ -9,17 +9,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from prunecheck.checker.expr_parser import parse_expr
-from prunecheck.checker.loader import (
+from prunecheck.checker.language.expr_parser import parse_expr
+from prunecheck.checker.language.loader import (
     expected_verdicts,
     load_deployment,
     load_policy,
     parse_deployment_text,
     parse_policy_text,
 )
-from prunecheck.checker.printer import number_text, to_text
-from prunecheck.checker.pyform import parse_python_policy
-from prunecheck.checker.typecheck import check_bounds, interval_of, type_of
+from prunecheck.checker.language.printer import number_text, to_text
+from prunecheck.checker.language.pyform import parse_python_policy
+from prunecheck.checker.language.typecheck import check_bounds, interval_of, type_of
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import (
     ATTRS,

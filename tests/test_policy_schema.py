@@ -8,8 +8,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prunecheck.checker.loader import TOP_KEYS, parse_policy_text
-from prunecheck.checker.policy_schema import policy_schema
+from prunecheck.checker.language.loader import TOP_KEYS, parse_policy_text
+from prunecheck.checker.language.policy_schema import policy_schema
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES

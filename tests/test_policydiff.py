@@ -6,13 +6,13 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from prunecheck.checker import policydiff
+from prunecheck.checker.commands import policydiff
 from prunecheck.checker.cli import main
-from prunecheck.checker.loader import load_policy, parse_policy_text
-from prunecheck.checker.policydiff import (
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.checker.commands.policydiff import (
     DIFFERENT, EQUIVALENT, NEW_EVICTS, OLD_EVICTS, UNKNOWN, diff_policies, equivalence, replayed_witness,
 )
-from prunecheck.checker.printer import policy_python
+from prunecheck.checker.language.printer import policy_python
 from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.runtime import Compact, State, enabled_actions, span_env, step

@@ -8,11 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prunecheck import cli
-from prunecheck.checker.bmc import check_bounded
-from prunecheck.checker.certificate import Encoding, Status, recheck
-from prunecheck.checker.check import check, policy_document, policy_hash
-from prunecheck.checker.loader import load_policy, parse_policy_text
-from prunecheck.checker.prove import prove
+from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.engines.certificate import Encoding, Status, recheck
+from prunecheck.checker.check import check
+from prunecheck.checker.language.document import policy_document, policy_hash
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.checker.engines.prove import prove
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
 

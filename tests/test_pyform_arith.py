@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prunecheck.checker import cli
-from prunecheck.checker.check import policy_document
-from prunecheck.checker.expr_parser import parse_expr
-from prunecheck.checker.loader import load_policy, parse_policy_text
-from prunecheck.checker.printer import policy_python, python_number_text, to_python, to_text
-from prunecheck.checker.repair_text import EXCLUSIONS, Change, printed_text, repaired_text
+from prunecheck.checker.language.document import policy_document
+from prunecheck.checker.language.expr_parser import parse_expr
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.checker.language.printer import policy_python, python_number_text, to_python, to_text
+from prunecheck.checker.commands.repair_text import EXCLUSIONS, Change, printed_text, repaired_text
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import KINDS, NAMESPACES, Binary, Num

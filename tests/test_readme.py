@@ -20,8 +20,8 @@ import yaml
 import prunecheck
 from prunecheck import cli
 from prunecheck.checker.cli import build_parser, builtin_commands
-from prunecheck.checker.frontdoor import EXIT_MEANINGS
-from prunecheck.checker.loader import load_policy, parse_policy_text
+from prunecheck.checker.commands.frontdoor import EXIT_MEANINGS
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, ROOT
 

@@ -8,17 +8,17 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from prunecheck.checker import repair_text
+from prunecheck.checker.commands import repair_text
 from prunecheck.checker.cli import main
-from prunecheck.checker.loader import expected_verdicts, load_policy, parse_policy_text
+from prunecheck.checker.language.loader import expected_verdicts, load_policy, parse_policy_text
 from prunecheck.checker.check import check
-from prunecheck.checker.repair import (
+from prunecheck.checker.commands.repair import (
     Bounds, add_parser, available_changes, candidate_sets, check_candidate, preference, repair, run as run_repair,
     run_violations,
 )
-from prunecheck.checker.repair_text import Change, edited_text, repaired_policy, repaired_text, unified_diff
+from prunecheck.checker.commands.repair_text import Change, edited_text, repaired_policy, repaired_text, unified_diff
 from prunecheck.checker.result import Verdict
-from prunecheck.checker.typecheck import check_policy
+from prunecheck.checker.language.typecheck import check_policy
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.runtime import Append, Compact, Edit

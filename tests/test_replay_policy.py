@@ -6,10 +6,10 @@ import json
 import pytest
 
 from prunecheck import cli
-from prunecheck.checker.check import policy_document
-from prunecheck.checker.itf import trace_document
-from prunecheck.checker.loader import parse_policy_text
-from prunecheck.checker.replay import replay
+from prunecheck.checker.language.document import policy_document
+from prunecheck.checker.outputs.itf import trace_document
+from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.checker.engines.replay import replay
 from prunecheck.spec.runtime import Append, Compact, Read
 
 from conftest import CLI_BOUNDS

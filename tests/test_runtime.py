@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from prunecheck.checker.loader import parse_policy_text
+from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.spec.conditions import state_violations, transition_violations, violations
 from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.evaluate import evaluate

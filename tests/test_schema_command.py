@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from prunecheck.checker.cli import main
-from prunecheck.checker.policy_schema import policy_schema
-from prunecheck.checker.report_schema import report_schema
+from prunecheck.checker.language.policy_schema import policy_schema
+from prunecheck.checker.outputs.report_schema import report_schema
 
 from conftest import CLI_BOUNDS, EXAMPLES
 

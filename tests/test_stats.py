@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from prunecheck.checker.cache import ReportFormatError, report_from_json
+from prunecheck.checker.outputs.cache import ReportFormatError, report_from_json
 from prunecheck.checker.check import check, check_explicit, clear_caches
-from prunecheck.checker.html_report import report_html
-from prunecheck.checker.loader import load_policy
-from prunecheck.checker.render import report_json, report_text, run_text
+from prunecheck.checker.outputs.html_report import report_html
+from prunecheck.checker.language.loader import load_policy
+from prunecheck.checker.outputs.render import report_json, report_text, run_text
 from prunecheck.checker.result import Outcome, Verdict
 
 from conftest import BOUNDS, EXAMPLES, RLIMIT

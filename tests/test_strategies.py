@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prunecheck.checker.expr_parser import parse_expr
-from prunecheck.checker.loader import load_policy, parse_policy_text
-from prunecheck.checker.printer import policy_python, policy_yaml, to_python, to_text
-from prunecheck.checker.pyform import check_python_arithmetic, parse_python_policy
-from prunecheck.checker.typecheck import check_policy, count_nodes, type_of
+from prunecheck.checker.language.expr_parser import parse_expr
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.checker.language.printer import policy_python, policy_yaml, to_python, to_text
+from prunecheck.checker.language.pyform import check_python_arithmetic, parse_python_policy
+from prunecheck.checker.language.typecheck import check_policy, count_nodes, type_of
 from prunecheck.spec.policy import (
     ARITH_OPS,
     ATTRS,

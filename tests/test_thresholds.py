@@ -5,11 +5,11 @@ import sys
 
 import pytest
 
-from prunecheck.checker.bmc import check_bounded
-from prunecheck.checker.check import policy_document, policy_hash
-from prunecheck.checker.loader import load_policy
-from prunecheck.checker.prove import prove
-from prunecheck.checker.replay import confirm
+from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.language.document import policy_document, policy_hash
+from prunecheck.checker.language.loader import load_policy
+from prunecheck.checker.engines.prove import prove
+from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
 

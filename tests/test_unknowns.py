@@ -5,9 +5,9 @@ import z3
 
 from conftest import BOUNDS
 from prunecheck.checker.check import check
-from prunecheck.checker.loader import parse_policy_text
+from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.result import Stop, Verdict
-from prunecheck.checker.unknowns import solver_words
+from prunecheck.checker.engines.unknowns import solver_words
 
 # C1 is violated after 2 actions (a 2-token append, then a destroying edit whose record has 2 tokens).
 POLICY = "name: u\nevict: \"window_tokens > 3 and kind == 'record'\"\ndeployment: {records: window}\n"

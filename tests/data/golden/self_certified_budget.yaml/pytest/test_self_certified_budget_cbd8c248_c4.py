@@ -14,7 +14,7 @@ import pathlib
 
 import pytest
 
-from prunecheck.checker.loader import load_policy, parse_policy_text
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.policy import DeploymentOverride
 from prunecheck.spec.runtime import ActionRefused, State, step, Append, Compact, Edit

@@ -1,0 +1,159 @@
+"""prunecheck: vets context-pruning policies a model wrote for itself, before they are deployed.
+
+The stable Python API (the command line is a thin layer over it)::
+
+    import prunecheck
+    policy = prunecheck.load_policy("policy.yaml")          # or prunecheck.parse_policy(text, "name.yaml")
+    report = prunecheck.check(policy, deployment={"records": "window"}, depth=12, spans=6)
+    report.verdict                                          # prunecheck.Verdict.VIOLATED / UNKNOWN / HOLDS
+    for result in report.results:                           # one prunecheck.Result per condition
+        result.condition, result.verdict, result.trace, result.certificate
+    prunecheck.explain(policy, report.result("C1"))         # steps and the located cause
+    prunecheck.repair(policy), prunecheck.diff(old, new)    # proved repairs, behavioural policy diffs
+    prunecheck.check_many(paths, jobs=2)                    # batch vetting with a cache
+    prunecheck.replay(policy, [prunecheck.Append(kind="message", tokens=1), prunecheck.Edit(target=0, mode="destroy")])
+"""
+
+from __future__ import annotations
+
+from prunecheck.version import __version__
+
+_EXPORTS = {
+    "Verdict": ("prunecheck.checker.result", "Verdict"),
+    "Result": ("prunecheck.checker.result", "Result"),
+    "Report": ("prunecheck.checker.result", "Report"),
+    "Trace": ("prunecheck.checker.result", "Trace"),
+    "Policy": ("prunecheck.spec.policy", "Policy"),
+    "Deployment": ("prunecheck.spec.policy", "Deployment"),
+    "DeploymentOverride": ("prunecheck.spec.policy", "DeploymentOverride"),
+    "PrunecheckError": ("prunecheck.spec.errors", "PrunecheckError"),
+    "PolicySyntaxError": ("prunecheck.spec.errors", "PolicySyntaxError"),
+    "load_policy": ("prunecheck.checker.language.loader", "load_policy"),
+    "check_explicit": ("prunecheck.checker.check", "check_explicit"),
+    "CONDITIONS": ("prunecheck.spec.conditions", "CONDITIONS"),
+    "ActionRefused": ("prunecheck.spec.runtime", "ActionRefused"),
+    **{name: ("prunecheck.spec.runtime", name)
+       for name in ("Append", "Edit", "Read", "Pin", "Unpin", "Compact", "Undo", "Audit")},
+}
+__all__ = sorted(["check", "parse_policy", "explain", "repair", "diff", "check_many", "replay", "__version__",
+                  *_EXPORTS])
+
+
+def __getattr__(name):
+    # Lazy: `import prunecheck.spec` must not pull in z3 and the checker.
+    if name in _EXPORTS:
+        import importlib
+
+        module, attr = _EXPORTS[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'prunecheck' has no attribute {name!r}")
+
+
+def _deployment(deployment):
+    """None, or a DeploymentOverride from a DeploymentOverride, a Deployment (every key) or a dict (its keys only)."""
+    from prunecheck.checker.language.loader import as_override
+    from prunecheck.spec.policy import Deployment, DeploymentOverride
+
+    if deployment is None or isinstance(deployment, (Deployment, DeploymentOverride)):
+        return as_override(deployment)
+    if isinstance(deployment, dict):
+        try:
+            return DeploymentOverride.of(deployment)
+        except (TypeError, ValueError) as exc:
+            from prunecheck.spec.errors import PolicySyntaxError
+            raise PolicySyntaxError(f"bad deployment: {exc}", "<deployment>", 1, 1) from None
+    raise TypeError("deployment must be a dict, a Deployment, a DeploymentOverride or None")
+
+
+def _policy(policy, deployment=None):
+    """A Policy from a Policy or a path, with the deployment keys given (if any) set in the policy's own."""
+    import os
+
+    from prunecheck.checker.language.loader import load_policy
+    from prunecheck.spec.policy import Policy, with_override
+
+    override = _deployment(deployment)
+    if isinstance(policy, Policy):
+        return with_override(policy, override)
+    if isinstance(policy, (str, os.PathLike)):
+        return load_policy(policy, override)
+    raise TypeError("policy must be a prunecheck.Policy or a path to a policy file")
+
+
+def parse_policy(text, source: str = "<policy>.yaml", deployment=None):
+    """Parse policy text (never executed); the extension of `source` picks the form: .yaml/.yml, .json or .py."""
+    from prunecheck.checker.language.loader import parse_policy_text
+
+    return parse_policy_text(text, source, _deployment(deployment))
+
+
+def check(policy, deployment=None, *, depth: int = 12, spans: int = 6, only=None, timeout: float = 30.0,
+          memory_mb: int = 0, prove: bool = True, tokens=None, max_counterexamples: int = 1, repeats=None,
+          rlimit: int = 0):
+    """Check a policy (a Policy or a path) under its own deployment with the keys of `deployment` (a dict such as
+    {"records": "window"}, a DeploymentOverride, or a complete Deployment) set over it: a Report with one Result
+    per condition, `violated` with a replayed trace, `holds` with a cvc5-checked certificate, or
+    `unknown` with the reason."""
+    from prunecheck.checker.check import check as _check
+    from prunecheck.spec.conditions import CONDITIONS
+
+    return _check(_policy(policy, deployment), depth, spans, CONDITIONS if only is None else tuple(only), timeout,
+                  memory_mb, prove, token_domain=tokens, counterexamples=max_counterexamples, repeat_domain=repeats,
+                  rlimit=rlimit)
+
+
+def explain(policy, result):
+    """The explanation of a violated Result's counterexample: labelled steps and the located cause."""
+    from prunecheck.checker.findings.explain import explain as _explain
+
+    if result.trace is None:
+        raise ValueError(f"{result.condition} has no counterexample to explain ({result.verdict})")
+    return _explain(_policy(policy), result.trace.actions, result.condition, result.trace.spans)
+
+
+def repair(policy, *, allow_deployment: bool = True, timeout: float = 30.0, rlimit: int = 0, depth: int = 12,
+           spans: int = 6, alternatives: int = 0, report=None):
+    """The proved change to a policy file's text that keeps most of its intent (RepairResult; `.diff`, `.text`,
+    `.report`, `.alternatives`, `.undecided`, `.status`). `report`: `check`'s Report of the same file at the same
+    bounds, if already made (it is reused, not made again)."""
+    from prunecheck.checker.language.loader import decode_policy_bytes
+    from prunecheck.checker.commands.repair import repair as _repair
+
+    loaded = _policy(policy)
+    with open(loaded.source, "rb") as handle:
+        text = decode_policy_bytes(handle.read(), loaded.source)
+    return _repair(loaded, text, loaded.source, allow_deployment=allow_deployment, timeout=timeout, depth=depth,
+                   spans=spans, alternatives=alternatives, original=report, rlimit=rlimit)
+
+
+def diff(old, new, *, depth: int = 8, spans: int = 5, timeout: float = 30.0, rlimit: int = 0):
+    """Does `new` evict, in some reachable state, a span `old` keeps, and the reverse (PolicyDiff)."""
+    from prunecheck.checker.commands.policydiff import diff_policies
+
+    return diff_policies(_policy(old), _policy(new), depth, spans, timeout, rlimit)
+
+
+def replay(policy, actions, *, spans=None):
+    """Drive the reference runtime through `actions` (prunecheck.Append, Edit, Read, Pin, Unpin, Compact, Undo, Audit)
+    from the empty window, with at most `spans` spans in it (None: no bound): per action, the frozenset of the
+    conditions its step violates. An action the state does not allow raises prunecheck.ActionRefused."""
+    from prunecheck.spec.conditions import violations
+    from prunecheck.spec.runtime import State, step
+
+    policy, state, out = _policy(policy), State(), []
+    for action in actions:
+        transition = step(policy, state, action, spans)
+        out.append(violations(policy, transition))
+        state = transition.after
+    return tuple(out)
+
+
+def check_many(paths, *, jobs: int = 1, cache_dir=None, **options):
+    """Check many policy files (files, directories or globs) in parallel processes, with a result cache. The worker
+    processes import only prunecheck, never the caller's main module: no `if __name__ == "__main__":` guard needed."""
+    from prunecheck.checker.commands import batch
+
+    if "deployment" in options:
+        options["deployment"] = _deployment(options["deployment"])
+    return batch.check_many(batch.expand_policy_paths(paths), batch.CheckOptions(**options), jobs=jobs,
+                            cache_dir=cache_dir)

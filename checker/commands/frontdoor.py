@@ -1,0 +1,60 @@
+"""The command line's front door: exit codes in every --help, the list of commands, and the arguments commands share."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Optional
+
+COMMON_EXITS = {2: "usage or input error (one line, never a traceback)", 4: "internal error (a checker bug)"}
+EXIT_MEANINGS = {
+    None: {0: "success (check: every condition holds)", 1: "a violation, or the command's failure",
+           3: "nothing violated but something unknown"},
+    "check": {0: "every condition holds, or each finding is accepted or below --fail-on",
+              1: "some condition is violated (not accepted)",
+              3: "nothing violated but something unknown (not accepted, and --fail-on unknown, the default)"},
+    "replay": {0: "the trace reproduces as recorded (with --policy: the policy no longer violates the trace's "
+                  "condition along it, or the trace no longer replays)",
+               1: "the trace does not reproduce (with --policy: the policy still violates the trace's condition)"},
+    "explain": {0: "explained", 1: "the trace does not replay or does not violate its condition"},
+    "certify": {0: "every certificate is confirmed, assumptions included", 1: "a certificate is rejected or refuted",
+                3: "a solver gave up on some certificate"},
+    "reproduce": {0: "every observation of the seeds reproduces", 1: "some observation does not"},
+    "graph": {0: "the picture is written"},
+    "repair": {0: "repaired, or already safe", 1: "no repair exists within the bounds",
+               3: "no repair proved, but a preferred candidate is unknown within the bounds"},
+    "diff": {0: "equivalent (proved)", 1: "different (replayed witnesses)", 3: "no difference found within the bounds"},
+    "prove": {0: "every theorem is proved", 1: "some theorem is not proved"},
+    "schema": {0: "the schema is printed"},
+}
+
+def exit_code_epilog(command: Optional[str]) -> str:
+    """The exit codes of a command (None: of prunecheck itself), as its --help ends."""
+    meanings = {**COMMON_EXITS, **EXIT_MEANINGS.get(command, {0: "success", 1: "failure"})}
+    text = "; ".join(f"{code} {meanings[code]}" for code in sorted(meanings))
+    return f"exit codes: {text}" + (". Each command's --help says what they mean for it." if command is None else "")
+
+
+def command_list(parser: argparse.ArgumentParser) -> str:
+    """The usage line, then every subcommand registered in parser with its one-line help."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    width = max(len(choice.dest) for choice in sub._choices_actions)
+    lines = [f"  {choice.dest:<{width}}  {' '.join((choice.help or '').split())}" for choice in sub._choices_actions]
+    return parser.format_usage() + "prunecheck: usage error: choose a command:\n" + "\n".join(lines)
+
+
+def bounded_int(low: int, high: int):
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
+        return value
+    return convert
+
+
+def add_rlimit_argument(parser) -> None:
+    parser.add_argument("--rlimit", type=bounded_int(0, 10**12), default=0, metavar="N",
+                        help="also bound every solver query by N resource units (z3 rlimit, cvc5 rlimit-per), which "
+                             "unlike --timeout a loaded machine cannot change (0: none)")

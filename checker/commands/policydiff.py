@@ -1,0 +1,484 @@
+"""Policy review: whether a NEW policy evicts, in some reachable state, a span an OLD one keeps (and the reverse)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Optional
+
+import z3
+
+from prunecheck.spec.errors import ReplayMismatch
+from prunecheck.spec.evaluate import evaluate
+from prunecheck.symbolic.lemmas import candidate_lemmas
+from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
+from prunecheck.spec.policy import ATTRS, DEPLOYMENT_CHOICES, NAMESPACE, Attr, Policy, subexpressions
+from prunecheck.spec.runtime import Compact, State, action_args, is_candidate, span_env
+from prunecheck.symbolic.terms import ENUM_CODES, ENUM_NAMES, ExprEncoder, Frac, KindSort, frac_compare
+
+from prunecheck.checker.language.document import policy_document, policy_hash
+from prunecheck.checker.versions import versions
+from prunecheck.checker.engines.invariants import houdini
+from prunecheck.checker.language.printer import number_text, to_text
+from prunecheck.spec.runtime import action_text
+from prunecheck.checker.engines.replay import decode_action, decode_state, replay
+from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.checker.engines.unknowns import solver_words
+
+DEFAULT_DEPTH = 8
+DEFAULT_SPANS = 5
+DEFAULT_TIMEOUT = 30.0
+
+EQUIVALENT, DIFFERENT, UNKNOWN = "equivalent", "different", "unknown"
+NEW_EVICTS, OLD_EVICTS = "new_evicts", "old_evicts"
+DIRECTIONS = (NEW_EVICTS, OLD_EVICTS)
+DIRECTION_TEXT = {NEW_EVICTS: "NEW evicts what OLD keeps", OLD_EVICTS: "OLD evicts what NEW keeps"}
+EXIT_CODES = {EQUIVALENT: 0, DIFFERENT: 1, UNKNOWN: 3}
+
+
+@dataclass(frozen=True)
+class View:
+    """One policy's side of a witness: the span's attributes in its own run just before the compaction, its evict
+    and rank values there, whether it was a candidate (evict and in the window), and what the compaction did to it
+    (`evicted`, `truncated` or `kept`)."""
+
+    attributes: tuple
+    evict: bool
+    rank: Optional[Fraction]
+    candidate: bool
+    fate: str
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A run, driven by the same actions under both policies, whose last step (a compaction) removes span `span`
+    under one policy and keeps it under the other; replayed on the runtime under both."""
+
+    direction: str
+    actions: tuple
+    span: int
+    kind: str
+    old: View
+    new: View
+
+
+@dataclass(frozen=True)
+class Direction:
+    """One direction's answer: a shortest witness, or None and why there is none."""
+
+    direction: str
+    witness: Optional[Witness]
+    reason: str
+    seconds: float = field(default=0.0, compare=False)
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """Whether every run under OLD is the same run under NEW (proved), and the reason either way."""
+
+    proved: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class PolicyDiff:
+    """The review's answer: `different` (a replayed witness in at least one direction), `equivalent` (proved),
+    or `unknown` (no difference found within the bounds); deployment_keys are the deployment options that differ."""
+
+    outcome: str
+    new_evicts: Direction
+    old_evicts: Direction
+    deployment_keys: tuple
+    equivalence: Equivalence
+    depth: int
+    spans: int
+    seconds: float = field(default=0.0, compare=False)
+
+    def direction(self, name: str) -> Direction:
+        return self.new_evicts if name == NEW_EVICTS else self.old_evicts
+
+
+def differing_deployment_keys(old: Policy, new: Policy) -> tuple:
+    return tuple(key for key in DEPLOYMENT_CHOICES
+                 if getattr(old.deployment, key) != getattr(new.deployment, key))
+
+
+# --------------------------------------------------------------------------- equivalence proof
+
+
+def _attribute_space(budget: Optional[int]):
+    """Every attribute as a term over free integer fields constrained only by the vocabulary's intervals: a
+    superset of the valuations of addressable spans in reachable states (their namespace is always the window)."""
+    ints = {name: z3.Int(f"diff_{name}") for name in ("tokens", "age", "idle", "reads", "window_tokens", "step")}
+    env = {name: Frac(term) for name, term in ints.items()}
+    env.update({
+        "recency": Frac(z3.IntVal(1), 1 + ints["idle"]), "frequency": Frac(ints["reads"], 1 + ints["age"]),
+        "pinned": z3.Bool("diff_pinned"), "edited": z3.Bool("diff_edited"), "kind": z3.Const("diff_kind", KindSort),
+        "namespace": ENUM_CODES[NAMESPACE]["window"],
+    })
+    if budget is not None:
+        env["budget"] = Frac(z3.IntVal(budget))
+    constraints = [ints["tokens"] >= 1] + [ints[n] >= 0 for n in ("age", "idle", "reads", "window_tokens", "step")]
+    return ints, env, constraints
+
+
+def _valuation(model: z3.ModelRef, ints: dict, env: dict, budget: Optional[int]) -> dict:
+    """The runtime attribute environment that a solver model of the attribute space denotes."""
+    value = {name: model.eval(term, model_completion=True).as_long() for name, term in ints.items()}
+    out = {name: Fraction(value[name]) for name in ("tokens", "age", "idle", "reads")}
+    out["recency"] = Fraction(1, 1 + value["idle"])
+    out["frequency"] = Fraction(value["reads"], 1 + value["age"])
+    for name in ("pinned", "edited"):
+        out[name] = z3.is_true(model.eval(env[name], model_completion=True))
+    out["kind"] = ENUM_NAMES[str(model.eval(env["kind"], model_completion=True))]
+    out["namespace"] = "window"
+    out["window_tokens"], out["step"] = Fraction(value["window_tokens"]), Fraction(value["step"])
+    if budget is not None:
+        out["budget"] = Fraction(budget)
+    return out
+
+
+def _mentioned(*exprs) -> list:
+    names = {node.name for e in exprs if e is not None for node in subexpressions(e) if isinstance(node, Attr)}
+    return [name for name in ATTRS if name in names]
+
+
+def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraints, budget, guard,
+                      timeout: float, rlimit: int) -> Optional[str]:
+    """None if `same` is valid (given the guard, under the constraints); otherwise why it was not proved."""
+    solver = new_solver(timeout * 1000, rlimit)
+    solver.add(constraints)
+    solver.add(guard, z3.Not(same))
+    answer = query(solver)
+    if answer.status == "unsat":
+        return None
+    if answer.status == "unknown":
+        return f"equality of the {what} expressions not decided ({solver_words(answer.reason)})"
+    values = _valuation(solver.model(), ints, env, budget)
+    left, right = evaluate(old_expr, values), evaluate(new_expr, values)
+    if left == right:
+        raise ReplayMismatch(f"the solver's valuation separating the {what} expressions gives both "
+                             f"{_value_text(left)} on the runtime evaluator")
+    shown = " ".join(f"{n}={_value_text(values[n])}" for n in _mentioned(old_expr, new_expr)) or "any span"
+    return f"{what} differs on some attribute valuation ({shown}: OLD {_value_text(left)}, NEW {_value_text(right)})"
+
+
+def equivalence(old: Policy, new: Policy, timeout: float = DEFAULT_TIMEOUT, rlimit: int = 0) -> Equivalence:
+    """Proved when deployment and budget are equal, the ranks agree on every candidate (or no budget makes the rank
+    matter), and the evict predicates agree on every valuation of the attribute vocabulary within its intervals:
+    then every compaction has the same candidates and order, so every run is the same run under both."""
+    keys = differing_deployment_keys(old, new)
+    if keys:
+        return Equivalence(False, f"deployments differ in {', '.join(keys)}")
+    if old.budget != new.budget:
+        return Equivalence(False, f"budgets differ ({old.budget or 'none'} vs {new.budget or 'none'})")
+    ints, env, constraints = _attribute_space(old.budget)
+    old_evict, new_evict = ExprEncoder(env).encode(old.evict), ExprEncoder(env).encode(new.evict)
+    why = _differ_somewhere("evict", old.evict, new.evict, old_evict == new_evict, ints, env, constraints,
+                            old.budget, z3.BoolVal(True), timeout, rlimit)
+    if why is not None:
+        return Equivalence(False, why)
+    if old.budget is None:
+        return Equivalence(True, "same deployment, no budget (rank unused), evict predicates agree on every "
+                                 "attribute valuation")
+    if (old.rank is None) != (new.rank is None):
+        return Equivalence(False, f"only {'OLD' if new.rank is None else 'NEW'} ranks its candidates")
+    if old.rank is not None:
+        old_rank, new_rank = ExprEncoder(env).encode(old.rank), ExprEncoder(env).encode(new.rank)
+        why = _differ_somewhere("rank", old.rank, new.rank, frac_compare("==", old_rank, new_rank), ints, env,
+                                constraints, old.budget, old_evict, timeout, rlimit)
+        if why is not None:
+            return Equivalence(False, f"{why} on a candidate")
+    return Equivalence(True, "same deployment and budget, ranks agree on every candidate, evict predicates agree "
+                             "on every attribute valuation")
+
+
+# --------------------------------------------------------------------------- lockstep search
+
+
+def _pair_lemmas(m_old: Model, m_new: Model, s_old: SymState, s_new: SymState, keep=None) -> list:
+    """(name, term) candidates about a pair of states of the two runs: each model's own structural lemmas, and,
+    per slot, that a field is equal in both runs or that a span alive in one run is alive in the other."""
+    out = [(f"old:{name}", term) for name, term in candidate_lemmas(m_old, s_old)]
+    out += [(f"new:{name}", term) for name, term in candidate_lemmas(m_new, s_new)]
+    for i in range(m_old.n):
+        out += [(f"same_{name}[{i}]", s_old.fields[name][i] == s_new.fields[name][i])
+                for name in s_old.fields if name != "alive"]
+        out.append((f"old_alive_in_new[{i}]", z3.Implies(s_old.alive[i], s_new.alive[i])))
+        out.append((f"new_alive_in_old[{i}]", z3.Implies(s_new.alive[i], s_old.alive[i])))
+    return [(name, term) for name, term in out if keep is None or name in keep]
+
+
+def _witness(a: SymAction, before_old: SymState, before_new: SymState, after_old: SymState, after_new: SymState,
+             direction: str, slot: int):
+    """The step is a compaction that removes `slot`, alive in both runs, from one run only (per direction)."""
+    dropped, kept = (after_new, after_old) if direction == NEW_EVICTS else (after_old, after_new)
+    return z3.And(a.act == ACT["compact"], before_old.alive[slot], before_new.alive[slot],
+                  z3.Not(dropped.alive[slot]), kept.alive[slot])
+
+
+def _pair_invariant(m_old: Model, m_new: Model, timeout: float, rlimit: int) -> tuple:
+    """(names of the pair lemmas that hold in every reachable pair of states, by Houdini over the product step;
+    the directions that no step from a state satisfying them can witness: none at any depth within n slots)."""
+    n = m_old.n
+    init_old, init_new = m_old.state(0), m_new.state(0)
+    m_old.encode_init(init_old)
+    m_new.encode_init(init_new)
+    at_init = {name for name, term in _pair_lemmas(m_old, m_new, init_old, init_new) if z3.is_true(z3.simplify(term))}
+    clock = z3.Int("pair_clock@pre")
+    pre_old, pre_new = SymState("pre", n, "old_", clock), SymState("pre", n, "new_", clock)
+    post_old, post_new = m_old.state("post"), m_new.state("post")
+    a = SymAction("pre", n, "pair_")
+    step = m_old.encode_step(pre_old, a, post_old).constraints + m_new.encode_step(pre_new, a, post_new).constraints
+    before = dict(_pair_lemmas(m_old, m_new, pre_old, pre_new, at_init))
+    after = dict(_pair_lemmas(m_old, m_new, post_old, post_new, at_init))
+    invariant = houdini(None, None, step, before, after, timeout, rlimit)
+    impossible = []
+    for d in DIRECTIONS:
+        solver = new_solver(timeout * 1000, rlimit)
+        solver.add(step + [before[name] for name in invariant.names])
+        solver.add(z3.Or([_witness(a, pre_old, pre_new, post_old, post_new, d, i) for i in range(n)]))
+        if query(solver).status == "unsat":
+            impossible.append(d)
+    return frozenset(invariant.names), tuple(impossible)
+
+
+def lockstep_directions(old: Policy, new: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
+                        timeout: float = DEFAULT_TIMEOUT, rlimit: int = 0) -> tuple:
+    """(NEW evicts what OLD keeps, OLD evicts what NEW keeps): per direction a shortest replayed witness within
+    `depth` steps and `spans` slots, or none and why. Both policies run on one shared action sequence; every step
+    must be enabled in both runs. `timeout` is each direction's solver time; `rlimit` bounds each query by z3's
+    resource count as well (0: none)."""
+    m_old, m_new = Model(old, spans, tag="old_"), Model(new, spans, tag="new_")
+    lemmas, impossible = _pair_invariant(m_old, m_new, timeout, rlimit)
+    answers = {d: Direction(d, None, f"none at any depth within {spans} spans (proved by an inductive invariant "
+                                     "of the two runs)") for d in impossible}
+    pending = [d for d in DIRECTIONS if d not in impossible]
+    solver = new_solver(timeout * 1000, rlimit)
+    olds, news, actions = [m_old.state(0)], [m_new.state(0)], []
+    m_old.encode_init(olds[0])
+    m_new.encode_init(news[0])
+    spent = {d: 0.0 for d in DIRECTIONS}
+    for k in range(1, depth + 1):
+        if not pending:
+            break
+        # One action drives both runs (the models' own actions would only be constrained equal field by field).
+        a = SymAction(k - 1, spans, tag="pair_")
+        actions.append(a)
+        olds.append(m_old.state(k))
+        news.append(m_new.state(k))
+        solver.add(m_old.encode_step(olds[k - 1], a, olds[k]).constraints)
+        solver.add(m_new.encode_step(news[k - 1], a, news[k]).constraints)
+        solver.add([term for _, term in _pair_lemmas(m_old, m_new, olds[k], news[k], lemmas)])
+        for d in list(pending):
+            per_slot = [_witness(a, olds[k - 1], news[k - 1], olds[k], news[k], d, i) for i in range(spans)]
+            literal = z3.Bool(f"witness_{d}@{k}")
+            solver.add(z3.Implies(literal, z3.Or(per_slot)))
+            left = timeout - spent[d]
+            answer = query(solver, [literal], int(left * 1000)) if left > 0 else None
+            spent[d] += answer.seconds if answer is not None else 0.0
+            if answer is not None and answer.status == "unsat":
+                continue
+            pending.remove(d)
+            if answer is None or answer.status == "unknown":
+                why = answer.reason if answer is not None else "timeout"
+                answers[d] = Direction(d, None, f"the solver stopped at depth {k} ({solver_words(why)}); none up to "
+                                                f"depth {k - 1}, {spans} spans", spent[d])
+                continue
+            zmodel = solver.model()
+            slot = next(i for i in range(spans) if z3.is_true(zmodel.eval(per_slot[i], model_completion=True)))
+            trace = tuple(decode_action(zmodel, x) for x in actions)
+            decoded = ([decode_state(zmodel, s) for s in olds], [decode_state(zmodel, s) for s in news])
+            witness = replayed_witness(old, new, d, trace, slot, spans, *decoded)
+            answers[d] = Direction(d, witness, f"witness after {k} steps (shortest within {spans} spans); "
+                                              "replayed on the runtime", spent[d])
+    for d in pending:
+        answers[d] = Direction(d, None, f"none within depth {depth}, {spans} spans (bounded search only)", spent[d])
+    return answers[NEW_EVICTS], answers[OLD_EVICTS]
+
+
+def _runtime_run(policy: Policy, label: str, actions, spans: int, symbolic) -> list:
+    transitions = replay(policy, actions, spans)
+    states = [State()] + [t.after for t in transitions]
+    for index, (sym, real) in enumerate(zip(symbolic, states)):
+        if sym != real:
+            raise ReplayMismatch(f"{label} state {index} differs between the z3 model and the runtime: "
+                                 f"model {sym!r} runtime {real!r}")
+    return transitions
+
+
+def _view(policy: Policy, transition, span_id: int) -> View:
+    span = transition.before.span(span_id)
+    env = span_env(policy, transition.before, span)
+    rank = None if policy.rank is None else Fraction(evaluate(policy.rank, env))
+    fate = ("evicted" if span_id in transition.evicted else
+            "truncated" if span_id in transition.truncated else "kept")
+    return View(tuple(env.items()), bool(evaluate(policy.evict, env)), rank,
+                is_candidate(policy, transition.before, span), fate)
+
+
+def replayed_witness(old: Policy, new: Policy, direction: str, actions: tuple, span_id: int, spans: int,
+                     old_states=None, new_states=None) -> Witness:
+    """The witness as the runtime sees it under both policies; ReplayMismatch unless the runtime agrees with the
+    solver's states (when given) and the last step is a compaction removing span_id from one run only."""
+    old_run = _runtime_run(old, "OLD", actions, spans, old_states or ())
+    new_run = _runtime_run(new, "NEW", actions, spans, new_states or ())
+    if not actions or not isinstance(actions[-1], Compact):
+        raise ReplayMismatch("a policy-difference witness does not end in a compaction")
+    last_old, last_new = old_run[-1], new_run[-1]
+    dropped, kept = (last_new, last_old) if direction == NEW_EVICTS else (last_old, last_new)
+    if not (span_id < len(last_old.before.spans) and span_id < len(last_new.before.spans)
+            and last_old.before.span(span_id).alive and last_new.before.span(span_id).alive
+            and not dropped.after.span(span_id).alive and kept.after.span(span_id).alive):
+        raise ReplayMismatch(f"{DIRECTION_TEXT[direction]} witness of {len(actions)} steps does not remove span "
+                             f"#{span_id} from one run only on the runtime")
+    return Witness(direction, tuple(actions), span_id, dropped.before.span(span_id).kind,
+                   _view(old, last_old, span_id), _view(new, last_new, span_id))
+
+
+def diff_policies(old: Policy, new: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
+                  timeout: float = DEFAULT_TIMEOUT, rlimit: int = 0) -> PolicyDiff:
+    """`equivalent` only when proved (no search needed then); otherwise the lockstep search in both directions:
+    `different` with a replayed witness in at least one, or `unknown` (no difference within depth and spans)."""
+    started = time.perf_counter()
+    keys = differing_deployment_keys(old, new)
+    proof = equivalence(old, new, timeout, rlimit)
+    if proof.proved:
+        none = "none: the policies are equivalent"
+        return PolicyDiff(EQUIVALENT, Direction(NEW_EVICTS, None, none), Direction(OLD_EVICTS, None, none), keys,
+                          proof, depth, spans, time.perf_counter() - started)
+    forward, backward = lockstep_directions(old, new, depth, spans, timeout, rlimit)
+    found = forward.witness is not None or backward.witness is not None
+    return PolicyDiff(DIFFERENT if found else UNKNOWN, forward, backward, keys, proof, depth, spans,
+                      time.perf_counter() - started)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _value_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    value = Fraction(value)
+    body = number_text(abs(value))
+    if body.startswith("("):
+        body = f"{abs(value).numerator}/{value.denominator}"
+    return f"-{body}" if value < 0 else body
+
+
+def outcome_text(diff: PolicyDiff) -> str:
+    if diff.outcome == UNKNOWN:
+        return f"no difference found within depth {diff.depth}, {diff.spans} spans"
+    return diff.outcome
+
+
+def _view_line(label: str, view: View) -> str:
+    outside = " (outside the window: not a candidate)" if view.evict and not view.candidate else ""
+    rank = "" if view.rank is None else f", rank {_value_text(view.rank)}"
+    return f"    {label}: evict {_value_text(view.evict)}{outside}{rank} -> {view.fate}"
+
+
+def _attribute_line(view: View) -> str:
+    return " ".join(f"{name}={_value_text(value)}" for name, value in view.attributes)
+
+
+def diff_text(diff: PolicyDiff, old: Policy, new: Policy) -> str:
+    lines = []
+    for label, p in (("OLD", old), ("NEW", new)):
+        rank = f", rank: {to_text(p.rank)}" if p.rank is not None else ""
+        budget = f", budget: {p.budget}" if p.budget is not None else ""
+        lines.append(f"{label} {p.name} ({p.source}): evict: {to_text(p.evict)}{rank}{budget}")
+    if diff.deployment_keys:
+        changes = ", ".join(f"{key} {getattr(old.deployment, key)} -> {getattr(new.deployment, key)}"
+                            for key in diff.deployment_keys)
+        lines.append(f"deployment differs: {changes} (runs may diverge through it)")
+    for name in DIRECTIONS:
+        d = diff.direction(name)
+        lines.append(f"{DIRECTION_TEXT[name]}: {d.reason}")
+        w = d.witness
+        if w is None:
+            continue
+        lines.extend(f"    {index}. {action_text(a, keywords=True)}" for index, a in enumerate(w.actions, start=1))
+        lines.append(f"    span #{w.span} ({w.kind}) before step {len(w.actions)}:")
+        if w.old.attributes == w.new.attributes:
+            lines.append(f"      {_attribute_line(w.old)}")
+        else:
+            lines.append(f"      in OLD's run: {_attribute_line(w.old)}")
+            lines.append(f"      in NEW's run: {_attribute_line(w.new)}")
+        lines.append(_view_line("OLD", w.old))
+        lines.append(_view_line("NEW", w.new))
+    proof = ("proved: " if diff.equivalence.proved else "not proved equivalent: ") + diff.equivalence.reason
+    lines.append(f"outcome: {outcome_text(diff)} ({proof})")
+    return "\n".join(lines)
+
+
+def _view_json(view: View) -> dict:
+    attributes = {name: value if isinstance(value, (bool, str)) else _value_text(value)
+                  for name, value in view.attributes}
+    rank = None if view.rank is None else _value_text(view.rank)
+    return {"attributes": attributes, "evict": view.evict, "candidate": view.candidate, "rank": rank,
+            "fate": view.fate}
+
+
+def diff_json(diff: PolicyDiff, old: Policy, new: Policy) -> dict:
+    directions = {}
+    for name in DIRECTIONS:
+        d = diff.direction(name)
+        entry = {"witness": None, "reason": d.reason, "seconds": round(d.seconds, 4)}
+        if d.witness is not None:
+            w = d.witness
+            actions = [{"action": a.name, "args": action_args(a)} for a in w.actions]
+            entry["witness"] = {"steps": len(w.actions), "actions": actions, "span": w.span, "kind": w.kind,
+                                "old": _view_json(w.old), "new": _view_json(w.new)}
+        directions[name] = entry
+    return {
+        "outcome": diff.outcome,
+        "summary": outcome_text(diff),
+        "equivalence": {"proved": diff.equivalence.proved, "reason": diff.equivalence.reason},
+        "deployment_differs": {key: [getattr(old.deployment, key), getattr(new.deployment, key)]
+                               for key in diff.deployment_keys},
+        "directions": directions,
+        "old": {"source": old.source, "policy": policy_document(old), "policy_hash": policy_hash(old)},
+        "new": {"source": new.source, "policy": policy_document(new), "policy_hash": policy_hash(new)},
+        "depth": diff.depth,
+        "spans": diff.spans,
+        "seconds": round(diff.seconds, 4),
+        "versions": dict(versions()),
+    }
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def add_parser(subparsers) -> None:
+    from prunecheck.checker.commands.frontdoor import add_rlimit_argument, bounded_int
+
+    p = subparsers.add_parser("diff", help="compare two policies: where does one evict what the other keeps")
+    p.add_argument("old", metavar="OLD", help="the deployed policy (.yaml, .yml, .json or .py)")
+    p.add_argument("new", metavar="NEW", help="the proposed policy")
+    p.add_argument("--depth", type=bounded_int(0, 200), default=DEFAULT_DEPTH,
+                   help=f"bounded search depth (default {DEFAULT_DEPTH})")
+    p.add_argument("--spans", type=bounded_int(2, 32), default=DEFAULT_SPANS,
+                   help=f"span slots (default {DEFAULT_SPANS})")
+    p.add_argument("--timeout", type=bounded_int(1, 3600), default=int(DEFAULT_TIMEOUT),
+                   help=f"solver seconds per direction (default {int(DEFAULT_TIMEOUT)})")
+    add_rlimit_argument(p)
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text (default: each direction with its witness) or json (one document)")
+
+
+def run(args, stdout, stderr) -> int:
+    """Exit 0 equivalent (proved), 1 different (replayed witness), 3 no difference found within the bounds."""
+    from prunecheck.checker.language.loader import load_policy
+
+    old, new = load_policy(args.old), load_policy(args.new)
+    diff = diff_policies(old, new, args.depth, args.spans, float(args.timeout), args.rlimit)
+    if args.format == "json":
+        print(json.dumps(diff_json(diff, old, new), indent=2), file=stdout)
+    else:
+        print(diff_text(diff, old, new), file=stdout)
+    return EXIT_CODES[diff.outcome]

@@ -1,0 +1,492 @@
+"""`prunecheck repair`: the proved-safe change to a violated policy that keeps most of its intent, as a diff."""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from prunecheck.spec.conditions import CONDITIONS, violations
+from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Policy
+from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, step
+
+from prunecheck.checker.engines.bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT
+from prunecheck.checker.check import check, new_report
+from prunecheck.checker.language.document import policy_document, policy_hash
+from prunecheck.checker.language.loader import decode_policy_bytes, expected_verdicts, load_policy, parse_policy_text
+from prunecheck.checker.engines.prove import prove_all
+from prunecheck.spec.runtime import action_text
+from prunecheck.checker.commands.repair_text import EXCLUSIONS, SAFE_DEPLOYMENT, Change, form_of, repaired_policy, repaired_text, unified_diff
+from prunecheck.checker.result import Report, Trace, Verdict
+from prunecheck.checker.language.typecheck import check_policy
+
+MAX_ALTERNATIVES = 0  # further proved repairs to name after the preferred one (each may cost full checks)
+EXIT_REPAIRED, EXIT_NONE, EXIT_UNDECIDED = 0, 1, 3
+# Runs that break every policy with records (C2: the schema of proofs/host_budget.py) or rationale (P1: two live
+# rationale entries hold 2 tokens, over a host budget of 1) in the window. They seed the runs every candidate is
+# replayed on; like any of them they refute only a candidate they really break on the runtime.
+SCHEMAS = (Trace("C2", (Append("message", 2), Edit(0, "destroy"), Compact(1)), 3),
+           Trace("P1", (Append("message", 1), Append("message", 1), Edit(0, "destroy"), Edit(1, "destroy"),
+                        Compact(1)), 6))
+
+
+class Outcome(enum.Enum):
+    """What became of one candidate change set."""
+
+    REPLAYED_OUT = "refuted by replaying a known counterexample"
+    VIOLATED = "violated"  # the full checker found a (replayed) counterexample
+    UNDECIDED = "unknown"  # nothing violated, something unknown within the bounds
+    PROVED = "proved"
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The bounds of every full check a repair makes (those of `prunecheck check` with the same options)."""
+
+    depth: int = DEFAULT_DEPTH
+    spans: int = DEFAULT_SPANS
+    timeout: float = DEFAULT_TIMEOUT
+    rlimit: int = 0
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """A change set preferred to the repair found (or no repair found) that the checker could not decide."""
+
+    changes: tuple
+    unknown: tuple  # the conditions left unknown
+
+
+@dataclass(frozen=True)
+class RepairResult:
+    """A proved repair (changes, repaired policy and text, diff, the proving Report), or None and the reason."""
+
+    original: Report
+    changes: Optional[tuple]
+    policy: Optional[Policy] = None
+    text: Optional[str] = None
+    diff: Optional[str] = None
+    report: Optional[Report] = None
+    reason: str = ""
+    form: str = "yaml"
+    reprinted: bool = False  # the minimal edit did not re-parse to the repair: the whole policy was re-printed
+    alternatives: tuple = ()  # other proved change tuples, in preference order (none contains an earlier one)
+    undecided: tuple = ()  # Undecided sets preferred to the repair, or all when there is none (none contains another)
+    candidates: int = 0  # change sets considered
+    replayed_out: int = 0  # refuted by replaying a known counterexample on the runtime
+    checked: int = 0  # given to the full checker
+    seconds: float = field(default=0.0, compare=False)
+
+    @property
+    def already_holds(self) -> bool:
+        return self.original.verdict == Verdict.HOLDS and all(r.verdict == Verdict.HOLDS
+                                                              for r in self.original.results)
+
+    @property
+    def repaired(self) -> bool:
+        return self.report is not None and bool(self.changes)
+
+    @property
+    def status(self) -> str:
+        """holds | repaired | unknown (no proved repair, some candidate undecided) | none."""
+        if self.already_holds:
+            return "holds"
+        if self.repaired:
+            return "repaired"
+        return "unknown" if self.undecided else "none"
+
+
+def available_changes(policy: Policy, allow_deployment: bool = True) -> tuple:
+    """Every unit change that applies to policy, in preference order (text, deployment, budget)."""
+    changes = [Change("exclude", kinds=kinds) for kinds in EXCLUSIONS]
+    if allow_deployment:
+        safe = SAFE_DEPLOYMENT.as_dict()
+        changes += [Change("deployment", key=key, value=safe[key])
+                    for key in DEPLOYMENT_CHOICES if getattr(policy.deployment, key) != safe[key]]
+    if policy.budget is not None:
+        changes.append(Change("drop_budget"))
+    return tuple(changes)
+
+
+def preference(changes: tuple, available: tuple) -> tuple:
+    """The sort key of a change set: the less of the policy's intent it gives up, the earlier. Keeping the budget
+    comes first (dropping it changes what the policy evicts and where it stops), then fewer deployment settings
+    changed, then the narrower evict exclusion (none, one kind, both), then the order `available` lists them in."""
+    kinds = Counter(c.kind for c in changes)
+    width = sum(len(c.kinds) for c in changes if c.kind == "exclude")
+    return (kinds["drop_budget"], kinds["deployment"], width, tuple(available.index(c) for c in changes))
+
+
+def candidate_sets(changes: tuple) -> tuple:
+    """Every change tuple with at most one evict exclusion (one conjunct covers both kinds), by preference."""
+    combos = []
+    for cost in range(1, len(changes) + 1):
+        for combo in itertools.combinations(changes, cost):
+            if sum(c.kind == "exclude" for c in combo) <= 1:
+                combos.append(combo)
+    return tuple(sorted(combos, key=lambda combo: preference(combo, changes)))
+
+
+def run_violations(policy: Policy, actions, spans: Optional[int]) -> frozenset:
+    """Every condition the actions violate at some step when run on the reference runtime under policy, up to the
+    first action the runtime does not enable there."""
+    state, bad = State(), set()
+    for action in actions:
+        try:
+            transition = step(policy, state, action, spans)
+        except ActionRefused:
+            break
+        bad |= violations(policy, transition)
+        state = transition.after
+    return frozenset(bad)
+
+
+def _traces(report: Report) -> list:
+    return [r.trace for r in report.results if r.verdict == Verdict.VIOLATED and r.trace is not None]
+
+
+def _split(changes: tuple):
+    kinds = next((set(c.kinds) for c in changes if c.kind == "exclude"), set())
+    return kinds, {c for c in changes if c.kind != "exclude"}
+
+
+def _contains(changes: tuple, repair_changes: tuple) -> bool:
+    """changes makes every change of a proved repair (a wider exclusion counts): naming it would add nothing."""
+    (kinds, rest), (needed, needed_rest) = _split(changes), _split(repair_changes)
+    return rest >= needed_rest and kinds >= needed
+
+
+def _proved(report: Report) -> bool:
+    return all(r.verdict == Verdict.HOLDS for r in report.results) and len(report.results) == len(CONDITIONS)
+
+
+def _outcome(report: Report) -> Outcome:
+    if _proved(report):
+        return Outcome.PROVED
+    return Outcome.VIOLATED if report.verdict == Verdict.VIOLATED else Outcome.UNDECIDED
+
+
+def check_candidate(candidate: Policy, bounds: Bounds) -> Report:
+    """The report `check` gives the candidate, found proofs first: a candidate that survived the replays is usually
+    safe, and a proof of all five conditions makes the bounded search superfluous. The conditions left open go on
+    to the rest of the full checker (bounded search, Spacer), as `check --only` would take them."""
+    digest = policy_hash(candidate)
+    proofs = prove_all(candidate, CONDITIONS, policy_document(candidate), digest, bounds.timeout, bounds.rlimit)
+    open_conditions = [c for c in CONDITIONS if proofs[c].verdict != Verdict.HOLDS]
+    if open_conditions:
+        rest = check(candidate, depth=bounds.depth, spans=bounds.spans, only=open_conditions,
+                     timeout=bounds.timeout, prove=True, rlimit=bounds.rlimit,
+                     proofs={c: proofs[c] for c in open_conditions})
+        proofs.update((r.condition, r) for r in rest.results)
+    return new_report(candidate, digest, bounds.depth, bounds.spans, tuple(proofs[c] for c in CONDITIONS))
+
+
+@dataclass
+class _Search:
+    """The state of one repair search: the runs every candidate is replayed on, and the tallies it reports."""
+
+    policy: Policy
+    form: str
+    bounds: Bounds
+    pool: list
+    proved: list = field(default_factory=list)  # (changes, candidate, report), in preference order
+    undecided: list = field(default_factory=list)  # Undecided sets preferred to the first proved one
+    settled: list = field(default_factory=list)  # proved or undecided change sets, in the order found
+    failed: Counter = field(default_factory=Counter)  # (condition, verdict) -> candidates it failed under
+    considered: int = 0
+    replayed_out: int = 0
+    checked: int = 0
+
+    def try_changes(self, changes: tuple) -> Optional[Outcome]:
+        candidate = repaired_policy(self.policy, changes, self.form)
+        if not _valid(candidate):
+            return None
+        self.considered += 1
+        broken = next((bad for bad in (run_violations(candidate, t.actions, t.spans) for t in self.pool) if bad), None)
+        if broken:
+            self.replayed_out += 1
+            self.failed[(min(broken, key=CONDITIONS.index), Verdict.VIOLATED)] += 1
+            return Outcome.REPLAYED_OUT
+        self.checked += 1
+        report = check_candidate(candidate, self.bounds)
+        self.pool += _traces(report)
+        return self._record(changes, candidate, report)
+
+    def _record(self, changes: tuple, candidate: Policy, report: Report) -> Outcome:
+        outcome = _outcome(report)
+        if outcome is not Outcome.VIOLATED:
+            self.settled.append(changes)
+        if outcome is Outcome.PROVED:
+            self.proved.append((changes, candidate, report))
+            return outcome
+        first = next(r for r in report.results if r.verdict == report.verdict)
+        self.failed[(first.condition, first.verdict)] += 1
+        if outcome is Outcome.UNDECIDED and not self.proved:
+            unknown = tuple(r.condition for r in report.results if r.verdict == Verdict.UNKNOWN)
+            self.undecided.append(Undecided(changes, unknown))
+        return outcome
+
+    def covered(self, changes: tuple) -> bool:
+        """changes contains a proved or an undecided set: it would name nothing new, or most likely be undecided
+        for the same reason (the user is told to raise the bounds instead)."""
+        return any(_contains(changes, settled) for settled in self.settled)
+
+    def stats(self) -> dict:
+        return dict(form=self.form, candidates=self.considered, replayed_out=self.replayed_out,
+                    checked=self.checked, undecided=tuple(self.undecided))
+
+
+def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True, timeout: float = DEFAULT_TIMEOUT,
+           depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS, alternatives: int = MAX_ALTERNATIVES,
+           original: Optional[Report] = None, rlimit: int = 0) -> RepairResult:
+    """Search change sets in preference order (`preference`) for the first under which every condition is proved
+    (HOLDS with a certificate); candidates a known counterexample still breaks on the runtime are dropped without
+    a solver. Then up to `alternatives` more proved repairs are named, each not containing an earlier one. Every
+    check has `timeout` seconds and `rlimit` (z3 resources per query, 0: none) per condition; `original`, when
+    given, must be `check`'s report of policy at these bounds (it is what the result says of the policy)."""
+    started = time.perf_counter()
+    form = form_of(source)
+    if parse_policy_text(text, source) != policy:
+        raise PolicySyntaxError("the policy differs from its text (a deployment override?): repair edits the text",
+                                source, 1, 1)
+    bounds = Bounds(depth, spans, timeout, rlimit)
+    if original is not None:
+        _require_own_report(original, policy, bounds)
+    original = original or check(policy, depth=depth, spans=spans, timeout=timeout, prove=True, rlimit=rlimit)
+    if _proved(original):
+        return RepairResult(original, (), policy, text, "", original, "every condition already holds", form,
+                            seconds=time.perf_counter() - started)
+    search = _Search(policy, form, bounds, [*SCHEMAS, *_traces(original)])
+    for changes in candidate_sets(available_changes(policy, allow_deployment)):
+        if len(search.proved) > alternatives:
+            break
+        if not search.covered(changes):
+            search.try_changes(changes)
+    if not search.proved:
+        reason = _no_repair_reason(policy, original, form, allow_deployment, search)
+        return RepairResult(original, None, reason=reason, seconds=time.perf_counter() - started, **search.stats())
+    changes, candidate, report = search.proved[0]
+    new_text, parsed, reprinted = repaired_text(text, source, policy, changes)
+    if parsed != candidate:
+        raise PrunecheckError("internal: the repaired text does not hold the proved policy")
+    return RepairResult(original, changes, candidate, new_text, unified_diff(text, new_text, source), report,
+                        reprinted=reprinted, alternatives=tuple(found for found, _, _ in search.proved[1:]),
+                        seconds=time.perf_counter() - started, **search.stats())
+
+
+def _require_own_report(original: Report, policy: Policy, bounds: Bounds) -> None:
+    same = (original.policy_hash == policy_hash(policy)
+            and (original.depth, original.spans) == (bounds.depth, bounds.spans)
+            and tuple(r.condition for r in original.results) == tuple(CONDITIONS))
+    if not same:
+        raise ValueError("the report given is not check's report of this policy (all five conditions) at these bounds")
+
+
+def _failure_tally(failed: Counter) -> str:
+    """"C2 violated under 5 candidates, C4 unknown under 1 candidate"."""
+    parts = []
+    for (condition, verdict), n in sorted(failed.items(), key=lambda item: (CONDITIONS.index(item[0][0]),
+                                                                             -item[0][1])):
+        parts.append(f"{condition} {verdict} under {n} candidate{'s' * (n != 1)}")
+    return ", ".join(parts)
+
+
+def _no_repair_reason(policy: Policy, original: Report, form: str, allow_deployment: bool, search: _Search) -> str:
+    """Why the search found nothing; for --text-only, a condition no policy text can reach, checked by replay."""
+    fails = _failure_tally(search.failed)
+    if search.undecided:
+        tried = "within the bounds (a change set containing an undecided one is not tried)"
+    else:
+        tried = "within every combination of the allowed changes" + ("" if allow_deployment else " to the policy text")
+    lines = [f"no {'proved ' * bool(search.undecided)}repair {tried}" + (f": {fails}" if fails else "")]
+    if allow_deployment:
+        return lines[0]
+    texts = [p for p in (repaired_policy(policy, changes, form)
+                         for changes in candidate_sets(available_changes(policy, allow_deployment=False))) if _valid(p)]
+    for r in original.results:
+        if r.verdict != Verdict.VIOLATED or r.trace is None or r.condition == "C1":
+            continue
+        if r.condition == "C2" and policy.deployment.records == "window":
+            lines.append("no text repair can exist for C2: with records in the window every policy violates it at "
+                         "some host budget (proofs/host_budget.py: append(message, 2); edit(0, destroy); "
+                         "compact(budget=1) truncates or evicts the record whatever evict, rank and budget say). "
+                         "The deployment decides it (records: window): run without --text-only.")
+            continue
+        if any(isinstance(a, Compact) for a in r.trace.actions):
+            continue
+        if all(r.condition in run_violations(p, r.trace.actions, r.trace.spans) for p in texts):
+            unsafe = ", ".join(f"{k}: {v}" for k, v in policy.deployment.as_dict().items()
+                               if v != SAFE_DEPLOYMENT.as_dict()[k])
+            lines.append(
+                f"no text repair can exist for {r.condition}: its counterexample "
+                f"({', '.join(action_text(a, keywords=True) for a in r.trace.actions)}) has no compact step, and evict, rank and "
+                f"budget are consulted only by compact (and {r.condition} is not C1, which reads evict directly); "
+                f"replayed on the runtime, the same run violates {r.condition} under all {len(texts)} text "
+                f"candidates too. The deployment decides it ({unsafe or 'defaults'}): run without --text-only.")
+    return "\n".join(lines)
+
+
+def _valid(policy: Policy) -> bool:
+    try:
+        check_policy(policy, policy.source)
+    except PolicySyntaxError:  # e.g. dropping a budget that evict reads
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _certificate_note(reason: str) -> str:
+    return reason.rsplit("; ", 1)[-1] if "; " in reason else reason
+
+
+def _condition_lines(report: Report) -> list:
+    return [f"  {r.condition}  {r.verdict}  {r.engine}; {_certificate_note(r.reason)}" for r in report.results]
+
+
+def verdict_line(report: Report) -> str:
+    """"violated (C1 violated, C2 violated, C3 holds, C4 violated, P1 unknown)": each condition as `check` said."""
+    each = ", ".join(f"{r.condition} {r.verdict}" for r in report.results)
+    return f"{report.verdict} ({each})"
+
+
+def _describe(changes: tuple, form: str) -> str:
+    return "; ".join(c.describe(form) for c in changes)
+
+
+def _undecided_lines(result: RepairResult) -> list:
+    if not result.undecided:
+        return []
+    which = "preferred to this repair, " if result.repaired else ""
+    lines = [f"{which}undecided within the bounds (raise --timeout or --rlimit to decide):"]
+    return lines + [f"  - {_describe(u.changes, result.form)} ({', '.join(u.unknown)} unknown)"
+                    for u in result.undecided]
+
+
+def result_text(result: RepairResult, stale_expect: tuple = ()) -> str:
+    original = result.original
+    lines = [f"policy {original.policy_name} ({original.source}): {verdict_line(original)}"]
+    if result.already_holds:
+        lines.append("every condition already holds; nothing to repair")
+        lines += _condition_lines(original)
+        return "\n".join(lines)
+    searched = (f"searched {result.candidates} candidate{'s' * (result.candidates != 1)}: "
+                f"{result.replayed_out} refuted by replaying a known counterexample, {result.checked} checked in full; "
+                f"{result.seconds:.1f} s")
+    if not result.repaired:
+        lines += [result.reason, *_undecided_lines(result), searched]
+        return "\n".join(lines)
+    n = len(result.changes)
+    lines.append(f"repair ({n} change{'s' * (n != 1)}), proved:")
+    lines += [f"  - {c.describe(result.form)}" for c in result.changes]
+    lines += _condition_lines(result.report)
+    lines += [f"also proved: {_describe(alt, result.form)}" for alt in result.alternatives]
+    lines += _undecided_lines(result)
+    if result.reprinted:
+        lines.append("note: the minimal edit did not re-parse to the repaired policy; the whole policy is re-printed "
+                     "(comments and the expect table are not kept)")
+    if stale_expect:
+        lines.append(f"note: the file's expect table still says violated for {', '.join(stale_expect)}")
+    lines.append(searched)
+    lines.append(result.diff.rstrip("\n"))
+    return "\n".join(lines)
+
+
+def result_json(result: RepairResult) -> dict:
+    original = result.original
+    doc = {
+        "policy": original.policy_name,
+        "source": original.source,
+        "original": {"verdict": str(original.verdict), "conditions": {r.condition: str(r.verdict)
+                                                                      for r in original.results}},
+        "status": result.status,
+        "changes": [c.as_dict(result.form) for c in result.changes or ()],
+        "alternatives": [[c.as_dict(result.form) for c in alt] for alt in result.alternatives],
+        "undecided": [{"changes": [c.as_dict(result.form) for c in u.changes], "unknown": list(u.unknown)}
+                      for u in result.undecided],
+        "reason": result.reason or None,
+        "search": {"candidates": result.candidates, "replayed_out": result.replayed_out, "checked": result.checked,
+                   "seconds": round(result.seconds, 3)},
+    }
+    if result.repaired:
+        doc["conditions"] = {r.condition: {"verdict": str(r.verdict), "engine": r.engine, "reason": r.reason}
+                             for r in result.report.results}
+        doc.update(reprinted=result.reprinted, diff=result.diff, text=result.text)
+    return doc
+
+
+# --------------------------------------------------------------------------- command line
+
+ALTERNATIVES_HELP = ("after the preferred repair, keep searching in the same order and also list up to N other "
+                     "proved repairs, none containing an earlier one (each may cost full checks; default "
+                     f"{MAX_ALTERNATIVES}: stop at the first)")
+
+
+def add_parser(subparsers) -> None:
+    from prunecheck.checker.commands.frontdoor import add_rlimit_argument, bounded_int
+
+    parser = subparsers.add_parser(
+        "repair", help="propose the proved-safe change that keeps most of a violated policy's intent",
+        description="Search change sets (an evict conjunct excluding records or rationale, a deployment setting, "
+                    "dropping the budget) in preference order: keeping the budget first, then fewer deployment "
+                    "changes, then the narrower exclusion. The first one under which the full checker proves every "
+                    "condition is printed as a unified diff of the file. A set the checker decides neither way is "
+                    "listed as undecided, and the sets containing it are not tried.")
+    parser.add_argument("policy", metavar="POLICY", help=".yaml, .yml, .json or .py policy file")
+    parser.add_argument("--text-only", action="store_true", help="change only the policy text, not its deployment")
+    parser.add_argument("--out", metavar="FILE", help="write the repaired policy text to FILE")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text (default: the change, its proof and the unified diff) or json (one document)")
+    parser.add_argument("--alternatives", type=bounded_int(0, 64), default=MAX_ALTERNATIVES, metavar="N",
+                        help=ALTERNATIVES_HELP)
+    parser.add_argument("--timeout", type=bounded_int(1, 3600), default=30, help="seconds per condition (default 30)")
+    add_rlimit_argument(parser)
+    parser.add_argument("--depth", type=bounded_int(1, 200), default=DEFAULT_DEPTH,
+                        help=f"bounded search depth (default {DEFAULT_DEPTH})")
+    parser.add_argument("--spans", type=bounded_int(2, 32), default=DEFAULT_SPANS,
+                        help=f"span slots (default {DEFAULT_SPANS})")
+
+
+def _read_text(path: str) -> str:
+    with open(path, "rb") as handle:  # load_policy has already refused non-regular and oversized files
+        data = handle.read()
+    return decode_policy_bytes(data, path)
+
+
+def run(args, stdout, stderr) -> int:
+    policy = load_policy(args.policy)
+    text = _read_text(args.policy)
+    result = repair(policy, text, args.policy, allow_deployment=not args.text_only, timeout=float(args.timeout),
+                    depth=args.depth, spans=args.spans, alternatives=args.alternatives, rlimit=args.rlimit)
+    stale = ()
+    if result.repaired:
+        expect = expected_verdicts(args.policy)
+        stale = tuple(c for c in CONDITIONS if expect.get(c) == "violated")
+        if args.out:
+            try:
+                Path(args.out).write_text(("\ufeff" if _has_bom(args.policy) else "") + result.text, encoding="utf-8")
+            except OSError as exc:
+                raise PrunecheckError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+            print(f"wrote {args.out}", file=stderr)
+    if args.format == "json":
+        print(json.dumps(result_json(result), indent=2), file=stdout)
+    else:
+        print(result_text(result, stale if not result.reprinted else ()), file=stdout)
+    return {"holds": EXIT_REPAIRED, "repaired": EXIT_REPAIRED, "unknown": EXIT_UNDECIDED}.get(result.status, EXIT_NONE)
+
+
+def _has_bom(path: str) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(3) == b"\xef\xbb\xbf"
+
+
+__all__ = ["RepairResult", "Change", "Bounds", "Outcome", "Undecided", "repair", "available_changes",
+           "candidate_sets", "preference", "check_candidate", "run_violations", "verdict_line", "result_text",
+           "result_json", "add_parser", "run"]

@@ -1,0 +1,146 @@
+"""Batch worker processes that never import the caller's main module: fresh interpreters fed pickled jobs on a pipe."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from typing import Callable, Optional
+
+# The worker's whole program. multiprocessing's spawn and forkserver starts would re-run the caller's __main__ in
+# every worker (an unguarded script runs again and its batch dies); this imports only prunecheck, from the caller's
+# sys.path (argv[1]), so it finds the same prunecheck and any module a worker function lives in.
+_BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
+         "from prunecheck.checker.commands.workers import serve; serve()")
+DIED = "the checker process died (crash or out of memory)"
+
+
+def serve() -> None:
+    """The worker loop: read (function, args) jobs from stdin until it closes, answer each with (True, result) or
+    (False, error text) on the original stdout; stray prints go to stderr."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it then closes or kills us
+    jobs = os.fdopen(os.dup(0), "rb")
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
+    while True:
+        job = _receive(jobs)
+        if job is None:
+            return
+        try:
+            function, args = pickle.loads(job)
+            answer = pickle.dumps((True, function(*args)))
+        except Exception as exc:  # noqa: BLE001 - reported to the parent as this job's failure
+            answer = pickle.dumps((False, _one_line(exc)))
+        _send(answers, answer)
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def _send(stream, data: bytes) -> None:
+    """One frame: its length, then the pickle; a pickle that cannot be read then never desynchronises the pipe."""
+    stream.write(len(data).to_bytes(8, "big") + data)
+    stream.flush()
+
+
+def _receive(stream) -> Optional[bytes]:
+    """The next frame, or None at the end of the stream (the other side closed it or died)."""
+    head = stream.read(8)
+    if len(head) < 8:
+        return None
+    data = stream.read(int.from_bytes(head, "big"))
+    return data if len(data) == int.from_bytes(head, "big") else None
+
+
+class Worker:
+    """One worker process: `run` sends a job and waits for its answer; None if the process died meanwhile."""
+
+    def __init__(self):
+        self.process = subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def run(self, function: Callable, args: tuple) -> Optional[tuple]:
+        try:
+            job = pickle.dumps((function, args))
+        except Exception as exc:  # noqa: BLE001 - an argument that cannot be sent fails its job only
+            return False, f"cannot send the job: {_one_line(exc)}"
+        try:
+            _send(self.process.stdin, job)
+            answer = _receive(self.process.stdout)
+        except OSError:
+            return None
+        return None if answer is None else pickle.loads(answer)
+
+    def close(self, kill: bool = False) -> None:
+        if kill:
+            self.process.kill()
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.process.wait()
+
+
+def run_jobs(keys: list, function: Callable, args: tuple, jobs: int, done: Callable, failed: Callable) -> None:
+    """function(key, *args) for every key in min(jobs, len(keys)) worker processes that live for the whole batch;
+    done(result) in this thread as results arrive; failed(key, why) for a job whose worker died (only that job is
+    lost: the next one gets a fresh worker) or raised. An interrupt kills the workers."""
+    todo, results, workers = queue.Queue(), queue.Queue(), []
+    for key in keys:
+        todo.put(key)
+    threads = [threading.Thread(target=_drive, args=(todo, results, workers, function, args), daemon=True)
+               for _ in range(min(jobs, len(keys)))]
+    try:
+        for thread in threads:
+            thread.start()
+        for _ in keys:
+            _deliver(*results.get(), done, failed)
+    except BaseException:
+        todo.queue.clear()
+        for worker in list(workers):
+            worker.process.kill()  # its thread, reading the answer, sees the end and reaps it
+        raise
+    for thread in threads:
+        thread.join()
+
+
+def _drive(todo: queue.Queue, results: queue.Queue, workers: list, function: Callable, args: tuple) -> None:
+    """One thread per worker: take jobs until none is left, replacing the worker if it dies."""
+    worker = None
+    try:
+        while True:
+            try:
+                key = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                if worker is None:
+                    worker = Worker()
+                    workers.append(worker)
+                answer = worker.run(function, (key, *args))
+            except Exception as exc:  # noqa: BLE001 - never leave the collector waiting for this key
+                answer = (False, _one_line(exc))
+            if answer is None and worker is not None:
+                worker.close(kill=True)
+                worker = None
+            results.put((key, answer))
+    finally:
+        if worker is not None:
+            worker.close()
+
+
+def _deliver(key, answer, done: Callable, failed: Callable) -> None:
+    if answer is None:
+        failed(key, DIED)
+    elif answer[0]:
+        done(answer[1])
+    else:
+        failed(key, f"the checker process failed: {answer[1]}")

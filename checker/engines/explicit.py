@@ -1,0 +1,191 @@
+"""The explicit-state oracle: breadth-first search over the reference runtime, independent of the z3 model."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Iterable, Optional
+
+from prunecheck.spec.conditions import CONDITIONS, violations
+from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, Attr, Binary, EnumLit, InSet, Num, Policy,
+                                    subexpressions)
+from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
+
+from prunecheck.checker.engines.replay import confirm
+from prunecheck.checker.result import EngineRun, Outcome, Result, Stats, Trace, Verdict
+
+DEFAULT_TOKENS = (1, 2)
+DEFAULT_REPEATS = (1,)
+# Which domain a constant feeds, by the attributes it is compared with (spec/SPEC.md §7c).
+CLOCK_ATTRS = ("age", "idle", "step", "reads", "recency", "frequency")
+TOKEN_ATTRS = ("tokens", "window_tokens", "budget")
+
+
+@dataclass(frozen=True)
+class Domains:
+    """The finite choices the explorer tries: an append's token counts and content kinds, a read's or an audit's
+    repetitions (a count, or up to a clock value); `derived` names the domains taken from the policy's constants
+    rather than given."""
+
+    tokens: tuple
+    kinds: tuple
+    repeats: tuple = DEFAULT_REPEATS
+    derived: tuple = ()
+    # Clock values a read or audit may also repeat up to (from `step` constants): times = target - the clock.
+    clock_targets: tuple = ()
+
+    def describe(self) -> str:
+        def text(name, values):
+            return f"{name} {{{', '.join(map(str, values))}}}{'' if name in self.derived else ' (given)'}"
+        derived = f"; {' and '.join(self.derived)}: the defaults plus what the policy's constants ask for" \
+            if self.derived else ""
+        targets = f" or up to clock {{{', '.join(map(str, self.clock_targets))}}}" if self.clock_targets else ""
+        return (f"{text('tokens', self.tokens)}, {text('repetitions', self.repeats)}{targets}, "
+                f"kinds {{{', '.join(self.kinds)}}}, host budgets: one per distinct compaction{derived}")
+
+
+def kind_representatives(policy: Policy) -> tuple:
+    """Content kinds the policy names, plus one for all the others: unnamed kinds behave identically."""
+    exprs = [policy.evict] + ([policy.rank] if policy.rank is not None else [])
+    named = {node.value for e in exprs for node in subexpressions(e) if isinstance(node, EnumLit)}
+    kept = [k for k in CONTENT_KINDS if k in named]
+    others = [k for k in CONTENT_KINDS if k not in named]
+    return tuple(kept + others[:1])
+
+
+def neighbours(x: Fraction) -> set:
+    """The integers next to a threshold x: x-1, x, x+1 for an integer, floor(x) and ceil(x) otherwise."""
+    if x.denominator == 1:
+        return {int(x) - 1, int(x), int(x) + 1}
+    return {math.floor(x), math.ceil(x)}
+
+
+def _contexts(policy: Policy):
+    """(attribute names, constants) per comparison of evict, and for rank as a whole."""
+    nodes = [n for n in subexpressions(policy.evict)
+             if isinstance(n, InSet) or (isinstance(n, Binary) and n.op in COMPARE_OPS)]
+    for node in nodes + ([policy.rank] if policy.rank is not None else []):
+        inside = list(subexpressions(node))
+        yield ({n.name for n in inside if isinstance(n, Attr)},
+               {n.value for n in inside if isinstance(n, Num)})
+
+
+def _repeat_values(attrs: set, c: Fraction) -> set:
+    """What a constant c compared with clock attributes asks of a repetition count."""
+    out = neighbours(c)  # the constant itself, whatever arithmetic surrounds it (`recency * 13 < 1`)
+    if attrs & {"recency", "frequency"} and c > 0:
+        out |= neighbours(1 / c - 1)  # 1/(1+idle), or one read's 1/(1+age), crosses c at 1/c - 1
+    if "frequency" in attrs:
+        out |= {c.numerator, c.denominator - c.numerator - 1}  # p reads at age q-1: q-p-1 other steps
+        if c < 1:
+            out |= neighbours(c / (1 - c))  # n reads from birth: n/(1+n) crosses c at n = c/(1-c)
+    return out
+
+
+def constant_domains(policy: Policy) -> tuple:
+    """(token counts, repetitions, clock targets) the policy's constants and budget ask for, beyond the defaults."""
+    tokens, repeats, targets, rates, waits = set(), set(), set(), set(), set()
+    for attrs, constants in _contexts(policy):
+        for c in constants:
+            if attrs & set(TOKEN_ATTRS):
+                tokens |= neighbours(c)
+            if attrs & (set(CLOCK_ATTRS) - {"step"}):  # `step` asks for clock targets instead
+                repeats |= _repeat_values(attrs, c)
+                if "frequency" not in attrs:
+                    waits |= _repeat_values(attrs, c)
+            if "step" in attrs:
+                targets |= neighbours(c)  # the clock is absolute: wait until it reads c, whatever came before
+            if "frequency" in attrs and 0 < c < 1:
+                rates.add(c)
+    # n reads then a wait of w (asked by another comparison) keep n/(1+n+w) above c from n = c(1+w)/(1-c).
+    repeats |= {v for c in rates for w in waits if w > 1 for v in neighbours(c * (1 + w) / (1 - c))}
+    if policy.budget is not None:
+        tokens |= neighbours(Fraction(policy.budget))
+    return tuple({v for v in values if v >= 1} for values in (tokens, repeats, targets))
+
+
+def domains_for(policy: Policy, tokens: Optional[Iterable[int]] = None,
+                repeats: Optional[Iterable[int]] = None) -> Domains:
+    """The explorer's domains: the defaults plus what the policy's constants ask for (spec/SPEC.md §7c), unless
+    `tokens` or `repeats` is given, which then replaces that domain."""
+    wanted_tokens, wanted_repeats, targets = constant_domains(policy)
+    derived = tuple(name for name, given in (("tokens", tokens), ("repetitions", repeats)) if given is None)
+    tokens = set(DEFAULT_TOKENS) | wanted_tokens if tokens is None else set(tokens)
+    targets = targets if repeats is None else set()
+    repeats = set(DEFAULT_REPEATS) | wanted_repeats if repeats is None else set(repeats)
+    return Domains(tuple(sorted(tokens)), kind_representatives(policy), tuple(sorted(repeats)), derived,
+                   tuple(sorted(targets)))
+
+
+def _choices(policy: Policy, state: State, spans: int, domains: Domains) -> list:
+    """The enabled actions within the domains, audits first (waiting reads best as an audit, as in the symbolic
+    engine's canonical traces)."""
+    repeats = set(domains.repeats) | {t - state.step for t in domains.clock_targets if t > state.step}
+    actions = [a for a in enabled_actions(policy, state, spans, domains.tokens, tuple(sorted(repeats)))
+               if not (isinstance(a, Append) and a.kind not in domains.kinds)]
+    return sorted(actions, key=lambda a: not isinstance(a, Audit))
+
+
+def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = CONDITIONS,
+            domains: Domains = None, time_limit: float = 60.0, max_states: Optional[int] = None) -> tuple:
+    """Per condition: `violated` with a shortest trace (within the domains), or `unknown`; never `holds`.
+
+    Shortest in actions: a repeated read or audit is one action (depth counts actions, as in the symbolic search).
+    The search stops at `time_limit` seconds or, deterministically, once it has explored `max_states` states.
+    """
+    domains = domains or domains_for(policy)
+    pending = [c for c in CONDITIONS if c in set(conditions)]
+    results, started = {}, time.perf_counter()
+    parent = {State(): None}
+    frontier, explored, stopped = [State()], 1, None
+
+    def trace_to(state, action) -> tuple:
+        actions = [action]
+        while parent[state] is not None:
+            state, taken = parent[state]
+            actions.append(taken)
+        return tuple(reversed(actions))
+
+    for level in range(1, depth + 1):
+        following = []
+        for state in frontier:
+            for action in _choices(policy, state, spans, domains):
+                transition = step(policy, state, action, spans)
+                for c in [c for c in pending if c in violations(policy, transition)]:
+                    actions = trace_to(state, action)
+                    confirm(policy, actions, c, spans)
+                    trace = Trace(c, actions, spans)
+                    seconds = time.perf_counter() - started
+                    run = EngineRun("explicit", Outcome.COUNTEREXAMPLE, level, 0, explored + len(following), seconds)
+                    results[c] = Result(c, Verdict.VIOLATED, level, f"violated after {trace.length()} (shortest "
+                                        f"within {spans} spans, {domains.describe()}); explicit search",
+                                        engine="explicit", trace=trace, seconds=seconds, stats=Stats((run,)))
+                    pending.remove(c)
+                if transition.after not in parent:
+                    parent[transition.after] = (state, action)
+                    following.append(transition.after)
+            if time.perf_counter() - started > time_limit:
+                stopped, limit = level, f"time limit {time_limit:g} s"
+                break
+            if max_states is not None and explored + len(following) > max_states:
+                stopped, limit = level, f"state limit {max_states}"
+                break
+        explored += len(following)
+        frontier = following
+        if not pending or stopped is not None:
+            break
+    for c in pending:
+        if stopped is not None:
+            why = f"explicit search stopped in depth {stopped} after {explored} states ({limit})"
+            reached = stopped - 1
+        else:
+            why = (f"no violation up to depth {depth} over {spans} spans, {domains.describe()} "
+                   f"(explicit search, {explored} states)")
+            reached = depth
+        seconds = time.perf_counter() - started
+        run = EngineRun("explicit", Outcome.BOUND if stopped is None else Outcome.LIMIT, reached, 0, explored, seconds)
+        results[c] = Result(c, Verdict.UNKNOWN, reached, why, engine="explicit", seconds=seconds,
+                            stats=Stats((run,)))
+    return tuple(results[c] for c in CONDITIONS if c in results)

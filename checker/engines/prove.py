@@ -1,0 +1,150 @@
+"""The unbounded engine: induction strengthened by Houdini over the parametric model, with re-checked certificates."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import z3
+
+from prunecheck.symbolic.pair_lemmas import pair_candidates
+
+from prunecheck.checker.engines.certificate import STEP_CONDITIONS, Encoding, Status, certificate_document, dumps, free_shape, recheck
+from prunecheck.checker.engines.invariants import houdini
+from prunecheck.checker.result import EngineRun, Outcome, Result, Stats, Stop, Verdict
+from prunecheck.symbolic.solver import new_solver, queries_asked, query
+from prunecheck.checker.engines.unknowns import limit_words, scoped
+
+
+_SHARED_SIZE = 32
+# Attempts with the policy abstracted to a free predicate depend only on the deployment and on whether the policy
+# ranks and budgets, not on its expressions: one per shape serves every policy checked in this process.
+_shared: dict = {}
+
+
+class _Attempts:
+    """One encoding and one Houdini run per (policy, free_policy), shared by every condition checked: the candidate
+    lemmas and the transition relation do not depend on the condition, only the final safety query does."""
+
+    def __init__(self, policy, timeout: float, rlimit: int = 0):
+        self.policy, self.timeout, self.rlimit, self.done, self.proved = policy, timeout, rlimit, {}, {}
+        self.asked = {}  # queries each Houdini run asked in this process (0: shared from an earlier check)
+        shared = _shared.get(free_shape(policy, timeout, rlimit))
+        if shared is not None:
+            self.done[True], self.proved[True] = shared
+            self.asked[True] = 0
+
+    def base(self, free_policy: bool):
+        if free_policy not in self.done:
+            asked = queries_asked()
+            enc = Encoding(self.policy, "C1", free_policy)
+            at_init = dict(pair_candidates(enc.model, enc.pre))
+            before = dict(pair_candidates(enc.model, enc.pre))
+            after = dict(pair_candidates(enc.model, enc.post))
+            self.done[free_policy] = (enc, before, houdini(enc.init, at_init, enc.trans, before, after,
+                                                           self.timeout, self.rlimit))
+            self.proved[free_policy] = {}
+            self.asked[free_policy] = queries_asked() - asked
+            if free_policy and self.done[True][2].complete:
+                # Only complete runs: an incomplete one gave up on time, which another run may not.
+                if len(_shared) >= _SHARED_SIZE:
+                    _shared.clear()
+                _shared[free_shape(self.policy, self.timeout, self.rlimit)] = (self.done[True], self.proved[True])
+        return self.done[free_policy]
+
+    def induction(self, condition: str, free_policy: bool):
+        """(encoding, names of the proved invariant, proved?, why not, stopped by a solver limit?) for one attempt."""
+        base, before, invariant = self.base(free_policy)
+        known = self.proved[free_policy]
+        if condition in known:
+            return known[condition]
+        outcome, decided = self._induction(condition, base, before, invariant)
+        if decided:
+            # A safety check that gave up on time is not remembered: another attempt may decide it.
+            known[condition] = outcome
+        return outcome
+
+    def invariant(self, free_policy: bool, names: tuple):
+        """The proved lemmas over the certificate's parameter state, as one term and as readable lines."""
+        enc, _, _ = self.base(free_policy)
+        if getattr(enc, "invariants", None) is None:
+            enc.invariants = {"params": dict(pair_candidates(enc.model, enc.param))}
+        if names not in enc.invariants:
+            params = enc.invariants["params"]
+            term = z3.And([params[n] for n in names]) if names else z3.BoolVal(True)
+            # SMT-LIB text: z3's Python pretty-printer costs a quarter of a proof.
+            enc.invariants[names] = (term, [f"{n}: {params[n].sexpr()}" for n in names])
+        return enc.invariants[names]
+
+    def _induction(self, condition, base, before, invariant):
+        """((encoding, names, proved?, why not, limit?), whether the outcome is decided rather than a solver giving
+        up)."""
+        enc = base.for_condition(condition)
+        if not invariant.complete:
+            return (enc, (), False, f"the search for lemmas {limit_words(invariant.reason)}", True), True
+        names = invariant.names
+        solver = new_solver(self.timeout * 1000, self.rlimit)
+        solver.add([before[n] for n in names])
+        if condition in STEP_CONDITIONS:
+            solver.add(enc.trans)
+        solver.add(enc.bad)
+        answer = query(solver)
+        if answer.status == "unsat":
+            return (enc, names, True, "", False), True
+        if answer.status == "unknown":
+            return (enc, names, False, f"the safety check {limit_words(answer.reason)}", True), False
+        return (enc, names, False, "no inductive invariant among its lemma templates", False), True
+
+
+def certified_result(condition: str, engine: str, document: dict, check, seconds: float) -> Result:
+    """`holds` with the certificate if cvc5 confirmed it; otherwise `unknown`, saying why (a refuted or rejected
+    certificate of prunecheck's own proof is a checker fault)."""
+    if check.status == Status.CONFIRMED:
+        return Result(condition, Verdict.HOLDS, None, f"proved for every depth and window size ({engine}); "
+                      "certificate re-checked by cvc5", engine=engine, certificate=dumps(document), seconds=seconds)
+    if check.status == Status.UNCHECKED:
+        return Result(condition, Verdict.UNKNOWN, None, f"proved ({engine}) but the certificate is not confirmed: "
+                      f"{check.reason}", engine=engine, seconds=seconds)
+    return Result(condition, Verdict.UNKNOWN, None, f"checker fault: {engine} certificate {check.status} on re-check "
+                  f"({check.reason})", engine=engine, seconds=seconds)
+
+
+def prove_all(policy, conditions, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
+              rlimit: int = 0) -> dict:
+    """{condition: prove(...)} with the encodings and Houdini runs shared between conditions."""
+    attempts = _Attempts(policy, timeout, rlimit)
+    return {c: prove(policy, c, policy_doc, policy_hash, timeout, attempts=attempts, rlimit=rlimit)
+            for c in conditions}
+
+
+def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
+          recheck_timeout_ms: int = 0, attempts: "_Attempts" = None, rlimit: int = 0) -> Result:
+    """`holds` with a re-checked certificate, or `unknown` with why; never `violated` (that is the bounded engine's).
+    `rlimit` bounds every z3 query (and cvc5's re-check, as rlimit-per) by resources as well as by time; the re-check
+    has `recheck_timeout_ms`, by default the condition's `timeout`."""
+    started, before = time.perf_counter(), queries_asked()
+    attempts = attempts or _Attempts(policy, timeout, rlimit)
+    built = set(attempts.asked)
+    reasons, limited, used = [], False, []
+
+    def stats(outcome: Outcome) -> Stats:
+        # The Houdini runs this attempt relied on count for every condition they served.
+        queries = queries_asked() - before + sum(attempts.asked[f] for f in used if f in built)
+        return Stats((EngineRun("induction", outcome, None, queries, None, time.perf_counter() - started),))
+
+    for free_policy in (True, False):
+        used.append(free_policy)
+        enc, names, proved, why, limit = attempts.induction(condition, free_policy)
+        if not proved:
+            reasons.append(("policy abstracted" if free_policy else "policy as written", why))
+            limited = limited or limit
+            continue
+        invariant, readable = attempts.invariant(free_policy, names)
+        engine = "induction" + (", policy abstracted to a free predicate" if free_policy else "")
+        document = certificate_document(policy_doc, policy_hash, enc, invariant, readable, engine)
+        check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
+        result = certified_result(condition, engine, document, check, time.perf_counter() - started)
+        return replace(result, stats=stats(Outcome.PROVED))
+    return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine="induction",
+                  seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF,
+                  stats=stats(Outcome.LIMIT if limited else Outcome.NO_PROOF))

@@ -1,0 +1,118 @@
+"""Decoding solver models into runtime actions and states, and replaying traces on the reference runtime."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import z3
+
+from prunecheck.spec.conditions import state_violations, violations
+from prunecheck.spec.errors import ReplayMismatch
+from prunecheck.symbolic.model import SymAction, SymState
+from prunecheck.spec.policy import Policy
+from prunecheck.symbolic.terms import ENUM_NAMES
+from prunecheck.spec.runtime import (
+    ActionRefused, Append, Audit, Compact, Edit, EditInfo, Pin, Read, Span, State, Transition, Undo, Unpin, step,
+)
+
+
+def _int(model: z3.ModelRef, term) -> int:
+    return model.eval(term, model_completion=True).as_long()
+
+
+def _name(model: z3.ModelRef, term) -> str:
+    """The name of an enumeration-sort value: an action, kind or namespace name."""
+    return ENUM_NAMES.get(model.eval(term, model_completion=True).decl().name(), "")
+
+
+def _slot(model: z3.ModelRef, term) -> int:
+    text = model.eval(term, model_completion=True).decl().name()
+    return int(text[1:text.index("of")])
+
+
+def _value(model: z3.ModelRef, term):
+    sort = term.sort()
+    if sort == z3.BoolSort():
+        return _bool(model, term)
+    if sort == z3.IntSort():
+        return _int(model, term)
+    if sort.name().startswith("Slot"):
+        return _slot(model, term)
+    return _name(model, term)
+
+
+def _bool(model: z3.ModelRef, term) -> bool:
+    return z3.is_true(model.eval(term, model_completion=True))
+
+
+def decode_action(model: z3.ModelRef, a: SymAction):
+    name = model.eval(a.act, model_completion=True).decl().name().removeprefix("do_")
+    arg = _slot(model, a.arg)
+    if name == "append":
+        return Append(_name(model, a.kind), _int(model, a.tokens))
+    if name == "edit":
+        return Edit(arg, "destroy" if _bool(model, a.destroy) else "transform")
+    if name == "undo":
+        return Undo(arg)
+    if name == "read":
+        return Read(arg, _int(model, a.times))
+    simple = {"pin": Pin, "unpin": Unpin}
+    if name in simple:
+        return simple[name](arg)
+    if name == "compact":
+        return Compact(_int(model, a.host) if _bool(model, a.hosted) else None)
+    return Audit(_int(model, a.times))
+
+
+def decode_state(model: z3.ModelRef, s: SymState) -> State:
+    """The runtime State that a symbolic state denotes in `model`."""
+    spans, edits = [], []
+    for i in range(s.n):
+        f = {name: _value(model, values[i]) for name, values in s.fields.items()}
+        if not f["used"]:
+            break
+        spans.append(Span(i, f["kind"], f["ns"], f["tokens"], f["created"], f["last_read"],
+                          f["reads"], f["pinned"], f["edited"], f["version"], f["alive"]))
+        if f["kind"] == "record":
+            edits.append(EditInfo(i, i + 1, f["target"], "destroy" if f["destroy"] else "transform",
+                                  f["rversion"], f["prior_kind"], f["prior_edited"], f["undone"]))
+    return State(_int(model, s.clock), tuple(spans), tuple(edits))
+
+
+def replay(policy: Policy, actions: Sequence, max_spans: Optional[int] = None) -> List[Transition]:
+    """Run actions from the empty window; an action whose guard fails raises ReplayMismatch."""
+    state, out = State(), []
+    for index, action in enumerate(actions):
+        try:
+            transition = step(policy, state, action, max_spans)
+        except ActionRefused as exc:
+            raise ReplayMismatch(f"step {index + 1} {action!r} is not enabled on the runtime: {exc}") from None
+        out.append(transition)
+        state = transition.after
+    return out
+
+
+def first_violation(policy: Policy, transitions: Sequence[Transition], condition: str) -> Optional[int]:
+    """The 1-based step at which `condition` first fails on this run, or None."""
+    if condition in state_violations(policy, State()):
+        return 0
+    for index, transition in enumerate(transitions):
+        if condition in violations(policy, transition):
+            return index + 1
+    return None
+
+
+def confirm(policy: Policy, actions: Sequence, condition: str, max_spans: int,
+            symbolic_states: Optional[Sequence[State]] = None) -> List[Transition]:
+    """Replay a symbolic counterexample; it must violate `condition` exactly at its last step, else ReplayMismatch."""
+    transitions = replay(policy, actions, max_spans)
+    if symbolic_states is not None:
+        runtime_states = [State()] + [t.after for t in transitions]
+        for index, (sym, real) in enumerate(zip(symbolic_states, runtime_states)):
+            if sym != real:
+                raise ReplayMismatch(f"state {index} differs between the z3 model and the runtime: "
+                                     f"model {sym!r} runtime {real!r}")
+    where = first_violation(policy, transitions, condition)
+    if where != len(actions):
+        raise ReplayMismatch(f"{condition} counterexample of {len(actions)} steps fails at step {where} on the runtime")
+    return transitions

@@ -1,0 +1,83 @@
+"""z3's Spacer CHC engine over the parametric model: an inductive invariant found without templates."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import z3
+
+from prunecheck.checker.engines.certificate import STEP_CONDITIONS, Encoding, certificate_document, recheck
+from prunecheck.checker.engines.prove import certified_result
+from prunecheck.checker.result import EngineRun, Outcome, Result, Stats, Stop, Verdict
+from prunecheck.symbolic.solver import RANDOM_SEED, queries_asked
+from prunecheck.checker.engines.unknowns import limit_words, scoped
+
+
+def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
+    """(status, invariant over enc.param or None, reason): status is 'proved', 'refuted' (abstractly) or 'unknown'.
+    `rlimit` bounds the query by z3's resource count as well as by time (Fixedpoint's own `rlimit`, per query)."""
+    # Spacer gets a context of its own: on the process-wide one its search depends on the terms earlier checks made.
+    ctx = z3.Context()
+    pre, post, act = ([v.translate(ctx) for v in vs.variables()] for vs in (enc.pre, enc.post, enc.act))
+    fp = z3.Fixedpoint(ctx=ctx)
+    fp.set(engine="spacer")
+    fp.set("fp.spacer.ground_pobs", False)
+    fp.set("fp.spacer.q3.use_qgen", True)
+    fp.set("fp.spacer.random_seed", RANDOM_SEED)
+    fp.set("timeout", max(1, int(timeout * 1000)))
+    if rlimit > 0:
+        fp.set("rlimit", int(rlimit))
+    inv = z3.Function("Inv", *[v.sort() for v in pre], z3.BoolSort(ctx))
+    init, trans = [e.translate(ctx) for e in enc.init], [e.translate(ctx) for e in enc.trans]
+    fp.register_relation(inv)
+    fp.declare_var(*(pre + post + act))
+    fp.rule(inv(*pre), z3.And(init))
+    fp.rule(inv(*post), [inv(*pre)] + trans)
+    step = trans if enc.condition in STEP_CONDITIONS else []
+    try:
+        answer = fp.query(z3.And(inv(*pre), *step, enc.bad.translate(ctx)))
+    except z3.Z3Exception as exc:
+        return "unknown", None, limit_words(exc)
+    if answer == z3.sat:
+        # Not a counterexample: the two-span abstraction also has runs no real window has.
+        return "refuted", None, "the two-span abstraction reaches a violation, so no invariant exists there"
+    if answer != z3.unsat:
+        return "unknown", None, limit_words(fp.reason_unknown())
+    body = fp.get_cover_delta(-1, inv)
+    param = [v.translate(ctx) for v in enc.param.variables()]
+    return "proved", z3.substitute_vars(body, *param).translate(z3.main_ctx()), ""
+
+
+def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
+                      recheck_timeout_ms: int = 0, rlimit: int = 0) -> Result:
+    """`holds` with a re-checked certificate, or `unknown` with why; bounded like prove.prove."""
+    started, before, spacer_queries = time.perf_counter(), queries_asked(), 0
+
+    def stats(outcome: Outcome) -> Stats:
+        queries = spacer_queries + queries_asked() - before  # Spacer's own, then z3's in the certificate re-check
+        return Stats((EngineRun("spacer", outcome, None, queries, None, time.perf_counter() - started),))
+
+    reasons, limited = [], False
+    for free_policy in (True, False):
+        left = timeout - (time.perf_counter() - started)
+        if left <= 0:
+            reasons.append(("time", "its time limit ran out"))
+            limited = True
+            break
+        enc = Encoding(policy, condition, free_policy)
+        status, invariant, why = spacer_invariant(enc, left, rlimit)
+        spacer_queries += 1
+        scope = "policy abstracted" if free_policy else "policy as written"
+        if status != "proved":
+            reasons.append((scope, why))
+            limited = limited or status == "unknown"
+            continue
+        engine = "spacer" + (", policy abstracted to a free predicate" if free_policy else "")
+        document = certificate_document(policy_doc, policy_hash, enc, invariant, [str(invariant)], engine)
+        check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
+        result = certified_result(condition, engine, document, check, time.perf_counter() - started)
+        return replace(result, stats=stats(Outcome.PROVED))
+    return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine="spacer",
+                  seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF,
+                  stats=stats(Outcome.LIMIT if limited else Outcome.NO_PROOF))

@@ -1,0 +1,282 @@
+"""Explanations of counterexamples: what each step did to the edit/record graph, and why the last step violates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Dict, List, Optional, Sequence
+
+from prunecheck.spec.conditions import DESCRIPTIONS
+from prunecheck.spec.evaluate import evaluate
+from prunecheck.spec.policy import NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, subexpressions
+from prunecheck.spec.runtime import (
+    REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, is_candidate, span_env,
+    action_text,
+)
+
+from prunecheck.checker.language.locate import deployment_location, expression_start, key_locations
+from prunecheck.checker.language.printer import to_text
+from prunecheck.checker.engines.replay import replay
+
+
+@dataclass(frozen=True)
+class Point:
+    """One place in the policy's text that the violation rests on: a sub-expression and its value, or a setting."""
+
+    text: str
+    loc: Loc
+    note: str
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why the last step violates the condition: a one-line summary and the points of the policy it rests on."""
+
+    condition: str
+    step: int
+    summary: str
+    points: tuple
+
+    @property
+    def loc(self) -> Loc:
+        return self.points[0].loc if self.points else Loc(1, 1)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A counterexample told step by step, ending with its cause."""
+
+    condition: str
+    actions: tuple
+    steps: tuple
+    cause: Cause
+
+
+def number(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Fraction):
+        if value.denominator == 1:
+            return str(value.numerator)
+        return f"{value.numerator}/{value.denominator} (~{float(value):.3g})"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _connective(expr: Expr) -> bool:
+    return (isinstance(expr, Binary) and expr.op in ("and", "or")) or isinstance(expr, Cond) or (
+        isinstance(expr, Unary) and expr.op == "not")
+
+
+def deciding_atoms(expr: Expr, env: dict, want: bool) -> List[Expr]:
+    """The atomic sub-formulas that make `expr` evaluate to `want`: all conjuncts of a true `and`, the first false
+    one of a false `and` (dually for `or`), through `not` and conditionals."""
+    if isinstance(expr, Unary) and expr.op == "not" and _connective(expr.arg):
+        return deciding_atoms(expr.arg, env, not want)
+    if isinstance(expr, Binary) and expr.op in ("and", "or"):
+        parts = (expr.left, expr.right)
+        if (expr.op == "and") == want:
+            return [atom for part in parts for atom in deciding_atoms(part, env, want)]
+        decisive = next(p for p in parts if bool(evaluate(p, env)) == want)
+        return deciding_atoms(decisive, env, want)
+    if isinstance(expr, Cond) and isinstance(evaluate(expr.then, env), bool):
+        test = bool(evaluate(expr.test, env))
+        return deciding_atoms(expr.test, env, test) + deciding_atoms(expr.then if test else expr.orelse, env, want)
+    return [expr]
+
+
+def _atom_point(atom: Expr, env: dict) -> Point:
+    value = evaluate(atom, env)
+    details = []
+    if isinstance(atom, Binary) and atom.op not in ("and", "or"):
+        for side in (atom.left, atom.right):
+            if not isinstance(side, Attr) and any(isinstance(n, Attr) for n in subexpressions(side)):
+                details.append(f"{to_text(side)} = {number(evaluate(side, env))}")
+    names = sorted({n.name for n in subexpressions(atom) if isinstance(n, Attr)})
+    details.extend(f"{name} = {number(env[name])}" for name in names if name in env)
+    note = f"is {number(value)}" + (f" ({', '.join(details)})" if details else "")
+    return Point(to_text(atom), expression_start(atom), note)
+
+
+def predicate_points(policy: Policy, state: State, span_id: int) -> tuple:
+    """Why `evict` is true on a span: its deciding atoms, each with its value and the attributes it reads."""
+    env = span_env(policy, state, state.span(span_id))
+    return tuple(_atom_point(atom, env) for atom in deciding_atoms(policy.evict, env, True))
+
+
+def _setting(policy: Policy, key: str, where: Dict[str, Loc], why: str) -> Point:
+    value = getattr(policy.deployment, key)
+    if key in policy.overridden:  # not written in the policy's file: no position there shows this value
+        return Point(f"{key}: {value} (set by the deployment override)", NOWHERE, why)
+    return Point(f"{key}: {value}", deployment_location(policy, key, where), why)
+
+
+def _host_decides(policy: Policy, action) -> bool:
+    """The compaction truncated to the host's budget, not the policy's (the least of the two applies)."""
+    host = getattr(action, "budget", None)
+    return host is not None and (policy.budget is None or host < policy.budget)
+
+
+def _budget_words(policy: Policy, action) -> str:
+    if _host_decides(policy, action):
+        return f"the host budget of {action.budget}"
+    return f"the policy's budget of {policy.budget}"
+
+
+def _budget_point(policy: Policy, where: Dict[str, Loc], before: State) -> Point:
+    return Point(f"budget: {policy.budget}", where.get("budget", Loc(1, 1)),
+                 f"the window held {before.window_tokens()} tokens, over the budget; truncation removes the oldest "
+                 "spans in the window first")
+
+
+def _truncation_words(policy: Policy, t: Transition) -> str:
+    """How a span was truncated; a host budget is named here, since it is nowhere in the policy's file."""
+    if _host_decides(policy, t.action):
+        return (f"truncated to the host budget of {t.action.budget}: a host may impose any budget at any "
+                f"compaction, and the window held {t.before.window_tokens()} tokens")
+    return f"truncated to {_budget_words(policy, t.action)}"
+
+
+def _role(state: State, span_id: int) -> str:
+    for e in state.edits:
+        if e.record == span_id:
+            return f"record of edit {e.record}"
+        if e.rationale == span_id:
+            return f"rationale of edit {e.record}"
+    return state.span(span_id).kind
+
+
+def step_label(policy: Policy, t: Transition) -> str:
+    """What one step changed in the edit/record graph."""
+    a, before, after = t.action, t.before, t.after
+    if isinstance(a, Append):
+        return f"span #{len(before.spans)} ({a.kind}, {a.tokens} token{'s' * (a.tokens != 1)}) enters the window"
+    if isinstance(a, Edit):
+        info = after.edits[-1]
+        record, rationale = after.span(info.record), after.span(info.rationale)
+        pinned = ", pinned by the host" if record.pinned else ""
+        return (f"edit {info.record}: {a.mode} #{a.target} (now {after.span(a.target).kind}); record #{info.record} "
+                f"in the {record.namespace} namespace{pinned}; rationale #{info.rationale} in the "
+                f"{rationale.namespace} namespace")
+    if isinstance(a, Read):
+        times = f" {a.times} times in a row (steps {before.step + 1}-{after.step})" if a.times != 1 else ""
+        return f"#{a.span} ({_role(after, a.span)}) read{times}: reads={after.span(a.span).reads}"
+    if isinstance(a, (Pin, Unpin)):
+        return f"#{a.span} ({_role(after, a.span)}) {'pinned' if isinstance(a, Pin) else 'unpinned'}"
+    if isinstance(a, Compact):
+        parts = []
+        if t.evicted:
+            parts.append("evicted by the policy: " + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.evicted)))
+        if t.truncated:
+            parts.append(f"truncated to {_budget_words(policy, a)}: "
+                         + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.truncated)))
+        return "compaction: " + ("; ".join(parts) if parts else "nothing removed")
+    if isinstance(a, Undo):
+        info = before.edit(a.edit)
+        if t.outcome == "reverted":
+            return f"undo of edit {a.edit}: #{info.target} reverted to {info.prior_kind}"
+        if t.outcome == "irreversible":
+            return f"undo of edit {a.edit}: irreversible, record #{a.edit} is gone"
+        return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
+    if isinstance(a, Audit):
+        if a.times != 1:
+            return f"{a.times} audits in a row (steps {before.step + 1}-{after.step}, the clock is now {after.step}): " \
+                   f"status says '{t.outcome}'"
+        return f"audit: status says '{t.outcome}'"
+    return repr(a)
+
+
+def _removal(transitions: Sequence[Transition], span_id: int) -> Optional[int]:
+    """0-based index of the step that removed a span."""
+    for index, t in enumerate(transitions):
+        if t.before.span(span_id).alive if span_id < len(t.before.spans) else False:
+            if not t.after.span(span_id).alive:
+                return index
+    return None
+
+
+def _removal_points(policy, transitions, index, span_id, where, placement: str) -> tuple:
+    t = transitions[index]
+    if span_id in t.evicted:
+        return tuple(predicate_points(policy, t.before, span_id)) + (
+            _setting(policy, placement, where, f"puts the {_role(t.before, span_id).split()[0]} in the policy's reach"),)
+    placed = _setting(policy, placement, where, "puts it among the spans truncation may remove")
+    if _host_decides(policy, t.action):
+        return (placed,)
+    return (_budget_point(policy, where, t.before), placed)
+
+
+def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) -> Cause:
+    """Why the last transition violates `condition` (which it must: the trace was replayed to end there)."""
+    where = key_locations(policy)
+    t = transitions[-1]
+    last = len(transitions)
+    after = t.after
+    if condition == "C1":
+        info = next(e for e in after.live_edits()
+                    if after.span(e.record).alive and is_candidate(policy, after, after.span(e.record)))
+        points = predicate_points(policy, after, info.record) + (
+            _setting(policy, "records", where, "keeps recovery records inside the policy's address space"),)
+        return Cause(condition, last, f"record #{info.record} of edit {info.record} (of #{info.target}) is a "
+                     "compaction candidate: `evict` is true on it", points)
+    if condition == "C2":
+        gone = sorted(e.record for e in t.before.edits
+                      if t.before.span(e.record).alive and not after.span(e.record).alive)
+        record = gone[0]
+        how = "evicted by the policy" if record in t.evicted else _truncation_words(policy, t)
+        points = _removal_points(policy, transitions, last - 1, record, where, "records")
+        return Cause(condition, last, f"the compaction removes record #{record} of edit {record} ({how})", points)
+    if condition == "C3":
+        info = t.before.edit(t.action.edit)
+        now = t.before.span(info.target).version
+        return Cause(condition, last, f"undo of edit {info.record} reverts #{info.target} at version {now}, but the "
+                     f"record was taken at version {info.version}: the later edit is silently lost",
+                     (_setting(policy, "undo", where, "reverts without checking the target's version"),))
+    if condition == "C4":
+        info = next(e for e in after.live_edits() if not after.span(e.record).alive)
+        index = _removal(transitions, info.record)
+        points = (_setting(policy, "audit", where, "the pruning pass only counts edits whose record or rationale "
+                           "it can still see"),)
+        if index is not None:
+            points += _removal_points(policy, transitions, index, info.record, where, "records")
+        removed = f" (removed at step {index + 1})" if index is not None else ""
+        return Cause(condition, last, f"status says '{REVERSIBLE}' while record #{info.record} of edit {info.record} "
+                     f"is gone{removed}", points)
+    info = next(e for e in after.live_edits() if not after.span(e.rationale).alive)
+    how = "evicted by the policy" if info.rationale in t.evicted else _truncation_words(policy, t)
+    points = _removal_points(policy, transitions, last - 1, info.rationale, where, "rationale")
+    return Cause(condition, last, f"the compaction removes rationale #{info.rationale} of live edit {info.record} "
+                 f"({how})", points)
+
+
+def explain(policy: Policy, actions: Sequence, condition: str, max_spans: Optional[int] = None) -> Explanation:
+    """Replay a counterexample and explain it; raises ReplayMismatch if it does not replay."""
+    transitions = replay(policy, actions, max_spans)
+    steps = tuple(step_label(policy, t) for t in transitions)
+    return Explanation(condition, tuple(actions), steps, cause_of(policy, transitions, condition))
+
+
+def explanation_lines(policy: Policy, explanation: Explanation, indent: str = "        ", located: bool = True) -> list:
+    """The explanation as text: numbered steps with what they changed, then the cause with file positions (with
+    located=False, the policy's source alone: its positions are in no file a user can open)."""
+
+    lines = [f"{indent}{DESCRIPTIONS[explanation.condition]}; counterexample:"]
+    for index, (action, label) in enumerate(zip(explanation.actions, explanation.steps), start=1):
+        lines.append(f"{indent}{index}. {action_text(action, keywords=True)}  -- {label}")
+    cause = explanation.cause
+    lines.append(f"{indent}why: {cause.summary}")
+    for p in cause.points:
+        at = f"{policy.source}:{p.loc.line}:{p.loc.col}" if located and p.loc != NOWHERE else policy.source
+        lines.append(f"{indent}  {at}: `{p.text}` {p.note}")
+    return lines
+
+
+def explanation_json(explanation: Explanation) -> dict:
+    cause = explanation.cause
+    return {
+        "steps": list(explanation.steps),
+        "cause": {
+            "step": cause.step,
+            "summary": cause.summary,
+            "points": [{"text": p.text, "line": p.loc.line, "column": p.loc.col, "note": p.note} for p in cause.points],
+        },
+    }

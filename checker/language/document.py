@@ -1,0 +1,28 @@
+"""A parsed policy's canonical document and its hash: what reports, traces, certificates and caches name it by."""
+
+from __future__ import annotations
+
+import hashlib
+
+from prunecheck.spec.policy import Policy
+
+from prunecheck.checker.language.printer import to_text
+
+
+def policy_document(policy: Policy) -> dict:
+    """The parsed policy as a canonical mapping; parsing it back (as JSON) gives an equal Policy."""
+    doc = {"name": policy.name}
+    if policy.description:
+        doc["description"] = policy.description
+    doc["evict"] = to_text(policy.evict)
+    if policy.rank is not None:
+        doc["rank"] = to_text(policy.rank)
+    if policy.budget is not None:
+        doc["budget"] = policy.budget
+    doc["deployment"] = policy.deployment.as_dict()
+    return doc
+
+
+def policy_hash(policy: Policy) -> str:
+    """sha256 of the parsed policy (not of its text: reformatting does not change it)."""
+    return hashlib.sha256(repr(policy).encode()).hexdigest()

@@ -1,0 +1,79 @@
+"""The JSON Schema (draft 2020-12) of the YAML/JSON policy format, built from the loader's and the model's tables."""
+
+from __future__ import annotations
+
+from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES
+
+from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS
+from prunecheck.checker.language.typecheck import MAX_DIGITS
+
+SCHEMA_ID = "https://github.com/prunecheck/prunecheck/schemas/policy.schema.json"
+VERDICTS = ("holds", "violated", "unknown")
+NOT_BLANK = r"\S"
+
+_EXPRESSION = "an expression of the policy language (README: The policy language), parsed, never evaluated"
+
+
+def _deployment() -> dict:
+    return {
+        "type": "object",
+        "description": "where records and rationale live, who pins, who audits, how undo checks; each key "
+                       "defaults to its first value (the seed's safe design)",
+        "properties": {key: {"enum": list(values), "default": values[0]} for key, values in DEPLOYMENT_CHOICES.items()},
+        "additionalProperties": False,
+    }
+
+
+def _accept() -> dict:
+    entry = {
+        "type": "object",
+        "properties": {
+            "condition": {"enum": list(CONDITIONS), "description": "the condition whose finding is accepted"},
+            "reason": {"type": "string", "pattern": NOT_BLANK, "description": "why it is accepted (not blank)"},
+        },
+        "required": list(ACCEPT_KEYS),
+        "additionalProperties": False,
+    }
+    once = [{"contains": {"properties": {"condition": {"const": c}}, "required": ["condition"]},
+             "minContains": 0, "maxContains": 1} for c in CONDITIONS]
+    return {"type": "array", "items": entry, "allOf": once,
+            "description": "accepted findings: still reported, marked accepted, they fail no run; each condition "
+                           "at most once"}
+
+
+def _properties() -> dict:
+    return {
+        "name": {"type": "string", "pattern": NOT_BLANK, "description": "the policy's name (not blank)"},
+        "description": {"type": "string"},
+        "evict": {"type": ["string", "boolean"],
+                  "description": f"boolean: a span is a compaction candidate when it holds; {_EXPRESSION}"},
+        "rank": {"type": ["string", "number"], "description": f"numeric, lower evicted first; {_EXPRESSION}"},
+        "budget": {"type": "integer", "minimum": 1, "maximum": 10 ** MAX_DIGITS - 1,
+                   "description": "the policy's own token budget, a whole number written without a fraction"},
+        "deployment": _deployment(),
+        "expect": {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
+                   "additionalProperties": {"enum": list(VERDICTS)},
+                   "description": "expected verdicts, per condition (used by the examples)"},
+        "accept": _accept(),
+    }
+
+
+def policy_schema() -> dict:
+    """The schema of a YAML or JSON policy: the keys the loader accepts, the deployment's enums, `expect` and
+    `accept`; expressions are strings (evict may be a boolean, rank a number)."""
+    properties = _properties()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "prunecheck policy",
+        "description": "A context-pruning policy for prunecheck; conditions: "
+                       + "; ".join(f"{c} {DESCRIPTIONS[c]}" for c in CONDITIONS),
+        "type": "object",
+        "properties": {key: properties[key] for key in TOP_KEYS},  # a key the loader does not know is a KeyError
+        "required": ["name", "evict"],
+        "additionalProperties": False,
+    }
+
+
+__all__ = ["policy_schema", "SCHEMA_ID"]

@@ -1,0 +1,118 @@
+"""Counterexamples as pytest modules: named runtime actions, the violation asserted, a regression test once fixed."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import List, Optional
+
+from prunecheck.version import __version__
+from prunecheck.spec.conditions import DESCRIPTIONS
+from prunecheck.spec.policy import Policy
+from prunecheck.spec.runtime import action_args
+
+from prunecheck.checker.language.document import policy_document
+from prunecheck.checker.findings.explain import explain
+from prunecheck.checker.result import Report, Trace
+
+
+def _identifier(text: str) -> str:
+    out = "".join(ch.lower() if ch.isascii() and ch.isalnum() else "_" for ch in text).strip("_")
+    return ("p_" + out if out[:1].isdigit() else out)[:60] or "policy"
+
+
+def pytest_module(policy: Policy, trace: Trace, test_dir: Path) -> str:
+    """A self-contained pytest module for one counterexample (the policy file is found relative to the module)."""
+    explanation = explain(policy, trace.actions, trace.condition, trace.spans)
+    condition = trace.condition
+    names = sorted({type(a).__name__ for a in trace.actions})
+    steps = []
+    for action, label in zip(trace.actions, explanation.steps):
+        args = ", ".join(f"{k}={v!r}" for k, v in action_args(action).items())
+        steps.append(f"        {type(action).__name__}({args}),  # {label}")
+    source = Path(policy.source)
+    if source.is_file():
+        relative = os.path.relpath(source.resolve(), test_dir.resolve())
+        policy_file = f"pathlib.Path(__file__).resolve().parent / {Path(relative).as_posix()!r}"
+    else:
+        policy_file = "None"
+    recorded = json.dumps(policy_document(policy), indent=1, ensure_ascii=True)
+    override = {key: getattr(policy.deployment, key) for key in policy.overridden}
+    low = condition.lower()
+    cause = explanation.cause.summary.replace('"""', "'''")
+    return f'''"""prunecheck {__version__}: {condition} counterexample ({trace.length()}) for policy {policy.name!r}.
+
+{condition}: {DESCRIPTIONS[condition]}.
+Why: {cause}.
+
+test_recorded_policy_violates_{low} replays the steps on the policy as it was checked (embedded below) and asserts
+the violation at the last step, so the finding stays reproducible. test_policy_file_keeps_{low} runs the same steps
+against the policy file as it is now, with the deployment keys DEPLOYMENT_OVERRIDE set as they were when it was
+checked: it fails while the policy is unsafe and passes once it is fixed, and then guards against a regression (it
+is skipped if the current policy refuses one of the steps).
+"""
+
+import pathlib
+
+import pytest
+
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.spec.conditions import violations
+from prunecheck.spec.policy import DeploymentOverride
+from prunecheck.spec.runtime import ActionRefused, State, step{"".join(", " + n for n in names)}
+
+CONDITION = {condition!r}
+MAX_SPANS = {trace.spans}
+POLICY_FILE = {policy_file}
+RECORDED_POLICY = {recorded!r}
+DEPLOYMENT_OVERRIDE = {override!r}
+
+
+def steps():
+    return [
+{chr(10).join(steps)}
+    ]
+
+
+def violated_at_each_step(policy):
+    """The set of conditions each step violates on the reference runtime."""
+    state, out = State(), []
+    for action in steps():
+        transition = step(policy, state, action, MAX_SPANS)
+        out.append(violations(policy, transition))
+        state = transition.after
+    return out
+
+
+def test_recorded_policy_violates_{low}():
+    found = violated_at_each_step(parse_policy_text(RECORDED_POLICY, "recorded-policy.json"))
+    assert all(CONDITION not in f for f in found[:-1]), "the violation should come at the last step"
+    assert CONDITION in found[-1]
+
+
+@pytest.mark.skipif(POLICY_FILE is None or not POLICY_FILE.is_file(), reason="the policy file is not available")
+def test_policy_file_keeps_{low}():
+    policy = load_policy(POLICY_FILE, DeploymentOverride.of(DEPLOYMENT_OVERRIDE))
+    try:
+        found = violated_at_each_step(policy)
+    except ActionRefused as refused:
+        pytest.skip(f"the current policy makes this run impossible: {{refused}}")
+    assert not any(CONDITION in f for f in found), f"{{CONDITION}} is still violated by {{POLICY_FILE}}"
+'''
+
+
+def write_pytest_files(policy: Policy, report: Report, out: Path, stem: Optional[str] = None) -> List[Path]:
+    """One test module per counterexample of the report (alternatives included), named after stem (default: the
+    policy's name); returns the paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    stem = _identifier(stem or policy.name)
+    written = []
+    for r in report.results:
+        traces = ([r.trace] if r.trace is not None else []) + list(r.others)
+        for number, trace in enumerate(traces, start=1):
+            suffix = "" if number == 1 else f"_{number}"
+            path = out / f"test_{stem}_{r.condition.lower()}{suffix}.py"
+            path.write_text(pytest_module(policy, trace, out), encoding="utf-8")
+            written.append(path)
+    return written

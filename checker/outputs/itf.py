@@ -1,0 +1,212 @@
+"""Counterexample traces in the Informal Trace Format (ITF) of Apalache and Quint, written and read back."""
+
+from __future__ import annotations
+
+import json
+import stat
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+from prunecheck.spec.errors import PolicySyntaxError, TraceFormatError
+from prunecheck.spec.runtime import ACTION_TYPES, Span, State, Transition, action_args, status
+from prunecheck.spec.conditions import violations
+
+FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+VARS = ("step", "spans", "edits", "status", "outcome", "violations", "mbt::actionTaken", "mbt::nondetPicks")
+# Arguments written only when set (a compaction's host budget, a read's or audit's repetitions other than 1).
+OPTIONAL_PICKS = ("budget", "times")
+# mbt::nondetPicks is a record of the arguments the action took, each a plain ITF value; an argument it does not
+# take is absent. Traces written before held every pick as a Quint Option ({"tag": "Some", "value": v} or this
+# {"tag": "None", "value": {"#tup": []}}), which itf-py cannot read (a tag named None is a Python keyword; a Some
+# around {"#bigint": ...} is taken for a record with a field "#bigint"): they are still read, never written.
+# A repetition count read from a file has at most this many digits: far beyond any count a policy's constants call
+# for, and small enough that every clock sum still prints (Python refuses to print integers of over 4300 digits).
+MAX_TIMES_DIGITS = 1000
+
+
+def _int(value: int) -> dict:
+    return {"#bigint": str(int(value))}
+
+
+def _value(value):
+    if isinstance(value, bool) or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return _int(value)
+    raise TypeError(f"no ITF form for {value!r}")
+
+
+def _span(span: Span) -> dict:
+    return {key: _value(getattr(span, key)) for key in span.__dataclass_fields__}
+
+
+def _state(policy, state: State, action_name: str, args: dict, outcome: str, bad) -> dict:
+    picks = {key: _value(value) for key, value in args.items()}
+    return {
+        "step": _int(state.step),
+        "spans": [_span(s) for s in state.spans],
+        "edits": [{key: _value(getattr(e, key)) for key in e.__dataclass_fields__} for e in state.edits],
+        "status": status(policy, state),
+        "outcome": outcome,
+        "violations": {"#set": sorted(bad)},
+        "mbt::actionTaken": action_name,
+        "mbt::nondetPicks": picks,
+    }
+
+
+def itf_states(policy, transitions: Sequence[Transition]) -> list:
+    """The ITF states of a run from the empty window, without #meta."""
+    states = [_state(policy, State(), "init", {}, "ok", ())]
+    for t in transitions:
+        states.append(_state(policy, t.after, t.action.name, action_args(t.action), t.outcome,
+                             violations(policy, t)))
+    return states
+
+
+def first_difference(document: dict, policy, transitions: Sequence[Transition]):
+    """(index, what the file says, what the runtime does) for the first state that differs, or None."""
+    recorded = [_with_new_picks(state) for state in document.get("states", [])]
+    actual = itf_states(policy, transitions)
+    for index, (want, got) in enumerate(zip(recorded, actual)):
+        want = {k: v for k, v in want.items() if k != "#meta"} if isinstance(want, dict) else want
+        if want != got:
+            return index, want, got
+    if len(recorded) != len(actual):
+        return min(len(recorded), len(actual)), None, None
+    return None
+
+
+def _old_pick(pick) -> bool:
+    return isinstance(pick, dict) and set(pick) == {"tag", "value"} and pick["tag"] in ("Some", "None")
+
+
+def new_picks(picks):
+    """A state's mbt::nondetPicks in the form written now: old Option-wrapped picks unwrapped, old Nones dropped."""
+    if not isinstance(picks, dict):
+        return picks
+    return {key: pick["value"] if _old_pick(pick) else pick for key, pick in picks.items()
+            if not (_old_pick(pick) and pick["tag"] == "None")}
+
+
+def _with_new_picks(state):
+    if not isinstance(state, dict) or "mbt::nondetPicks" not in state:
+        return state
+    return {**state, "mbt::nondetPicks": new_picks(state["mbt::nondetPicks"])}
+
+
+def trace_document(policy, policy_doc: dict, transitions: Sequence[Transition], meta: dict) -> dict:
+    """The ITF document for a replayed trace; meta goes under #meta.prunecheck (policy, condition, bounds, versions)."""
+    states = itf_states(policy, transitions)
+    for index, state in enumerate(states):
+        state["#meta"] = {"index": index}
+    return {
+        "#meta": {
+            "format": "ITF",
+            "format-description": FORMAT_DESCRIPTION,
+            "source": policy.source,
+            "status": "violation",
+            "description": f"prunecheck counterexample to {meta.get('condition', '?')} for policy {policy.name}",
+            "timestamp": int(time.time() * 1000),
+            "prunecheck": {**meta, "policy": policy_doc},
+        },
+        "vars": list(VARS),
+        "states": [{"#meta": s.pop("#meta"), **s} for s in states],
+    }
+
+
+def _read_int(value, where: str) -> int:
+    if isinstance(value, dict) and set(value) == {"#bigint"} and isinstance(value["#bigint"], str):
+        try:
+            return int(value["#bigint"])
+        except ValueError:
+            pass
+    elif isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise TraceFormatError(f"{where}: expected an integer")
+
+
+def read_times(value, where: str) -> int:
+    """A repetition count from an untrusted file: an integer from 1 up to MAX_TIMES_DIGITS digits."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 10 ** MAX_TIMES_DIGITS:
+        raise TraceFormatError(f"{where}: times must be an integer from 1 to 10^{MAX_TIMES_DIGITS} - 1")
+    return value
+
+
+def actions_of(document) -> tuple:
+    """The actions a trace document takes, in order, rebuilt from mbt::actionTaken and mbt::nondetPicks."""
+    if not isinstance(document, dict) or not isinstance(document.get("states"), list):
+        raise TraceFormatError("not an ITF trace: no states list")
+    out = []
+    for index, state in enumerate(document["states"][1:], start=1):
+        where = f"state {index}"
+        if not isinstance(state, dict):
+            raise TraceFormatError(f"{where}: not an object")
+        name = state.get("mbt::actionTaken")
+        if name not in ACTION_TYPES:
+            raise TraceFormatError(f"{where}: unknown action {name!r}")
+        cls = ACTION_TYPES[name]
+        picks = new_picks(state.get("mbt::nondetPicks") or {})
+        if not isinstance(picks, dict):
+            raise TraceFormatError(f"{where}: mbt::nondetPicks is not a record")
+        kwargs = {}
+        for field_name in cls.__dataclass_fields__:
+            value = picks.get(field_name)
+            if value is None and field_name in OPTIONAL_PICKS:
+                continue
+            if value is None or (isinstance(value, dict) and "tag" in value):
+                raise TraceFormatError(f"{where}: action {name} needs argument {field_name}")
+            kwargs[field_name] = value if isinstance(value, str) else _read_int(value, f"{where} {field_name}")
+        if "times" in kwargs:
+            kwargs["times"] = read_times(kwargs["times"], where)
+        out.append(cls(**kwargs))
+    return tuple(out)
+
+
+def meta_of(document) -> dict:
+    meta = document.get("#meta", {}) if isinstance(document, dict) else {}
+    info = meta.get("prunecheck") if isinstance(meta, dict) else None
+    if not isinstance(info, dict) or not isinstance(info.get("policy"), dict):
+        raise TraceFormatError("trace has no #meta.prunecheck.policy: not written by prunecheck check --out")
+    return info
+
+
+def regular_file(path: Path) -> None:
+    """Refuse FIFOs and devices before opening them: opening one can block forever."""
+    if path.exists() and not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
+        raise PolicySyntaxError("not a regular file", str(path), 1, 1)
+
+
+def read_trace(name) -> tuple:
+    """(document, meta, TracePolicy, actions) of an ITF trace file written by `check --out`; every defect is a
+    one-line PolicySyntaxError at the file. The policy is the one loaded from the policy file the trace names when
+    that file still holds the same policy, so positions point into the file its author edits; otherwise it is the
+    copy embedded in the trace, whose positions point nowhere a user can open (the TracePolicy says which)."""
+    from prunecheck.checker.language.loader import parse_policy_text
+    from prunecheck.checker.language.tracepolicy import trace_policy
+
+    path = Path(name)
+    regular_file(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicySyntaxError(f"cannot read trace: {exc}", str(path), 1, 1) from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PolicySyntaxError(f"trace is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
+    try:
+        info = meta_of(document)
+        embedded = parse_policy_text(json.dumps(info["policy"]), f"{path}#policy.json")
+        actions = actions_of(document)
+    except TraceFormatError as exc:
+        raise PolicySyntaxError(exc.one_line(), str(path), 1, 1) from None
+    embedded = replace(embedded, source=f"{path}#meta.prunecheck.policy")
+    return document, info, trace_policy(path, info, embedded), actions
+
+
+def read_trace_file(name) -> tuple:
+    """(document, meta, policy, actions): read_trace with the policy alone."""
+    document, info, found, actions = read_trace(name)
+    return document, info, found.policy, actions

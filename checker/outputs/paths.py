@@ -1,0 +1,92 @@
+"""Output paths: which options write where, whether a path can be written, and write failures as one-line errors."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Optional
+
+from prunecheck.spec.errors import OutputPathError
+
+# (command, argparse dest) -> (the option as typed, what it names). A directory is created with its parents if
+# missing; a file is overwritten if it exists, and its directory must exist.
+OUTPUT_OPTIONS = {
+    ("check", "out"): ("--out", "directory"),
+    ("check", "emit_pytest"): ("--emit-pytest", "directory"),
+    ("check", "write_baseline"): ("--write-baseline", "file"),
+    ("check", "python"): ("--python", "directory"),
+    ("graph", "out"): ("--out", "file"),
+    ("repair", "out"): ("--out", "file"),
+}
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _existing_problem(path: Path, kind: str) -> Optional[str]:
+    if not path.exists():
+        return "is a broken symbolic link"
+    if kind == "directory" and not path.is_dir():
+        return "exists and is not a directory"
+    if kind == "file" and path.is_dir():
+        return "is a directory"
+    if kind == "file" and not path.is_file():  # writing into a FIFO would wait for a reader
+        return "exists and is not a regular file"
+    if not os.access(path, os.W_OK | (os.X_OK if kind == "directory" else 0)):
+        return "is not writable"
+    return None
+
+
+def output_problem(path: Path, kind: str) -> Optional[str]:
+    """Why `path` cannot be written as a `kind` ("directory" or "file", as in OUTPUT_OPTIONS), or None."""
+    if "\x00" in str(path):
+        return "contains a NUL character"
+    try:
+        if os.path.lexists(path):
+            return _existing_problem(path, kind)
+        anchor = _nearest_existing(path)
+        if not anchor.is_dir():
+            return f"{anchor} is not a directory"
+        if kind == "file" and anchor != path.parent:
+            return f"its directory {path.parent} does not exist"
+        if not os.access(anchor, os.W_OK | os.X_OK):
+            return f"{anchor} is not writable"
+    except OSError as exc:  # a name too long, a directory we may not search
+        return exc.strerror or str(exc)
+    return None
+
+
+def check_output_paths(args) -> None:
+    """Raise OutputPathError for the first output option of args.command that names a path it cannot write."""
+    for (command, dest), (option, kind) in OUTPUT_OPTIONS.items():
+        value = getattr(args, dest, None) if args.command == command else None
+        problem = None if value is None else output_problem(Path(value), kind)
+        if problem:
+            raise OutputPathError(f"{option} {value}: {problem}")
+
+
+def cache_warning(args, default_dir: Path) -> Optional[str]:
+    """Why the report cache directory cannot be written, as a warning (the check then runs without it), or None."""
+    if args.no_cache:
+        return None
+    directory = args.cache if args.cache is not None else default_dir
+    problem = output_problem(Path(directory), "directory")
+    if problem is None:
+        return None
+    name = f"--cache {directory}" if args.cache is not None else f"cache directory {directory}"
+    return f"{name}: {problem}; checking without the cache"
+
+
+@contextlib.contextmanager
+def writing(option: str, path):
+    """Report a write that fails after the up-front check (a full disk, a race) as an OutputPathError."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputPathError(f"{option} {path}: {exc.strerror or exc}") from None

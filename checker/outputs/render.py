@@ -1,0 +1,201 @@
+"""Human and machine renderings of reports, traces and runtime states."""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from prunecheck.spec.conditions import DESCRIPTIONS
+from prunecheck.spec.runtime import State, Transition, action_args, action_text, status
+
+from prunecheck.checker.result import EngineRun, Outcome, Report, Result, Search
+
+
+def span_line(span) -> str:
+    flags = [span.namespace, "alive" if span.alive else "EVICTED"]
+    if span.pinned:
+        flags.append("pinned")
+    if span.edited:
+        flags.append("edited")
+    return (f"#{span.id} {span.kind:<11} tokens={span.tokens} created={span.created} last_read={span.last_read} "
+            f"reads={span.reads} v{span.version} [{' '.join(flags)}]")
+
+
+def state_lines(policy, state: State) -> list:
+    lines = [span_line(s) for s in state.spans] or ["(empty window)"]
+    for e in state.edits:
+        lines.append(f"edit {e.record}: {e.mode} of #{e.target} at v{e.version}, record #{e.record}, "
+                     f"rationale #{e.rationale}{' (undone)' if e.undone else ''}")
+    lines.append(f"status: {status(policy, state)}")
+    return lines
+
+
+def step_lines(policy, transitions: Sequence[Transition]) -> list:
+    out = []
+    for index, t in enumerate(transitions, start=1):
+        extra = ""
+        if t.evicted or t.truncated:
+            extra = f" (evicted {sorted(t.evicted)}, truncated {sorted(t.truncated)})"
+        if t.after.step - t.before.step != 1:
+            extra += f" (steps {t.before.step + 1}-{t.after.step})"
+        out.append(f"step {index}: {action_text(t.action, keywords=True)} -> {t.outcome}{extra}")
+        out.extend("    " + line for line in state_lines(policy, t.after))
+    return out
+
+
+def variants_text(result: Result, spans: int, depth: int) -> str:
+    """What the search for more counterexamples established when it found fewer than asked, one line; "" otherwise."""
+    from prunecheck.checker.engines.variants import EXTRA_DEPTH, MAX_QUERIES_PER_TRACE
+
+    v = result.variants
+    found = len(result.others) + (result.trace is not None)
+    if v is None or found >= v.asked:
+        return ""
+    head = f"{found} of {v.asked} counterexamples asked: "
+    within = f"within depth {v.depth} and {spans} spans"
+    short = f" (searched {EXTRA_DEPTH} actions past the shortest, not to depth {depth})" if v.depth < depth else ""
+    if v.search is Search.EXHAUSTED:
+        also = f", or of one of {v.reducible} found that reduce to one shown" if v.reducible else ""
+        return f"{head}no other {within}{short} (each one there begins with the actions of one shown{also})"
+    why = (f"its fixed budget of {MAX_QUERIES_PER_TRACE * v.asked} solver queries was spent"
+           if v.search is Search.QUERIES else v.reason)
+    if v.contained:
+        return (f"{head}no other {within}{short} but the ones shown with steps added (each one there contains the "
+                f"actions of one shown, in order); the search for more stopped: {why}")
+    return f"{head}the search stopped ({why}); others may exist {within}{short}"
+
+
+def deployment_text(report: Report) -> str:
+    """The deployment a report was checked under, one line: `records=window (overridden), rationale=...`."""
+    return deployment_items_text(report.deployment, report.overridden)
+
+
+def deployment_items_text(items, overridden) -> str:
+    """(key, value) pairs of a deployment, one line, the keys an override set marked."""
+    marked = set(overridden)
+    return ", ".join(f"{key}={value}" + (" (overridden)" if key in marked else "") for key, value in items)
+
+
+def bounds_text(report: Report) -> str:
+    """The bounds a report was checked under, one line: `depth 12, 6 spans, timeout 30 s per condition, ...`."""
+    parts = [f"depth {report.depth}", f"{report.spans} spans"]
+    b = report.bounds
+    if b is not None:
+        parts.append(f"timeout {b.timeout:g} s per condition")
+        parts.append(f"rlimit {b.rlimit} per query" if b.rlimit else "no rlimit")
+        if b.memory_mb:
+            parts.append(f"memory {b.memory_mb} MB")
+        for name, values in (("tokens", b.tokens), ("repetitions", b.repeats)):
+            if values is not None:
+                parts.append(f"{name} {{{', '.join(map(str, values))}}}")
+    return ", ".join(parts)
+
+
+def run_text(run: EngineRun) -> str:
+    """One engine's statistics: `bmc: counterexample at depth 2, 4 queries, 0.01 s`."""
+    parts = [f"{run.engine}: {run.outcome.value}"]
+    if run.depth is not None:
+        parts[0] += f" at depth {run.depth}" if run.outcome is Outcome.COUNTEREXAMPLE else f", depth {run.depth}"
+    if run.states is not None:
+        parts.append(f"{run.states} states")
+    if run.engine != "explicit":
+        parts.append(f"{run.queries} quer{'y' if run.queries == 1 else 'ies'}")
+    parts.append(f"{run.seconds:.2f} s")
+    return ", ".join(parts)
+
+
+def stats_lines(report: Report) -> list:
+    """Per condition, what each engine did: the header's statistics."""
+    return [f"{r.condition}  {'; '.join(run_text(run) for run in r.stats.runs)}" for r in report.results
+            if r.stats.runs]
+
+
+def stats_json(report: Report) -> dict:
+    b = report.bounds
+    bounds = {"depth": report.depth, "spans": report.spans}
+    if b is not None:
+        bounds.update(timeout=b.timeout, rlimit=b.rlimit, memory_mb=b.memory_mb,
+                      tokens=None if b.tokens is None else list(b.tokens),
+                      repeats=None if b.repeats is None else list(b.repeats))
+    runs = {r.condition: [{"engine": run.engine, "outcome": run.outcome.value, "depth": run.depth,
+                           "queries": run.queries, "states": run.states, "seconds": round(run.seconds, 4)}
+                          for run in r.stats.runs] for r in report.results}
+    return {"bounds": bounds, "conditions": runs}
+
+
+def report_text(report: Report, policy=None, triage=None) -> str:
+    """The text report; given the policy, each counterexample is explained step by step, with its cause located
+    in the policy's own text; given its accept.Triage, each accepted finding says so, with the reason."""
+    from prunecheck.checker.outputs.accept import accepted_line
+    from prunecheck.checker.findings.explain import explain, explanation_lines
+
+    lines = [f"policy {report.policy_name} ({report.source})  sha256:{report.policy_hash[:12]}  "
+             f"depth {report.depth}, {report.spans} spans", f"  deployment {deployment_text(report)}",
+             f"  bounds {bounds_text(report)}"]
+    lines.extend(("  engines " if i == 0 else "          ") + line for i, line in enumerate(stats_lines(report)))
+    width = max((len(str(r.verdict)) for r in report.results), default=7)
+    for r in report.results:
+        depth = "-" if r.depth is None else str(r.depth)
+        lines.append(f"  {r.condition}  {str(r.verdict):<{width}}  {depth:>3}  {r.reason}")
+        acceptance = triage.acceptance(r.condition) if triage is not None else None
+        if acceptance is not None:
+            lines.append(f"        {accepted_line(r.condition, acceptance)}")
+        if r.trace is not None and policy is not None:
+            lines.extend(explanation_lines(policy, explain(policy, r.trace.actions, r.condition, r.trace.spans)))
+        elif r.trace is not None:
+            lines.append(f"        {DESCRIPTIONS[r.condition]}; counterexample:")
+            for index, action in enumerate(r.trace.actions, start=1):
+                lines.append(f"        {index}. {action_text(action, keywords=True)}")
+        for number, other in enumerate(r.others, start=2):
+            length = f" ({other.length()})" if other.steps != len(other.actions) else ""
+            calls = "; ".join(action_text(a, keywords=True) for a in other.actions)
+            lines.append(f"        counterexample {number}{length}: {calls}")
+        if variants_text(r, report.spans, report.depth):
+            lines.append(f"        {variants_text(r, report.spans, report.depth)}")
+    accepted = [c for c, _a in triage.accepted] if triage is not None else []
+    lines.append(f"  verdict: {report.verdict}" + (f" (accepted: {', '.join(accepted)})" if accepted else ""))
+    return "\n".join(lines)
+
+
+def variants_json(result: Result, spans: int, depth: int) -> dict:
+    v = result.variants
+    return {"asked": v.asked, "found": len(result.others) + 1, "search": v.search.value, "depth": v.depth,
+            "spans": spans, "contained": v.contained, "reducible": v.reducible, "reason": v.reason,
+            "summary": variants_text(result, spans, depth)}
+
+
+def report_json(report: Report, policy=None) -> dict:
+    """One policy's JSON report (an item of the document's `policies`: `$defs/report` of report_schema()); given
+    the policy, each counterexample carries its explanation."""
+    from prunecheck.checker.findings.explain import explain, explanation_json
+
+    conditions = {}
+    for r in report.results:
+        entry = {"verdict": str(r.verdict), "depth": r.depth, "reason": r.reason, "engine": r.engine,
+                 "seconds": round(r.seconds, 4)}
+        if r.trace is not None:
+            entry["trace"] = [{"action": a.name, "args": action_args(a)} for a in r.trace.actions]
+            entry["length"] = {"actions": len(r.trace.actions), "steps": r.trace.steps}
+            if r.others:
+                entry["other_traces"] = [[{"action": a.name, "args": action_args(a)} for a in t.actions]
+                                         for t in r.others]
+            if r.variants is not None:
+                entry["counterexamples"] = variants_json(r, report.spans, report.depth)
+            if policy is not None:
+                entry["explanation"] = explanation_json(explain(policy, r.trace.actions, r.condition, r.trace.spans))
+        if r.certificate is not None:
+            entry["certificate"] = json.loads(r.certificate)  # an object in the report, not JSON text inside JSON
+        conditions[r.condition] = entry
+    return {
+        "policy": report.policy_name,
+        "verdict": str(report.verdict),
+        "conditions": conditions,
+        "source": report.source,
+        "policy_hash": report.policy_hash,
+        "depth": report.depth,
+        "spans": report.spans,
+        "deployment": dict(report.deployment),
+        "deployment_overridden": list(report.overridden),
+        "versions": dict(report.versions),
+        "stats": stats_json(report),
+    }

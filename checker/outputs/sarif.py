@@ -1,0 +1,140 @@
+"""SARIF 2.1.0 logs of reports: each finding located at the policy text it rests on, for code-review annotations."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional, Sequence, Tuple
+
+from prunecheck.version import __version__
+from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
+from prunecheck.spec.policy import NOWHERE, Policy
+from prunecheck.spec.runtime import action_text
+
+from prunecheck.checker.findings.explain import explain
+from prunecheck.checker.language.locate import key_locations
+from prunecheck.checker.outputs.accept import fingerprint
+from prunecheck.checker.result import Report, Verdict
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+RULE_NAMES = {"C1": "RecordSeparation", "C2": "BudgetIndependence", "C3": "TestedUndo", "C4": "IndependentAudit",
+              "P1": "RationaleProvenance"}
+
+
+def _uri(source: str) -> dict:
+    path = Path(source)
+    try:
+        relative = path.resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        return {"uri": path.resolve().as_uri()} if path.is_absolute() else {"uri": source.replace(os.sep, "/")}
+    return {"uri": relative.as_posix(), "uriBaseId": "%SRCROOT%"}
+
+
+def _location(policy: Policy, line: int, col: int, message: str = "") -> dict:
+    region = {"startLine": max(1, line), "startColumn": max(1, col)}
+    out = {"physicalLocation": {"artifactLocation": _uri(policy.source), "region": region}}
+    if message:
+        out["message"] = {"text": message}
+    return out
+
+
+def _rules() -> list:
+    return [{"id": c, "name": RULE_NAMES[c], "shortDescription": {"text": DESCRIPTIONS[c]},
+             "fullDescription": {"text": f"{c}: {DESCRIPTIONS[c]} (spec/SPEC.md)"},
+             "defaultConfiguration": {"level": "error"}} for c in CONDITIONS]
+
+
+def _violation(policy: Policy, report: Report, r) -> dict:
+    explanation = explain(policy, r.trace.actions, r.condition, r.trace.spans)
+    cause = explanation.cause
+    main = cause.points[0] if cause.points else None
+    line, col = (main.loc.line, main.loc.col) if main is not None and main.loc != NOWHERE else (1, 1)
+    headline = "".join(f"`{p.text}` {p.note}. " for p in cause.points)
+    steps = [{"location": {"message": {"text": f"{i}. {action_text(a, keywords=True)} -- {label}"}}}
+             for i, (a, label) in enumerate(zip(explanation.actions, explanation.steps), start=1)]
+    return {
+        "ruleId": r.condition,
+        "ruleIndex": CONDITIONS.index(r.condition),
+        "level": "error",
+        "kind": "fail",
+        "message": {"text": f"{r.condition} violated after {r.trace.length()}: {cause.summary}. {headline}"
+                            f"({DESCRIPTIONS[r.condition]})"},
+        "locations": [_location(policy, line, col)],
+        "relatedLocations": [dict(_location(policy, p.loc.line, p.loc.col, f"`{p.text}` {p.note}"), id=i)
+                             for i, p in enumerate(cause.points[1:], start=1) if p.loc != NOWHERE],
+        "codeFlows": [{"message": {"text": "counterexample, replayed on the reference runtime"},
+                       "threadFlows": [{"locations": steps}]}],
+        "partialFingerprints": {"prunecheck/v1": fingerprint(report, r.condition)},
+        "properties": {"depth": r.depth, "engine": r.engine, "steps": r.trace.steps,
+                       "trace": [{"action": a.name, **{k: v for k, v in vars(a).items() if k != "times" or v != 1}}
+                                 for a in r.trace.actions]},
+    }
+
+
+def _unknown(policy: Policy, report: Report, r, where: dict) -> dict:
+    loc = where.get("evict", NOWHERE)
+    line, col = (loc.line, loc.col) if loc != NOWHERE else (1, 1)
+    return {
+        "ruleId": r.condition,
+        "ruleIndex": CONDITIONS.index(r.condition),
+        "level": "warning",
+        "kind": "open",
+        "message": {"text": f"{r.condition} unknown: {r.reason}"},
+        "locations": [_location(policy, line, col)],
+        "partialFingerprints": {"prunecheck/v1": fingerprint(report, r.condition)},
+    }
+
+
+def _suppressed(result: dict, acceptance) -> dict:
+    """An accepted finding stays a result, with the acceptance as its SARIF suppression (and where it is written)."""
+    if acceptance is None:
+        return result
+    where = {"physicalLocation": {"artifactLocation": _uri(acceptance.source),
+                                  "region": {"startLine": max(1, acceptance.loc.line),
+                                             "startColumn": max(1, acceptance.loc.col)}}}
+    result["suppressions"] = [{"kind": acceptance.kind, "status": "accepted", "justification": acceptance.reason,
+                               "location": where}]
+    return result
+
+
+def _not_checked(errors: Sequence[Tuple[str, str]]) -> list:
+    """The invocation of a run in which some files could not be checked: each named with its one-line error."""
+    notes = [{"level": "error", "message": {"text": f"{path}: {error}"},
+              "locations": [{"physicalLocation": {"artifactLocation": _uri(path)}}]} for path, error in errors]
+    return [{"executionSuccessful": False, "toolExecutionNotifications": notes}]
+
+
+def sarif_log(checked: Sequence[Tuple[Policy, Report]], errors: Sequence[Tuple[str, str]] = (),
+              triages: Optional[Sequence] = None) -> dict:
+    """One SARIF run over every (policy, report): violated conditions are errors located at the deciding
+    sub-expression or setting (related locations for the rest), unknown ones warnings; `holds` is not a finding.
+    errors: (path, one-line error) of the files that could not be checked, as the run's notifications. triages
+    (accept.Triage per pair) turn accepted findings into suppressed results, levels unchanged."""
+    results = []
+    for index, (policy, report) in enumerate(checked):
+        where = key_locations(policy)
+        accepted = triages[index].acceptance if triages is not None else (lambda condition: None)
+        for r in report.results:
+            if r.verdict == Verdict.VIOLATED and r.trace is not None:
+                results.append(_suppressed(_violation(policy, report, r), accepted(r.condition)))
+            elif r.verdict == Verdict.UNKNOWN:
+                results.append(_suppressed(_unknown(policy, report, r, where), accepted(r.condition)))
+    versions = dict(checked[0][1].versions) if checked else {}
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "prunecheck", "version": __version__, "semanticVersion": __version__,
+                                "informationUri": "https://github.com/prunecheck/prunecheck", "rules": _rules()}},
+            "columnKind": "unicodeCodePoints",
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
+            "results": results,
+            **({"invocations": _not_checked(errors)} if errors else {}),
+            "properties": {"versions": versions,
+                           "policies": [{"name": p.name, "source": p.source, "verdict": str(rep.verdict),
+                                         "policy_hash": rep.policy_hash, "deployment": dict(rep.deployment),
+                                         "deployment_overridden": list(rep.overridden),
+                                         "holds": [r.condition for r in rep.results if r.verdict == Verdict.HOLDS]}
+                                        for p, rep in checked]},
+        }],
+    }

@@ -1,0 +1,391 @@
+"""Hypothesis strategies for well-typed policy expressions, parsed policies, policy files and runtime traces."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Optional, Union
+
+from hypothesis import strategies as st
+
+from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.checker.language.printer import policy_python, policy_yaml, to_text
+from prunecheck.spec.policy import (
+    BOOL,
+    BOOL_OPS,
+    COMPARE_OPS,
+    DEPLOYMENT_CHOICES,
+    ENUM_VALUES,
+    KIND,
+    NAMESPACE,
+    NUM,
+    SPAN_ATTRS,
+    WINDOW_ATTRS,
+    Attr,
+    Binary,
+    BoolLit,
+    Call,
+    Cond,
+    Deployment,
+    EnumLit,
+    InSet,
+    Num,
+    Policy,
+    Unary,
+)
+from prunecheck.spec.runtime import (
+    ACTION_TYPES, CONTENT_KINDS, REPEATABLE, Append, Compact, State, enabled_actions, step,
+)
+
+FORMS = ("yaml", "python", "json")
+TYPES = (BOOL, NUM, KIND, NAMESPACE)
+
+_NUM_ATTRS = tuple(n for n, (t, _) in {**SPAN_ATTRS, **WINDOW_ATTRS}.items() if t == NUM)
+_BOOL_ATTRS = tuple(n for n, (t, _) in SPAN_ATTRS.items() if t == BOOL)
+_ENUM_ATTR = {KIND: "kind", NAMESPACE: "namespace"}
+# Attributes whose interval is [0, oo): `1 + x` is a provably nonzero divisor.
+_SHIFTABLE = ("idle", "age", "reads", "frequency", "step", "window_tokens")
+# Attributes whose interval already excludes zero.
+_NONZERO = ("recency", "tokens")
+# What the Python form's host passes as fractions.Fraction (the README's host contract); the rest are ints.
+_FRACTION_ATTRS = ("recency", "frequency")
+# What a numeric operand of the Python form may be: a float too (only compared), int or Fraction, a Fraction.
+ANY, EXACT, FRACTION = "any", "exact", "fraction"
+
+
+@dataclass(frozen=True)
+class _Mode:
+    budget: bool  # `budget` may be referenced
+    python: bool = False  # keep the meaning CPython gives the Python form (see expressions)
+
+
+def _check_depth(max_depth) -> int:
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
+        raise ValueError(f"max_depth must be an integer >= 1, got {max_depth!r}")
+    return max_depth
+
+
+def _decimal(numerator: int, places: int) -> Num:
+    return Num(Fraction(numerator, 10**places))
+
+
+def deployments() -> st.SearchStrategy:
+    """Every Deployment: each of records, rationale, pins, audit and undo drawn from DEPLOYMENT_CHOICES."""
+    return st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
+
+
+def numbers(positive: bool = False) -> st.SearchStrategy:
+    """Num literals as the parsers produce them: non-negative finite decimals (0, 7, 0.5, 12.25); > 0 if positive."""
+    return st.builds(_decimal, st.integers(1 if positive else 0, 100), st.sampled_from((0, 1, 2)))
+
+
+def _num_attrs(with_budget: bool) -> st.SearchStrategy:
+    names = _NUM_ATTRS if with_budget else tuple(n for n in _NUM_ATTRS if n != "budget")
+    return st.sampled_from(names).map(Attr)
+
+
+@lru_cache(maxsize=None)
+def _divisors(depth: int, with_budget: bool) -> st.SearchStrategy:
+    """Numeric expressions of depth <= depth whose interval excludes zero."""
+    leaves = [numbers(positive=True), st.sampled_from(_NONZERO + (("budget",) if with_budget else ())).map(Attr)]
+    if depth >= 2:
+        shifted = st.sampled_from(_SHIFTABLE).map(Attr)
+        leaves.append(st.builds(lambda a, c: Binary("+", c, a), shifted, numbers(positive=True)))
+        leaves.append(st.builds(lambda a, c: Binary("+", a, c), shifted, numbers(positive=True)))
+    return st.one_of(leaves)
+
+
+def _integers(positive: bool = False) -> st.SearchStrategy:
+    return st.integers(1 if positive else 0, 100).map(lambda n: Num(Fraction(n)))
+
+
+def _doubles() -> st.SearchStrategy:
+    """Nums as the Python form reads float literals: 0.5 and 12.25 exactly, 0.1 as its double 3602879701896397/2**55."""
+    return st.one_of(
+        st.builds(lambda n, k: Num(Fraction(n, 2**k)), st.integers(0, 100), st.sampled_from((0, 1, 2, 3))),
+        st.builds(lambda n, k: Num(Fraction(n / 10**k)), st.integers(0, 100), st.sampled_from((1, 2))),
+    )
+
+
+@lru_cache(maxsize=None)
+def _python_divisors(depth: int, with_budget: bool, fraction: bool) -> st.SearchStrategy:
+    """Divisors whose interval excludes zero, in integers and Fractions only; Fraction-valued when fraction."""
+    positive = _integers(positive=True)
+    if fraction:
+        leaves, shifted = [st.just(Attr("recency"))], st.just(Attr("frequency"))
+    else:
+        leaves = [positive, st.sampled_from(_NONZERO + (("budget",) if with_budget else ())).map(Attr)]
+        shifted = st.sampled_from(_SHIFTABLE).map(Attr)
+    if depth >= 2:
+        leaves.append(st.builds(lambda a, c: Binary("+", c, a), shifted, positive))
+        leaves.append(st.builds(lambda a, c: Binary("+", a, c), shifted, positive))
+    return st.one_of(leaves)
+
+
+@lru_cache(maxsize=None)
+def _literals(type_: str, depth: int, python: bool = False) -> st.SearchStrategy:
+    """Literals allowed in an `in` list for an argument of type_, of depth <= depth."""
+    if type_ == NUM:
+        base = _doubles() if python else numbers()
+        if depth >= 2:
+            return st.one_of(base, base.map(lambda n: Unary("-", n)))
+        return base
+    if type_ == BOOL:
+        return st.booleans().map(BoolLit)
+    return st.sampled_from(ENUM_VALUES[type_]).map(EnumLit)
+
+
+_NUM_SHAPES = ("leaf", "arith", "divide", "negate", "abs", "minmax", "cond")
+_BOOL_SHAPES = ("leaf", "compare", "bool_eq", "enum_compare", "in", "not", "connective", "cond")
+_ENUM_SHAPES = ("attr", "cond")
+
+
+def _shape(draw, shapes, depth: int) -> str:
+    """A node shape (always shapes[0], the leaf, at depth 1); sampling shrinks towards the leaf."""
+    return shapes[0] if depth <= 1 else draw(st.sampled_from(shapes))
+
+
+def _draw_num(draw, depth: int, m: "_Mode"):
+    if m.python:
+        return _draw_python_num(draw, depth, m, ANY)
+    shape = _shape(draw, _NUM_SHAPES, depth)
+    d = depth - 1
+    if shape == "leaf":
+        return draw(st.one_of(numbers(), _num_attrs(m.budget)))
+    if shape == "arith":
+        op = draw(st.sampled_from(("+", "-", "*")))
+        return Binary(op, _draw_num(draw, d, m), _draw_num(draw, d, m))
+    if shape == "divide":
+        return Binary("/", _draw_num(draw, d, m), draw(_divisors(d, m.budget)))
+    if shape == "negate":
+        return Unary("-", _draw_num(draw, d, m))
+    if shape == "abs":
+        return Call("abs", (_draw_num(draw, d, m),))
+    if shape == "minmax":
+        fn = draw(st.sampled_from(("min", "max")))
+        return Call(fn, tuple(_draw_num(draw, d, m) for _ in range(draw(st.integers(2, 3)))))
+    return Cond(_draw_bool(draw, d, m), _draw_num(draw, d, m), _draw_num(draw, d, m))
+
+
+def _draw_python_num(draw, depth: int, m: "_Mode", want: str):
+    """A numeric expression that CPython computes exactly under the host contract: arithmetic on ints and
+    Fractions only, `/` with a Fraction operand, a non-integer literal (a float) only where want is ANY."""
+    shape = _shape(draw, _NUM_SHAPES, depth)
+    d = depth - 1
+    if shape == "leaf":
+        if want == FRACTION:
+            return Attr(draw(st.sampled_from(_FRACTION_ATTRS)))
+        return draw(st.one_of(_doubles() if want == ANY else _integers(), _num_attrs(m.budget)))
+    if shape == "arith":
+        op = draw(st.sampled_from(("+", "-", "*")))
+        wants = draw(st.permutations((FRACTION, EXACT))) if want == FRACTION else (EXACT, EXACT)
+        return Binary(op, *(_draw_python_num(draw, d, m, w) for w in wants))
+    if shape == "divide":
+        by_fraction = draw(st.booleans())
+        left = _draw_python_num(draw, d, m, EXACT if by_fraction else FRACTION)
+        return Binary("/", left, draw(_python_divisors(d, m.budget, by_fraction)))
+    if shape in ("negate", "abs"):
+        arg = _draw_python_num(draw, d, m, want)
+        return Unary("-", arg) if shape == "negate" else Call("abs", (arg,))
+    if shape == "minmax":
+        fn = draw(st.sampled_from(("min", "max")))
+        return Call(fn, tuple(_draw_python_num(draw, d, m, want) for _ in range(draw(st.integers(2, 3)))))
+    return Cond(_draw_bool(draw, d, m), _draw_python_num(draw, d, m, want), _draw_python_num(draw, d, m, want))
+
+
+def _draw_enum(draw, type_: str, depth: int, m: "_Mode"):
+    """An enum-valued operand, never a bare literal: the attribute, or a conditional with such a branch."""
+    if _shape(draw, _ENUM_SHAPES, depth) == "attr":
+        return Attr(_ENUM_ATTR[type_])
+    d = depth - 1
+    test = _draw_bool(draw, d, m)
+    operand = _draw_enum(draw, type_, d, m)
+    other = draw(_literals(type_, 1)) if draw(st.booleans()) else _draw_enum(draw, type_, d, m)
+    return Cond(test, other, operand) if draw(st.booleans()) else Cond(test, operand, other)
+
+
+def _draw_operand(draw, type_: str, depth: int, m: "_Mode"):
+    if type_ == NUM:
+        return _draw_num(draw, depth, m)
+    if type_ == BOOL:
+        return _draw_bool(draw, depth, m)
+    return _draw_enum(draw, type_, depth, m)
+
+
+def _draw_bool(draw, depth: int, m: "_Mode"):
+    shape = _shape(draw, _BOOL_SHAPES, depth)
+    d = depth - 1
+    if shape == "leaf":
+        return draw(st.one_of(st.booleans().map(BoolLit), st.sampled_from(_BOOL_ATTRS).map(Attr)))
+    if shape == "compare":
+        op = draw(st.sampled_from(COMPARE_OPS))
+        return Binary(op, _draw_num(draw, d, m), _draw_num(draw, d, m))
+    if shape == "bool_eq":
+        op = draw(st.sampled_from(("==", "!=")))
+        return Binary(op, _draw_bool(draw, d, m), _draw_bool(draw, d, m))
+    if shape == "enum_compare":
+        type_ = draw(st.sampled_from((KIND, NAMESPACE)))
+        op = draw(st.sampled_from(("==", "!=")))
+        left = _draw_enum(draw, type_, d, m)
+        form = draw(st.sampled_from(("name", "name_first", "operands")))
+        if form == "operands":
+            return Binary(op, left, _draw_enum(draw, type_, d, m))
+        name = draw(_literals(type_, 1))
+        return Binary(op, name, left) if form == "name_first" else Binary(op, left, name)
+    if shape == "in":
+        negated = depth >= 3 and draw(st.booleans())  # `x not in [...]`, one level more
+        d = d - 1 if negated else d
+        type_ = draw(st.sampled_from((KIND, NAMESPACE, NUM, BOOL)))
+        arg = _draw_operand(draw, type_, d, m)
+        inset = InSet(arg, tuple(draw(st.lists(_literals(type_, d, m.python), min_size=1, max_size=3))))
+        return Unary("not", inset) if negated else inset
+    if shape == "not":
+        return Unary("not", _draw_bool(draw, d, m))
+    if shape == "connective":
+        op = draw(st.sampled_from(BOOL_OPS))
+        return Binary(op, _draw_bool(draw, d, m), _draw_bool(draw, d, m))
+    return Cond(_draw_bool(draw, d, m), _draw_bool(draw, d, m), _draw_bool(draw, d, m))
+
+
+@st.composite
+def _expressions(draw, type_: str, depth: int, m: "_Mode"):
+    return _draw_operand(draw, type_, depth, m)
+
+
+def expressions(
+    type: str = BOOL, max_depth: int = 3, *, with_budget: bool = True, python: bool = False
+) -> st.SearchStrategy:
+    """Well-typed expressions of `type` ("bool", "num", "kind" or "namespace") with AST depth <= max_depth.
+
+    They range over every attribute and operator; a division's divisor is provably nonzero (a positive
+    constant, recency, tokens, budget, or `1 + idle`-style sums), Nums are non-negative decimals as the
+    parsers produce them, and `budget` appears only when with_budget is true.
+
+    With python, every expression means in CPython what it means to prunecheck (the Python form accepts it):
+    arithmetic is on ints and the Fractions recency and frequency only, every `/` has a Fraction operand, and
+    non-integer Nums are doubles (0.5, 0.1 as 3602879701896397/2**55) that are only compared, never computed with.
+    """
+    max_depth = _check_depth(max_depth)
+    if type in TYPES:
+        return _expressions(type, max_depth, _Mode(bool(with_budget), bool(python)))
+    raise ValueError(f"type must be one of {', '.join(TYPES)}, got {type!r}")
+
+
+def policy_names() -> st.SearchStrategy:
+    """Short policy names: a lowercase letter, then letters, digits and dashes."""
+    return st.from_regex(r"[a-z][a-z0-9-]{0,11}", fullmatch=True)
+
+
+@st.composite
+def _policies(draw, max_depth: int, deployment, python: bool) -> Policy:
+    budget = draw(st.one_of(st.none(), st.integers(2, 12)))
+    with_budget = budget is not None
+    evict = draw(expressions(BOOL, max_depth, with_budget=with_budget, python=python))
+    rank = draw(st.one_of(st.none(), expressions(NUM, max_depth, with_budget=with_budget, python=python)))
+    if deployment is None:
+        chosen = draw(deployments())
+    elif isinstance(deployment, Deployment):
+        chosen = deployment
+    else:
+        chosen = draw(deployment)
+    name = draw(policy_names())
+    text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen))
+    return parse_policy_text(text, f"{name}.yaml")
+
+
+def policies(
+    max_depth: int = 3, *, deployment: Union[None, Deployment, st.SearchStrategy] = None, python: bool = False
+) -> st.SearchStrategy:
+    """Parsed, type-checked Policies: evict (depth <= max_depth), optional rank, optional budget in 2..12
+    (`budget` is referenced only when set) and a deployment (drawn, fixed, or from the given strategy).
+
+    Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one; with
+    python, the expressions are those of expressions(python=True), which the Python form accepts too.
+    """
+    _check_depth(max_depth)
+    if deployment is not None and not isinstance(deployment, (Deployment, st.SearchStrategy)):
+        raise TypeError("deployment must be None, a Deployment or a strategy of Deployments")
+    return _policies(max_depth, deployment, bool(python))
+
+
+def policy_json(policy: Policy) -> str:
+    """A complete JSON policy file for policy (the expressions as mini-language strings)."""
+    doc = {"name": policy.name}
+    if policy.description:
+        doc["description"] = policy.description
+    doc["evict"] = to_text(policy.evict)
+    if policy.rank is not None:
+        doc["rank"] = to_text(policy.rank)
+    if policy.budget is not None:
+        doc["budget"] = int(policy.budget)
+    doc["deployment"] = policy.deployment.as_dict()
+    return json.dumps(doc, indent=2) + "\n"
+
+
+_PRINTERS = {"yaml": policy_yaml, "python": policy_python, "json": policy_json}
+EXTENSION = {"yaml": ".yaml", "python": ".py", "json": ".json"}
+
+
+def policy_texts(form: str = "yaml", max_depth: int = 3) -> st.SearchStrategy:
+    """Complete policy files in `form` ("yaml", "python" or "json") for policies(max_depth), with python=True for
+    the Python form; parse them with a filename ending in EXTENSION[form]."""
+    if form not in _PRINTERS:
+        raise ValueError(f"form must be one of {', '.join(FORMS)}, got {form!r}")
+    return policies(max_depth, python=form == "python").map(_PRINTERS[form])
+
+
+@st.composite
+def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_tokens: int, max_times: int) -> list:
+    state = State()
+    actions = []
+    for _ in range(draw(st.integers(0, max_steps))):
+        by_name = {}
+        for action in enabled_actions(policy, state, max_spans):
+            by_name.setdefault(action.name, []).append(action)
+        name = draw(st.sampled_from([n for n in ACTION_TYPES if n in by_name]))  # compact, audit: never empty
+        if name == "append":
+            action = Append(draw(st.sampled_from(CONTENT_KINDS)), draw(st.integers(1, max_tokens)))
+        elif name == "compact":
+            action = Compact(draw(st.none() | st.integers(1, state.window_tokens() + 1)))
+        else:
+            action = draw(st.sampled_from(by_name[name]))
+            if isinstance(action, REPEATABLE) and max_times > 1:
+                action = replace(action, times=draw(st.integers(1, max_times)))
+        state = step(policy, state, action, max_spans).after
+        actions.append(action)
+    return actions
+
+
+def traces(policy: Policy, max_steps: int = 10, max_spans: Optional[int] = 8, *, max_tokens: int = 4,
+           max_times: int = 3) -> st.SearchStrategy:
+    """Lists of at most max_steps runtime actions, each enabled (see spec.runtime.enabled_actions) in the state
+    the previous ones reach from State() under policy with max_spans; each step draws the action name first,
+    then its arguments (appends carry 1..max_tokens tokens; a compaction has no host budget or one of 1 up to the
+    window's tokens + 1; a read or audit is repeated 1..max_times times, one action standing for that many steps:
+    spec.runtime.real_steps counts them; max_times=1 draws single steps only)."""
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
+        raise ValueError(f"max_steps must be an integer >= 0, got {max_steps!r}")
+    if max_spans is not None and (isinstance(max_spans, bool) or not isinstance(max_spans, int) or max_spans < 0):
+        raise ValueError(f"max_spans must be None or an integer >= 0, got {max_spans!r}")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
+    if isinstance(max_times, bool) or not isinstance(max_times, int) or max_times < 1:
+        raise ValueError(f"max_times must be an integer >= 1, got {max_times!r}")
+    return _traces(policy, max_steps, max_spans, max_tokens, max_times)
+
+
+__all__ = [
+    "FORMS",
+    "TYPES",
+    "EXTENSION",
+    "deployments",
+    "numbers",
+    "expressions",
+    "policy_names",
+    "policies",
+    "policy_json",
+    "policy_texts",
+    "traces",
+]

@@ -1,0 +1,382 @@
+"""The runtime's transition system over N span slots as z3 constraints, and each condition's violation as a term."""
+
+from __future__ import annotations
+
+from typing import List
+
+import z3
+
+from prunecheck.spec.policy import CONTENT_KINDS, KIND, NAMESPACE, Policy
+from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort
+from prunecheck.symbolic.template import Substitution, state_vars, step_template
+
+ACTIONS = ("append", "edit", "read", "pin", "unpin", "compact", "undo", "audit")
+# Constructors are prefixed so that SMT-LIB text stays unambiguous (`undo` is also a namespace).
+ActionSort, ACTION_CONSTS = z3.EnumSort("Action", [f"do_{name}" for name in ACTIONS])
+ACT = dict(zip(ACTIONS, ACTION_CONSTS))
+
+K = ENUM_CODES[KIND]
+NS = ENUM_CODES[NAMESPACE]
+CONTENT = tuple(K[name] for name in CONTENT_KINDS)
+
+_slot_sorts: dict = {}
+
+
+def slot_sort(n: int):
+    """The finite sort of slot indices 0..n-1 (one per n, made once)."""
+    if n not in _slot_sorts:
+        _slot_sorts[n] = z3.EnumSort(f"Slot{n}", [f"s{i}of{n}" for i in range(n)])
+    return _slot_sorts[n]
+
+
+def span_fields(n: int) -> dict:
+    slot = slot_sort(n)[0]
+    return {
+        "used": z3.BoolSort(), "alive": z3.BoolSort(), "kind": KindSort, "ns": NamespaceSort,
+        "tokens": z3.IntSort(), "created": z3.IntSort(), "last_read": z3.IntSort(), "reads": z3.IntSort(),
+        "pinned": z3.BoolSort(), "edited": z3.BoolSort(), "version": z3.IntSort(),
+        # Meaningful only on record slots: what the record says about its edit.
+        "target": slot, "rversion": z3.IntSort(), "prior_kind": KindSort, "prior_edited": z3.BoolSort(),
+        "destroy": z3.BoolSort(), "undone": z3.BoolSort(),
+    }
+
+
+def attribute_env(clock, span: dict, window_tokens: Frac, budget) -> dict:
+    """The policy vocabulary as z3 terms for one span (a dict of its field terms) at `clock`."""
+    age, idle = clock - span["created"], clock - span["last_read"]
+    env = {
+        "tokens": Frac(span["tokens"]), "age": Frac(age), "idle": Frac(idle), "reads": Frac(span["reads"]),
+        "recency": Frac(z3.IntVal(1), 1 + idle), "frequency": Frac(span["reads"], 1 + age),
+        "pinned": span["pinned"], "edited": span["edited"], "kind": span["kind"], "namespace": span["ns"],
+        "window_tokens": window_tokens, "step": Frac(clock),
+    }
+    if budget is not None:
+        env["budget"] = Frac(z3.IntVal(budget))
+    return env
+
+
+class SymState:
+    """One state: its clock (a numeral when unrolled from the empty window) and a z3 term per slot field."""
+
+    def __init__(self, k, n: int, tag: str = "", clock=None, variables: bool = True):
+        """Without `variables` the fields are left empty, for encode_init or encode_step to fill."""
+        self.k, self.n = k, n
+        if clock is None:
+            clock = z3.IntVal(k) if isinstance(k, int) else z3.Int(f"{tag}clock@{k}")
+        self.clock = clock
+        self.fields = {name: [z3.Const(f"{tag}{name}{i}@{k}", sort) if variables else None for i in range(n)]
+                       for name, sort in span_fields(n).items()}
+
+    def __getattr__(self, name):
+        fields = self.__dict__.get("fields")
+        if fields is not None and name in fields:
+            return fields[name]
+        raise AttributeError(name)
+
+    def first_free(self, i: int):
+        """Slot i is the next one to allocate (slots are used as a prefix)."""
+        if i == 0:
+            return z3.Not(self.used[0])
+        return z3.And(self.used[i - 1], z3.Not(self.used[i]))
+
+    def in_window(self, i: int):
+        return z3.And(self.alive[i], self.ns[i] == NS["window"])
+
+    def is_record(self, i: int):
+        return z3.And(self.used[i], self.kind[i] == K["record"])
+
+    def live_edit(self, i: int):
+        """Slot i holds the record of a performed, not-undone edit."""
+        return z3.And(self.is_record(i), z3.Not(self.undone[i]))
+
+    def window_tokens(self):
+        return z3.Sum([z3.If(self.in_window(i), self.tokens[i], 0) for i in range(self.n)])
+
+
+class SymAction:
+    """The variables choosing the action taken from state k."""
+
+    def __init__(self, k: int, n: int, tag: str = ""):
+        self.act = z3.Const(f"{tag}act@{k}", ActionSort)
+        self.arg = z3.Const(f"{tag}arg@{k}", slot_sort(n)[0])
+        self.kind = z3.Const(f"{tag}akind@{k}", KindSort)
+        self.tokens = z3.Int(f"{tag}atokens@{k}")
+        self.destroy = z3.Bool(f"{tag}adestroy@{k}")
+        # A compaction's host budget: `hosted` says the host imposes one, `host` is its value (free per step).
+        self.hosted = z3.Bool(f"{tag}ahosted@{k}")
+        self.host = z3.Int(f"{tag}ahost@{k}")
+        # How many times a read or audit is repeated (an accelerated step); 1 for every other action.
+        self.times = z3.Int(f"{tag}atimes@{k}")
+
+    def variables(self) -> list:
+        """The action's variables, in the fixed order the step template substitutes them."""
+        return [self.act, self.arg, self.kind, self.tokens, self.destroy, self.hosted, self.host, self.times]
+
+
+class StepTerms:
+    """One encoded step: its constraints, and the terms that conditions on the step refer to."""
+
+    def __init__(self, constraints, reverted, fresh):
+        self.constraints = constraints
+        self.reverted = reverted
+        self.fresh = fresh
+
+
+class Model:
+    """The policy's transition system unrolled over `n` slots; encode_* functions return constraints."""
+
+    def __init__(self, policy: Policy, n: int, tag: str = "", token_domain=None, accelerate: bool = False,
+                 repeat_domain=None, clock_targets=()):
+        """token_domain: if given, appends carry only these token counts (to compare with the explicit engine);
+        repeat_domain likewise restricts an accelerated read's or audit's `times` to these counts, or to those that
+        end at one of clock_targets.
+        accelerate: a read or audit step may stand for any number of repetitions (its `times`), so the clock of an
+        unrolled state is a term, not the numeral k; the reachable states are the same (spec/SPEC.md §7)."""
+        self.policy, self.n, self.tag = policy, n, tag
+        self.accelerate = accelerate
+        self.token_domain = None if token_domain is None else tuple(token_domain)
+        self.repeat_domain = None if repeat_domain is None or not accelerate else tuple(repeat_domain)
+        self.clock_targets = tuple(clock_targets) if self.repeat_domain is not None else ()
+        self.dep = policy.deployment
+        self.slots = slot_sort(n)[1]
+        self._policy_terms: dict = {}
+        self._at: dict = {}
+        self._generic_terms: dict = {}
+        self._generic = None
+
+    def state(self, k: int) -> SymState:
+        """State k of an unrolling, its fields to be filled by encode_init or encode_step."""
+        return SymState(k, self.n, self.tag, variables=False)
+
+    def action(self, k) -> SymAction:
+        return SymAction(k, self.n, self.tag)
+
+    def generic_state(self, label: str) -> SymState:
+        """A state with every field, and the clock, a free variable: the pre-state of an induction step."""
+        return SymState(label, self.n, self.tag)
+
+    def encode_init(self, s: SymState) -> List:
+        """The empty window: every field of every slot is its default value (no variables)."""
+        defaults = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
+                    NamespaceSort: NS["window"], slot_sort(self.n)[0]: self.slots[0]}
+        for name, sort in span_fields(self.n).items():
+            s.fields[name] = [defaults[sort]] * self.n
+        return []
+
+    def generic(self) -> SymState:
+        """This model's own generic state, over which state terms are built once and then instantiated."""
+        if self._generic is None:
+            self._generic = self.generic_state("generic")
+        return self._generic
+
+    def at(self, s: SymState, key, build):
+        """build(generic state), a term or a list of terms, instantiated at s; build runs once per key."""
+        g = self.generic()
+        if key not in self._generic_terms:
+            self._generic_terms[key] = build(g)
+        terms = self._generic_terms[key]
+        if s is g:
+            return terms
+        sub = self.substitution(s)
+        return [sub(x) for x in terms] if isinstance(terms, list) else sub(terms)
+
+    def substitution(self, s: SymState) -> Substitution:
+        """The generic state replaced by s (made once per state)."""
+        key = id(s)
+        if key not in self._at:
+            self._at[key] = (s, Substitution(state_vars(self.generic()), state_vars(s)))
+        return self._at[key][1]
+
+    def policy_terms(self, s: SymState):
+        """Per slot: (evict term, rank Frac or None) in state s; built once per state."""
+        key = id(s)
+        if key not in self._policy_terms:
+            g = self.generic()
+            if s is g:
+                terms = self._build_policy_terms(g)
+            else:
+                sub = self.substitution(s)
+                terms = [(sub(evict), None if rank is None else Frac(sub(rank.num), sub(rank.den)))
+                         for evict, rank in self.policy_terms(g)]
+            self._policy_terms[key] = (s, terms)
+        return self._policy_terms[key][1]
+
+    def _build_policy_terms(self, s: SymState) -> list:
+        w = Frac(s.window_tokens())
+        terms = []
+        for i in range(self.n):
+            env = attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w,
+                                self.policy.budget)
+            encoder = ExprEncoder(env)
+            rank = encoder.encode(self.policy.rank) if self.policy.rank is not None else None
+            terms.append((encoder.encode(self.policy.evict), rank))
+        return terms
+
+    def candidate(self, s: SymState, i: int):
+        return z3.And(s.in_window(i), self.policy_terms(s)[i][0])
+
+    def compaction(self, s: SymState, a: SymAction, terms=None, budget=None):
+        """Per slot: (evicted by the policy, truncated to the effective budget) for a compaction from s by a.
+
+        terms and budget default to the policy's; a step template passes placeholders for both. The ranked
+        eviction stops at the policy's budget; truncation walks to the least of it and a's host budget, if any.
+        """
+        n = self.n
+        terms = self.policy_terms(s) if terms is None else terms
+        budget = self.policy.budget if budget is None else budget
+        cand = [z3.And(s.in_window(i), terms[i][0]) for i in range(n)]
+        total = s.window_tokens()
+        if terms[0][1] is not None and budget is not None:
+            ranks = [t[1] for t in terms]
+
+            def ahead(j, i):
+                left, right = ranks[j].scaled_num(ranks[i].den), ranks[i].scaled_num(ranks[j].den)
+                return left <= right if j < i else left < right
+
+            evicted = []
+            for i in range(n):
+                before = z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(cand[j], ahead(j, i)), s.tokens[j], 0)
+                                                  for j in range(n) if j != i])
+                evicted.append(z3.And(cand[i], total - before > budget))
+        else:
+            evicted = cand
+        if budget is None:
+            limited, limit = a.hosted, a.host
+        else:
+            limited, limit = z3.BoolVal(True), z3.If(z3.And(a.hosted, a.host < budget), a.host, budget)
+        rest = total - z3.Sum([z3.If(evicted[i], s.tokens[i], 0) for i in range(n)])
+        remaining = [z3.And(s.in_window(i), z3.Not(evicted[i])) for i in range(n)]
+        truncated = []
+        for i in range(n):
+            older = z3.Sum([z3.IntVal(0)] + [z3.If(remaining[j], s.tokens[j], 0) for j in range(i)])
+            truncated.append(z3.And(limited, remaining[i], rest - older > limit))
+        return evicted, truncated
+
+    def encode_step(self, s: SymState, a: SymAction, t: SymState) -> StepTerms:
+        """Fills t's fields with terms over s and a; returns the step's guards and named sub-terms."""
+        return step_template(self).instantiate(self, s, a, t)
+
+    def build_step(self, s: SymState, a: SymAction, t: SymState, picks=None, terms=None, budget=None) -> StepTerms:
+        """encode_step built term by term through z3py (a template's one-time construction): the constants chosen
+        by `pick` are appended to picks; terms and budget are the policy's, or placeholders."""
+        n, dep, slots = self.n, self.dep, self.slots
+        now = s.clock + a.times if self.accelerate else z3.simplify(s.clock + 1)
+        t.clock = now
+        host = z3.BoolVal(dep.pins == "host")
+        act, arg = a.act, a.arg
+        out: list = []
+
+        def pick(values, index, name):
+            chosen = z3.Const(f"{self.tag}{name}@{s.k}", values[0].sort())
+            if picks is not None:
+                picks.append(chosen)
+            out.extend(z3.Implies(index == slots[i], chosen == values[i]) for i in range(n))
+            return chosen
+
+        a_used, a_alive = pick(s.used, arg, "sel_used"), pick(s.alive, arg, "sel_alive")
+        a_kind, a_ns = pick(s.kind, arg, "sel_kind"), pick(s.ns, arg, "sel_ns")
+        a_tokens, a_version = pick(s.tokens, arg, "sel_tokens"), pick(s.version, arg, "sel_version")
+        a_edited, a_pinned = pick(s.edited, arg, "sel_edited"), pick(s.pinned, arg, "sel_pinned")
+        a_target, a_rversion = pick(s.target, arg, "sel_target"), pick(s.rversion, arg, "sel_rversion")
+        a_undone = pick(s.undone, arg, "sel_undone")
+        a_prior_kind, a_prior_edited = pick(s.prior_kind, arg, "sel_pkind"), pick(s.prior_edited, arg, "sel_pedited")
+        a_target_version = pick(s.version, a_target, "sel_tversion")
+        content = z3.Or([a_kind == c for c in CONTENT])
+
+        is_ = {name: act == ACT[name] for name in ACTIONS}
+        if self.accelerate:
+            out.append(z3.If(z3.Or(is_["read"], is_["audit"]), a.times >= 1, a.times == 1))
+            if self.repeat_domain is not None:
+                allowed = [a.times == v for v in self.repeat_domain] + [now == v for v in self.clock_targets]
+                out.append(z3.Implies(z3.Or(is_["read"], is_["audit"]), z3.Or(allowed)))
+        else:
+            out.append(a.times == 1)
+        once = a.times if self.accelerate else 1
+        out.append(z3.Implies(is_["append"], z3.And(z3.Not(s.used[n - 1]), a.tokens >= 1,
+                                                    z3.Or([a.kind == c for c in CONTENT]))))
+        if self.token_domain is not None:
+            out.append(z3.Implies(is_["append"], z3.Or([a.tokens == v for v in self.token_domain])))
+        room_for_two = z3.Not(s.used[n - 2]) if n >= 2 else z3.BoolVal(False)
+        out.append(z3.Implies(is_["edit"], z3.And(a_used, a_alive, a_ns == NS["window"], content, room_for_two)))
+        out.append(z3.Implies(is_["read"], z3.And(a_used, a_alive)))
+        for name, want in (("pin", False), ("unpin", True)):
+            guard = [a_used, a_alive, a_pinned == want] + ([content] if dep.pins == "host" else [])
+            out.append(z3.Implies(is_[name], z3.And(guard)))
+        out.append(z3.Implies(is_["undo"], z3.And(a_used, a_kind == K["record"], z3.Not(a_undone))))
+        out.append(z3.Implies(z3.And(is_["compact"], a.hosted), a.host >= 1))
+
+        fresh = a_target_version == a_rversion
+        reverted = z3.And(is_["undo"], a_alive, fresh if dep.undo == "versioned" else z3.BoolVal(True))
+        evicted, truncated = self.compaction(s, a, terms, budget)
+        record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
+        rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
+        new_kind = z3.If(a.destroy, K["diff"], K["summary"])
+
+        for i in range(n):
+            here = arg == slots[i]
+            appended = z3.And(is_["append"], s.first_free(i))
+            record_here = z3.And(is_["edit"], s.first_free(i))
+            rationale_here = z3.And(is_["edit"], s.first_free(i - 1)) if i > 0 else z3.BoolVal(False)
+            edited_here = z3.And(is_["edit"], here)
+            restored_here = z3.And(reverted, a_target == slots[i])
+            read_here = z3.And(is_["read"], here)
+            gone = z3.And(is_["compact"], z3.Or(evicted[i], truncated[i]))
+            born = z3.Or(appended, record_here, rationale_here)
+
+            def becomes(name, *cases):
+                value = getattr(s, name)[i]
+                for cond, new in reversed(cases):
+                    value = z3.If(cond, new, value)
+                t.fields[name][i] = value
+
+            becomes("used", (born, True))
+            becomes("alive", (born, True), (restored_here, True), (gone, False))
+            becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
+                    (edited_here, new_kind), (restored_here, a_prior_kind))
+            becomes("ns", (appended, NS["window"]), (record_here, record_ns), (rationale_here, rationale_ns))
+            becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, a_tokens, 1)), (rationale_here, 1))
+            becomes("created", (born, now))
+            becomes("last_read", (born, now), (read_here, now))
+            becomes("reads", (born, 0), (read_here, s.reads[i] + once))
+            becomes("pinned", (appended, False), (z3.Or(record_here, rationale_here), host),
+                    (z3.And(is_["pin"], here), True), (z3.And(is_["unpin"], here), False))
+            becomes("edited", (born, False), (edited_here, True), (restored_here, a_prior_edited))
+            becomes("version", (born, 0), (edited_here, s.version[i] + 1), (restored_here, s.version[i] + 1))
+            becomes("target", (record_here, arg))
+            becomes("rversion", (record_here, a_version + 1))
+            becomes("prior_kind", (record_here, a_kind))
+            becomes("prior_edited", (record_here, a_edited))
+            becomes("destroy", (record_here, a.destroy))
+            becomes("undone", (z3.And(reverted, here), True))
+        return StepTerms(out, reverted, fresh)
+
+    # Violations: each is a Bool term that holds iff the condition fails at state t (or on the step into t).
+
+    def bad_c1(self, t: SymState):
+        return self.at(t, "C1", lambda g: z3.Or([z3.And(g.live_edit(i), self.candidate(g, i)) for i in range(self.n)]))
+
+    def bad_c2(self, s: SymState, a: SymAction, t: SymState):
+        return z3.And(a.act == ACT["compact"],
+                      z3.Or([z3.And(s.is_record(i), s.alive[i], z3.Not(t.alive[i])) for i in range(self.n)]))
+
+    def bad_c3(self, step: StepTerms):
+        return z3.And(step.reverted, z3.Not(step.fresh))
+
+    def gap(self, t: SymState):
+        return z3.Or([z3.And(t.live_edit(i), z3.Not(t.alive[i])) for i in range(self.n)])
+
+    def says_reversible(self, t: SymState):
+        if self.dep.audit == "independent":
+            return z3.Not(self.gap(t))
+        known = []
+        for i in range(self.n - 1):
+            seen = z3.Or(t.in_window(i), t.in_window(i + 1))
+            known.append(z3.Implies(z3.And(t.live_edit(i), seen), t.alive[i]))
+        return z3.And(known)
+
+    def bad_c4(self, t: SymState):
+        return self.at(t, "C4", lambda g: z3.And(self.says_reversible(g), self.gap(g)))
+
+    def bad_p1(self, t: SymState):
+        return self.at(t, "P1", lambda g: z3.Or([z3.And(g.live_edit(i), z3.Not(g.alive[i + 1]))
+                                                 for i in range(self.n - 1)]))

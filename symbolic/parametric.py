@@ -1,0 +1,238 @@
+"""The parametric model: one arbitrary span pair (r, r+1) tracked exactly, every other span abstracted away.
+
+For any number of spans, any run of the runtime projects onto any pair of ids (r, r+1) as a run of this
+system: the actions on other spans become nondeterministic choices, `window_tokens` is free, a ranked compaction
+may evict the pair's candidates whenever the runtime could, and any compaction may truncate the pair's live window
+spans (a host may impose any budget at any compaction). An invariant of this
+system over the pair therefore holds for every pair, at every depth, in windows of every size.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import z3
+
+from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, attribute_env
+from prunecheck.spec.policy import Policy
+from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort
+
+GHOSTS = ("r", "q")
+# Constructor names are unique across every enumeration sort, so that SMT-LIB text is unambiguous.
+GhostSort, (G_R, G_Q, G_OTHER) = z3.EnumSort("Ghost", ("ghost_r", "ghost_q", "elsewhere"))
+AllocSort, (A_REC_R, A_RAT_R, A_REC_Q, A_OTHER) = z3.EnumSort(
+    "EditAlloc", ("record_at_r", "rationale_at_r", "record_at_q", "allocated_elsewhere"))
+FIELDS = {
+    "used": z3.BoolSort(), "alive": z3.BoolSort(), "kind": KindSort, "ns": NamespaceSort, "tokens": z3.IntSort(),
+    "created": z3.IntSort(), "last_read": z3.IntSort(), "reads": z3.IntSort(), "pinned": z3.BoolSort(),
+    "edited": z3.BoolSort(), "version": z3.IntSort(), "undone": z3.BoolSort(),
+}
+DEFAULTS = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
+            NamespaceSort: NS["window"]}
+
+
+class PairState:
+    """The clock, the window's token count as the policy sees it, and the fields of the ghost spans r and q."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.clock = z3.Int(f"clock@{label}")
+        self.window_tokens = z3.Int(f"window_tokens@{label}")
+        self.span = {g: {name: z3.Const(f"{name}_{g}@{label}", sort) for name, sort in FIELDS.items()}
+                     for g in GHOSTS}
+
+    def variables(self) -> list:
+        return [self.clock, self.window_tokens] + [v for g in GHOSTS for v in self.span[g].values()]
+
+    def is_record(self, g: str):
+        return z3.And(self.span[g]["used"], self.span[g]["kind"] == K["record"])
+
+    def live_edit(self, g: str):
+        return z3.And(self.is_record(g), z3.Not(self.span[g]["undone"]))
+
+    def in_window(self, g: str):
+        return z3.And(self.span[g]["alive"], self.span[g]["ns"] == NS["window"])
+
+
+class PairAction:
+    """The choices of one abstract step: the action, which ghost it touches, and the unobserved outcomes."""
+
+    def __init__(self, label: str):
+        c = lambda name, sort: z3.Const(f"{name}@{label}", sort)  # noqa: E731
+        self.act = c("act", ACT["append"].sort())
+        self.ghost = c("ghost", GhostSort)
+        self.alloc = c("alloc", AllocSort)
+        self.target = c("target", GhostSort)
+        self.restore = c("restore", GhostSort)
+        self.kind = c("akind", KindSort)
+        self.tokens = c("atokens", z3.IntSort())
+        self.other_tokens = c("other_tokens", z3.IntSort())
+        self.destroy = c("adestroy", z3.BoolSort())
+        self.fresh = c("fresh", z3.BoolSort())
+        self.prior_kind = c("prior_kind", KindSort)
+        self.prior_edited = c("prior_edited", z3.BoolSort())
+        self.policy = {g: c(f"policy_{g}", z3.BoolSort()) for g in GHOSTS}
+        self.chosen = {g: c(f"chosen_{g}", z3.BoolSort()) for g in GHOSTS}
+        self.truncate = {g: c(f"truncate_{g}", z3.BoolSort()) for g in GHOSTS}
+
+    def variables(self) -> list:
+        scalars = [self.act, self.ghost, self.alloc, self.target, self.restore, self.kind, self.tokens,
+                   self.other_tokens, self.destroy, self.fresh, self.prior_kind, self.prior_edited]
+        return scalars + [d[g] for d in (self.policy, self.chosen, self.truncate) for g in GHOSTS]
+
+
+class PairStep:
+    """One encoded abstract step: constraints, and the terms the step conditions refer to."""
+
+    def __init__(self, constraints, reverted_r, fresh, compact_removes_record_r):
+        self.constraints = constraints
+        self.reverted_r = reverted_r
+        self.fresh = fresh
+        self.compact_removes_record_r = compact_removes_record_r
+
+
+class PairModel:
+    """The abstract transition system for one policy; with free_policy the policy is any predicate at all."""
+
+    def __init__(self, policy: Policy, free_policy: bool = False):
+        self.policy, self.dep, self.free_policy = policy, policy.deployment, free_policy
+
+    def encode_init(self, s: PairState) -> List:
+        out = [s.clock == 0, s.window_tokens >= covered_tokens(s)]
+        out += [v == DEFAULTS[v.sort()] for g in GHOSTS for v in s.span[g].values()]
+        return out
+
+    def evict(self, s: PairState, g: str, a: PairAction = None):
+        """The policy's verdict on ghost g in s; a free choice (a.policy) when the policy is abstracted."""
+        if self.free_policy:
+            return a.policy[g]
+        env = attribute_env(s.clock, s.span[g], Frac(s.window_tokens), self.policy.budget)
+        return ExprEncoder(env).encode(self.policy.evict)
+
+    def candidate(self, s: PairState, g: str, a: PairAction = None):
+        return z3.And(s.in_window(g), self.evict(s, g, a))
+
+    def encode_step(self, s: PairState, a: PairAction, t: PairState) -> PairStep:
+        dep = self.dep
+        now = s.clock + 1
+        host = z3.BoolVal(dep.pins == "host")
+        is_ = {name: a.act == ACT[name] for name in ACTIONS}
+        sp = s.span
+        ghost_of = {"r": G_R, "q": G_Q}
+        record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
+        rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
+
+        def content(kind):
+            return z3.Or([kind == c for c in CONTENT])
+
+        def selected(choice, g):
+            return choice == ghost_of[g]
+
+        out = [t.clock == now, t.window_tokens >= covered_tokens(t), a.tokens >= 1, a.other_tokens >= 1,
+               content(a.kind), content(a.prior_kind)]
+        # An edit's target was appended at some step >= 1, so no edit happens from the empty window's clock 0.
+        out.append(z3.Implies(is_["edit"], s.clock >= 1))
+        # Guards: the runtime's, restricted to what the pair can see.
+        out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_R), z3.Not(sp["r"]["used"])))
+        out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_Q),
+                              z3.And(sp["r"]["used"], z3.Not(sp["q"]["used"]))))
+        out.append(z3.Implies(z3.And(is_["edit"], z3.Or(a.alloc == A_REC_R, a.alloc == A_RAT_R)),
+                              z3.Not(sp["r"]["used"])))
+        out.append(z3.Implies(z3.And(is_["edit"], a.alloc == A_REC_Q), z3.And(sp["r"]["used"], z3.Not(sp["q"]["used"]))))
+        for g in GHOSTS:
+            f = sp[g]
+            out.append(z3.Implies(z3.And(is_["edit"], selected(a.target, g)),
+                                  z3.And(f["used"], f["alive"], f["ns"] == NS["window"], content(f["kind"]))))
+            for name in ("read", "pin", "unpin"):
+                guard = [f["used"], f["alive"]]
+                if name != "read":
+                    guard.append(f["pinned"] == (name == "unpin"))
+                    if dep.pins == "host":
+                        guard.append(content(f["kind"]))
+                out.append(z3.Implies(z3.And(is_[name], selected(a.ghost, g)), z3.And(guard)))
+            out.append(z3.Implies(z3.And(is_["undo"], selected(a.ghost, g)),
+                                  z3.And(self_is_record(f), z3.Not(f["undone"]))))
+            out.append(z3.Implies(z3.And(is_["undo"], selected(a.restore, g)), z3.And(f["used"], content(f["kind"]))))
+        # Which undo reverts: the ghost's own record when present and fresh enough; any other edit freely.
+        reverted = {g: z3.And(is_["undo"], selected(a.ghost, g), sp[g]["alive"],
+                              a.fresh if dep.undo == "versioned" else z3.BoolVal(True)) for g in GHOSTS}
+        any_revert = z3.Or(reverted["r"], reverted["q"], z3.And(is_["undo"], a.ghost == G_OTHER))
+        target_tokens = z3.If(a.target == G_R, sp["r"]["tokens"], z3.If(a.target == G_Q, sp["q"]["tokens"],
+                                                                          a.other_tokens))
+        ranked = self.policy.rank is not None and self.policy.budget is not None
+        removes_record_r = None
+        for g in GHOSTS:
+            f, n = sp[g], t.span[g]
+            appended = z3.And(is_["append"], selected(a.ghost, g))
+            record_here = z3.And(is_["edit"], a.alloc == (A_REC_R if g == "r" else A_REC_Q))
+            rationale_here = z3.And(is_["edit"], a.alloc == A_REC_R) if g == "q" else \
+                z3.And(is_["edit"], a.alloc == A_RAT_R)
+            born = z3.Or(appended, record_here, rationale_here)
+            edited_here = z3.And(is_["edit"], selected(a.target, g))
+            read_here = z3.And(is_["read"], selected(a.ghost, g))
+            restored = z3.And(any_revert, selected(a.restore, g))
+            candidate = self.candidate(s, g, a)
+            evicted = z3.And(candidate, a.chosen[g]) if ranked else candidate
+            # The host may impose any budget at any compaction, so truncation is a free choice with or without a
+            # policy budget.
+            truncated = z3.And(f["alive"], f["ns"] == NS["window"], z3.Not(evicted), a.truncate[g])
+            gone = z3.And(is_["compact"], z3.Or(evicted, truncated))
+            if g == "r":
+                removes_record_r = z3.And(is_["compact"], self_is_record(f), f["alive"], z3.Or(evicted, truncated))
+
+            def becomes(name, *cases):
+                value = f[name]
+                for cond, new in reversed(cases):
+                    value = z3.If(cond, new, value)
+                out.append(n[name] == value)
+
+            becomes("used", (born, True))
+            becomes("alive", (born, True), (restored, True), (gone, False))
+            becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
+                    (edited_here, z3.If(a.destroy, K["diff"], K["summary"])), (restored, a.prior_kind))
+            becomes("ns", (appended, NS["window"]), (record_here, record_ns), (rationale_here, rationale_ns))
+            becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, target_tokens, 1)),
+                    (rationale_here, 1))
+            becomes("created", (born, now))
+            becomes("last_read", (born, now), (read_here, now))
+            becomes("reads", (born, 0), (read_here, f["reads"] + 1))
+            becomes("pinned", (appended, False), (z3.Or(record_here, rationale_here), host),
+                    (z3.And(is_["pin"], selected(a.ghost, g)), True), (z3.And(is_["unpin"], selected(a.ghost, g)), False))
+            becomes("edited", (born, False), (edited_here, True), (restored, a.prior_edited))
+            becomes("version", (born, 0), (edited_here, f["version"] + 1), (restored, f["version"] + 1))
+            becomes("undone", (born, False), (reverted[g], True))
+        return PairStep(out, reverted["r"], a.fresh, removes_record_r)
+
+    # Violations on the pair; r ranges over every span id, so checking r alone covers every span.
+
+    def bad_c1(self, s: PairState):
+        """With the policy abstracted, some predicate selects any span, so a live record in the window is enough."""
+        if self.free_policy:
+            return z3.And(s.live_edit("r"), s.in_window("r"))
+        return z3.And(s.live_edit("r"), self.candidate(s, "r"))
+
+    def bad_c2(self, step: PairStep):
+        return step.compact_removes_record_r
+
+    def bad_c3(self, step: PairStep):
+        return z3.And(step.reverted_r, z3.Not(step.fresh))
+
+    def bad_c4(self, s: PairState):
+        gap_r = z3.And(s.live_edit("r"), z3.Not(s.span["r"]["alive"]))
+        if self.dep.audit == "independent":
+            # The independent status is "reversible" only without any gap, and r's gap is one.
+            return z3.BoolVal(False)
+        # The self-certified audit misses r's gap only if nothing of r is visible: r is dead, so q must be.
+        return z3.And(gap_r, z3.Not(s.in_window("q")))
+
+    def bad_p1(self, s: PairState):
+        return z3.And(s.live_edit("r"), z3.Not(s.span["q"]["alive"]))
+
+
+def covered_tokens(s: PairState):
+    """The tokens of the pair's spans in the window: the window's total is never less (the pair are two spans of it)."""
+    return z3.Sum([z3.If(s.in_window(g), s.span[g]["tokens"], 0) for g in GHOSTS])
+
+
+def self_is_record(f: dict):
+    return z3.And(f["used"], f["kind"] == K["record"])

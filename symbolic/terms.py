@@ -1,0 +1,171 @@
+"""Policy expressions as z3 terms: rationals become Int numerator/denominator pairs (one numeric sort), enums enumeration sorts."""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import z3
+
+from prunecheck.spec.errors import EncodingError
+from prunecheck.spec.policy import (
+    ATTRS, KIND, KINDS, NAMESPACE, NAMESPACES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet, Num, Unary,
+)
+
+KindSort, _kind_consts = z3.EnumSort("Kind", KINDS)
+NamespaceSort, _ns_consts = z3.EnumSort("Namespace", NAMESPACES)
+ENUM_CODES = {KIND: dict(zip(KINDS, _kind_consts)), NAMESPACE: dict(zip(NAMESPACES, _ns_consts))}
+ENUM_NAMES = {str(c): name for table in ENUM_CODES.values() for name, c in table.items()}
+
+
+class Frac:
+    """num/den with den > 0 in every model; den None means 1. Holds z3 terms, so it defines no equality."""
+
+    __slots__ = ("num", "den")
+
+    def __init__(self, num, den=None):
+        self.num = num
+        self.den = den
+
+    def scaled_num(self, other_den):
+        return self.num if other_den is None else self.num * other_den
+
+
+def _mul(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a * b
+
+
+def _ite(cond, a, b):
+    if a is None and b is None:
+        return None
+    return z3.If(cond, z3.IntVal(1) if a is None else a, z3.IntVal(1) if b is None else b)
+
+
+def frac_add(x: Frac, y: Frac, sign: int = 1) -> Frac:
+    right = y.scaled_num(x.den)
+    return Frac(x.scaled_num(y.den) + (right if sign > 0 else -right), _mul(x.den, y.den))
+
+
+def frac_mul(x: Frac, y: Frac) -> Frac:
+    return Frac(x.num * y.num, _mul(x.den, y.den))
+
+
+def frac_div(x: Frac, y: Frac) -> Frac:
+    num, den = x.scaled_num(y.den), (y.num if x.den is None else x.den * y.num)
+    if z3.is_int_value(y.num):
+        if y.num.as_long() == 0:
+            # Type checking rules out a zero divisor in every reachable state; a numeral 0 here comes from the
+            # default fields of an unused slot (tokens 0 in the empty window), whose policy terms are never used.
+            return Frac(z3.IntVal(0))
+        return Frac(num, den) if y.num.as_long() > 0 else Frac(-num, -den)
+    # Type checking keeps every reachable divisor away from 0 with a fixed sign; in unreachable
+    # states (an induction pre-state) a 0 denominator is possible and only weakens what is proved.
+    positive = y.num > 0
+    return Frac(z3.If(positive, num, -num), z3.If(positive, den, -den))
+
+
+def frac_compare(op: str, x: Frac, y: Frac):
+    left, right = x.scaled_num(y.den), y.scaled_num(x.den)
+    return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right,
+            "==": left == right, "!=": left != right}[op]
+
+
+def frac_ite(cond, x: Frac, y: Frac) -> Frac:
+    return Frac(z3.If(cond, x.num, y.num), _ite(cond, x.den, y.den))
+
+
+def enum_type(expr: Expr) -> Optional[str]:
+    """KIND or NAMESPACE for an enum-valued expression other than a bare literal."""
+    if isinstance(expr, Attr) and ATTRS[expr.name][0] in ENUM_CODES:
+        return ATTRS[expr.name][0]
+    if isinstance(expr, Cond):
+        return enum_type(expr.then) or enum_type(expr.orelse)
+    return None
+
+
+class ExprEncoder:
+    """One memoized pass from a closed, type-checked expression to z3 terms, in one attribute environment."""
+
+    def __init__(self, env: Mapping[str, object]):
+        self.env = env
+        self.memo: dict = {}
+
+    def encode(self, expr: Expr, enum: Optional[str] = None):
+        key = (expr, enum)
+        if key not in self.memo:
+            self.memo[key] = self._encode(expr, enum)
+        return self.memo[key]
+
+    def _encode(self, expr: Expr, enum: Optional[str]):
+        if isinstance(expr, Num):
+            value = expr.value
+            if value.denominator == 1:
+                return Frac(z3.IntVal(value.numerator))
+            return Frac(z3.IntVal(value.numerator), z3.IntVal(value.denominator))
+        if isinstance(expr, BoolLit):
+            return z3.BoolVal(expr.value)
+        if isinstance(expr, EnumLit):
+            if enum is None or expr.value not in ENUM_CODES[enum]:
+                raise EncodingError(f"enum literal {expr.value!r} has no enum type here")
+            return ENUM_CODES[enum][expr.value]
+        if isinstance(expr, Attr):
+            if expr.name not in self.env:
+                raise EncodingError(f"attribute {expr.name!r} has no value in this model")
+            return self.env[expr.name]
+        if isinstance(expr, Unary):
+            arg = self.encode(expr.arg)
+            return z3.Not(arg) if expr.op == "not" else Frac(-arg.num, arg.den)
+        if isinstance(expr, Binary):
+            return self._binary(expr)
+        if isinstance(expr, InSet):
+            kind = enum_type(expr.arg)
+            arg = self.encode(expr.arg, kind)
+            return z3.Or([self._equal(arg, self.encode(v, kind), kind) for v in expr.values])
+        if isinstance(expr, Call):
+            args = [self.encode(a) for a in expr.args]
+            if expr.fn == "abs":
+                (x,) = args
+                return Frac(z3.If(x.num >= 0, x.num, -x.num), x.den)
+            best = args[0]
+            for other in args[1:]:
+                keep = frac_compare("<=" if expr.fn == "min" else ">=", best, other)
+                best = frac_ite(keep, best, other)
+            return best
+        if isinstance(expr, Cond):
+            test = self.encode(expr.test)
+            then, orelse = self.encode(expr.then, enum), self.encode(expr.orelse, enum)
+            if isinstance(then, Frac):
+                return frac_ite(test, then, orelse)
+            return z3.If(test, then, orelse)
+        raise EncodingError(f"not an expression: {type(expr).__name__}")
+
+    def _equal(self, left, right, kind):
+        if isinstance(left, Frac):
+            return frac_compare("==", left, right)
+        return left == right
+
+    def _binary(self, expr: Binary):
+        op = expr.op
+        if op in ("and", "or"):
+            left, right = self.encode(expr.left), self.encode(expr.right)
+            return z3.And(left, right) if op == "and" else z3.Or(left, right)
+        if op in ("==", "!="):
+            kind = enum_type(expr.left) or enum_type(expr.right)
+            left, right = self.encode(expr.left, kind), self.encode(expr.right, kind)
+            same = self._equal(left, right, kind)
+            return same if op == "==" else z3.Not(same)
+        left, right = self.encode(expr.left), self.encode(expr.right)
+        if op == "+":
+            return frac_add(left, right)
+        if op == "-":
+            return frac_add(left, right, -1)
+        if op == "*":
+            return frac_mul(left, right)
+        if op == "/":
+            return frac_div(left, right)
+        if op in ("<", "<=", ">", ">="):
+            return frac_compare(op, left, right)
+        raise EncodingError(f"unknown operator {op}")
