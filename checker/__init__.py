@@ -1,1 +1,1 @@
-"""The policy language, the engines and the command line."""
+"""The checker: the policy language, the engines, findings, outputs and commands, over one entry point, `check`."""

@@ -1,1 +1,1 @@
-"""The reference runtime and the formal model of a self-editing context window."""
+"""The reference semantics in plain Python: the policy AST, evaluation, the runtime and the conditions; no z3, no I/O."""

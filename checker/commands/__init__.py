@@ -1,0 +1,1 @@
+"""The commands beyond check: batch vetting, repair, diff, graph, reproduce and schema, and what they share."""

@@ -1,0 +1,1 @@
+"""The policy language: the expression parser, the restricted-Python form, type checking, printing, loading."""
