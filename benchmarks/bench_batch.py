@@ -178,7 +178,7 @@ def main(argv=None) -> int:
             f"under a seeded hypothesis `@given` (seed {args.seed}, generate phase only; {generation:.1f} s), "
             "written as YAML.", "",
             f"Options: depth {args.depth}, {args.spans} spans, all five conditions, timeout {args.timeout:g} s per "
-            "condition. Parallel runs use `--jobs` worker processes (fresh interpreters, checker/workers.py) that "
+            "condition. Parallel runs use `--jobs` worker processes (fresh interpreters, checker/commands/workers.py) that "
             "live for the whole batch.", "",
             table, "",
             *[f"- {fact}" for fact in facts], ""])

@@ -14,7 +14,7 @@ Only what legitimately varies between runs is normalised, by text substitution o
 Everything else (key order, whitespace, traces, invariants, SMT-LIB text, the prunecheck version) must match exactly.
 
 Each policy gets a fresh interpreter so that no output can depend on what the process checked before (Spacer's did,
-through z3's process-wide context, until checker/spacer.py gave each Spacer query a context of its own).
+through z3's process-wide context, until checker/engines/spacer.py gave each Spacer query a context of its own).
 """
 
 from __future__ import annotations

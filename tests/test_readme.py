@@ -386,7 +386,7 @@ def test_every_choice_of_an_option_is_described_in_its_help(command):
 
 def test_every_command_has_its_exit_codes_in_the_table_and_the_readme():
     commands = set(OPTIONS) - {""}
-    assert commands <= set(EXIT_MEANINGS), "checker/frontdoor.py EXIT_MEANINGS lacks a command"
+    assert commands <= set(EXIT_MEANINGS), "checker/commands/frontdoor.py EXIT_MEANINGS lacks a command"
     paragraph = " ".join(TEXT.split("\nExit codes: ", 1)[1].split("\n\n", 1)[0].split())
     missing = sorted(c for c in commands - {"check"} if f"`{c}` 0 " not in paragraph)
     assert not missing, f"the README's exit-code paragraph does not say what 0 means for: {', '.join(missing)}"
@@ -406,7 +406,26 @@ CHECKED_BLOCKS = {
     "the pre-commit hook, compared": lambda b: b.lang == "yaml" and "hooks:" in b.text,
     "the cache rejection sample, reproduced": lambda b: "cache entry rejected" in b.text,
     "the baseline recipe, run": lambda b: b.lang == "" and "--write-baseline" in b.text,
+    "the layout tree, compared with the packages": lambda b: b.lang == "text" and "prunecheck (root)" in b.text,
 }
+
+
+def test_the_layout_tree_names_every_package_and_only_packages():
+    """The README's layout tree: each `NAME/` line, nested by indentation, is a folder with an __init__.py, and every
+    such folder is in the tree, so the layout the README describes is the one the tests' import contracts enforce."""
+    block = next(b for b in BLOCKS if CHECKED_BLOCKS["the layout tree, compared with the packages"](b))
+    named, stack = set(), []
+    for line in block.text.splitlines():
+        match = re.match(r"^( *)([a-z_]+)/ ", line)
+        if match:
+            depth = len(match.group(1)) // 2
+            stack[depth - 1:] = [match.group(2)]
+            named.add("/".join(stack))
+    root = README.parent
+    packages = {str(p.parent.relative_to(root)) for folder in ("spec", "symbolic", "checker", "proofs")
+                for p in (root / folder).rglob("__init__.py")}
+    packages |= {p.name for p in root.iterdir() if (p / "__init__.py").exists()}
+    assert named == packages
 
 
 def test_every_fenced_block_is_checked_by_a_test():

@@ -177,7 +177,7 @@ def _died(path: str, why: str = "the checker process died (crash or out of memor
 
 
 def _pooled(paths, worker, args, jobs, done) -> None:
-    # Workers are fresh interpreters that import only prunecheck (checker/workers.py), never the caller's __main__, and
+    # Workers are fresh interpreters that import only prunecheck (checker/commands/workers.py), never the caller's __main__, and
     # live for the whole batch, so the step templates and the proofs that do not depend on the policy are built once
     # per worker, not once per policy; reports do not depend on what a worker checked before (counterexamples are
     # canonical, tests/test_batch.py). A dying worker loses only its own policy.

@@ -40,7 +40,7 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
     With `accelerate` (the default) a step may repeat a read or an audit any number of times, so `depth` counts
     actions, not steps: a violation after 3 actions and 10^6 steps is found at depth 3 (spec/SPEC.md §7).
     `token_domain` and `repeat_domain` (with `clock_targets`) restrict appends' tokens and repetitions, to compare
-    with the explicit engine (checker/explicit.py `Domains`).
+    with the explicit engine (checker/engines/explicit.py `Domains`).
     """
     pending = [c for c in CONDITIONS if c in set(conditions)]
     if not pending:
