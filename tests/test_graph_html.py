@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from prunecheck.checker.findings import graph as graph_module
+from prunecheck.checker.commands import graph as graph_command
 from prunecheck.checker.check import check
 from prunecheck.checker.cli import main
 from prunecheck.checker.findings.graph import (
@@ -47,7 +47,7 @@ def hostile_yaml() -> str:
 
 def run_cli(*argv):
     out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), out, err, extra_commands={"graph": (graph_module.add_parser, graph_module.run)})
+    code = main(list(argv), out, err, extra_commands={"graph": (graph_command.add_parser, graph_command.run)})
     return code, out.getvalue(), err.getvalue()
 
 
