@@ -3,7 +3,8 @@
 import z3
 from hypothesis import given, settings
 
-from prunecheck.spec.conditions import state_violations, transition_violations
+from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, transition_violations
+from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, PairAction, PairModel, PairState
 from prunecheck.spec.runtime import State, step
@@ -55,15 +56,16 @@ def _check_projection(policy, actions):
             concrete = transition_violations(t)
             record_r = t.before.edit(r)
             if "C2" in concrete and record_r is not None and t.before.span(r).alive and not t.after.span(r).alive:
-                solver.add(model.bad_c2(pair_step))
+                solver.add(pair_violation(model, "C2", post, pair_step))
             if "C3" in concrete and getattr(t.action, "edit", None) == r:
-                solver.add(model.bad_c3(pair_step))
+                solver.add(pair_violation(model, "C3", post, pair_step))
             assert solver.check() == z3.sat, f"step {k + 1} {t.action} does not project on pair ({r}, {r + 1})"
             after = state_violations(policy, t.after)
             holds = z3.Solver()
             holds.add(_project(post, t.after, r))
             live_r = t.after.edit(r) is not None and not t.after.edit(r).undone
-            for condition, bad in (("C1", model.bad_c1(post)), ("P1", model.bad_p1(post)), ("C4", model.bad_c4(post))):
+            for condition in STATE_CONDITIONS:
+                bad = pair_violation(model, condition, post, pair_step)
                 concrete_here = condition in after and live_r and _at_r(condition, policy, t.after, r)
                 if concrete_here:
                     holds.push()
