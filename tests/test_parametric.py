@@ -7,7 +7,7 @@ from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, trans
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, PairAction, PairModel, PairState
-from prunecheck.spec.runtime import State, step
+from prunecheck.spec.runtime import REVERSIBLE, State, is_candidate, status, step
 from prunecheck.symbolic.terms import ENUM_CODES
 
 from test_model import TARGETED, _policy, runs
@@ -74,14 +74,20 @@ def _check_projection(policy, actions):
                     holds.pop()
 
 
+# Per state condition: the runtime violates it at record r (and its rationale r + 1), so the pair (r, r + 1) must.
+AT_RECORD = {
+    "C1": lambda policy, state, r: state.span(r).alive and is_candidate(policy, state, state.span(r)),
+    "C4": lambda policy, state, r: not state.span(r).alive and status(policy, state) == REVERSIBLE,
+    "P1": lambda policy, state, r: not state.span(r + 1).alive,
+}
+
+
 def _at_r(condition, policy, state, r):
-    from prunecheck.spec.runtime import REVERSIBLE, is_candidate, status
-    span = state.span(r)
-    if condition == "C1":
-        return span.alive and is_candidate(policy, state, span)
-    if condition == "P1":
-        return not state.span(r + 1).alive
-    return not span.alive and status(policy, state) == REVERSIBLE
+    return AT_RECORD[condition](policy, state, r)
+
+
+def test_every_state_condition_has_a_projection_witness():
+    assert set(AT_RECORD) == set(STATE_CONDITIONS)
 
 
 @settings(max_examples=30)
