@@ -58,37 +58,41 @@ def _p1(policy: Policy, state: State) -> bool:
     return any(not state.span(e.rationale).alive for e in state.live_edits())
 
 
-FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"
-SECOND_SEED = "seed 004_c989c62c2c56fca8, condition of validity"
+_FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"
+_SECOND_SEED = "seed 004_c989c62c2c56fca8, condition of validity"
 
 CONDITION_TABLE = (
     Condition(
-        "C1", Scope.STATE, f"{FIRST_SEED} 1",
-        "The recovery record for the edit exists in a store the active pruning policy cannot address as a candidate "
-        "(separate namespace, or a policy predicate that structurally excludes the undo region — not a \"pinned\" flag "
-        "the policy sets on itself).",
-        "separation: no recovery record of a live edit is ever a compaction candidate", "RecordSeparation", _c1),
+        id="C1", scope=Scope.STATE, source=f"{_FIRST_SEED} 1",
+        words="The recovery record for the edit exists in a store the active pruning policy cannot address as a "
+              "candidate (separate namespace, or a policy predicate that structurally excludes the undo region — not "
+              "a \"pinned\" flag the policy sets on itself).",
+        description="separation: no recovery record of a live edit is ever a compaction candidate",
+        rule="RecordSeparation", violated=_c1),
     Condition(
-        "C2", Scope.STEP, f"{FIRST_SEED} 2",
-        "The record's integrity is independent of the window's token budget; compaction may shrink the working set "
-        "but must not touch the recovery set.",
-        "budget independence: no compaction, at any budget, removes a recovery record", "BudgetIndependence", _c2),
+        id="C2", scope=Scope.STEP, source=f"{_FIRST_SEED} 2",
+        words="The record's integrity is independent of the window's token budget; compaction may shrink the working "
+              "set but must not touch the recovery set.",
+        description="budget independence: no compaction, at any budget, removes a recovery record",
+        rule="BudgetIndependence", violated=_c2),
     Condition(
-        "C3", Scope.STEP, f"{FIRST_SEED} 3",
-        "The undo operation is *tested* against the current window state, not assumed. A record that references a "
-        "span which has since been re-edited may be stale even if present.",
-        "tested undo: no undo reverts a span re-edited since its record was taken", "TestedUndo", _c3),
+        id="C3", scope=Scope.STEP, source=f"{_FIRST_SEED} 3",
+        words="The undo operation is *tested* against the current window state, not assumed. A record that "
+              "references a span which has since been re-edited may be stale even if present.",
+        description="tested undo: no undo reverts a span re-edited since its record was taken",
+        rule="TestedUndo", violated=_c3),
     Condition(
-        "C4", Scope.STATE, f"{FIRST_SEED} 4",
-        "The policy's author and the policy's auditor are distinguished — at minimum, the closure check (records ⊇ "
-        "live edits) runs as a separate pass that the editing policy cannot suppress.",
-        "independent audit: status is never 'reversible' while a live edit lacks its record", "IndependentAudit",
-        _c4),
+        id="C4", scope=Scope.STATE, source=f"{_FIRST_SEED} 4",
+        words="The policy's author and the policy's auditor are distinguished — at minimum, the closure check "
+              "(records ⊇ live edits) runs as a separate pass that the editing policy cannot suppress.",
+        description="independent audit: status is never 'reversible' while a live edit lacks its record",
+        rule="IndependentAudit", violated=_c4),
     Condition(
-        "P1", Scope.STATE, f"{SECOND_SEED} 1",
-        "**Provenance separation.** The rationale for an edit is stored outside the span being edited — in a separate, "
-        "append-only decision log that is never itself a pruning target.",
-        "provenance: the rationale of a live edit is never evicted", "RationaleProvenance", _p1),
+        id="P1", scope=Scope.STATE, source=f"{_SECOND_SEED} 1",
+        words="**Provenance separation.** The rationale for an edit is stored outside the span being edited — in a "
+              "separate, append-only decision log that is never itself a pruning target.",
+        description="provenance: the rationale of a live edit is never evicted",
+        rule="RationaleProvenance", violated=_p1),
 )
 
 BY_ID = {c.id: c for c in CONDITION_TABLE}
