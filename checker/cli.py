@@ -404,7 +404,8 @@ def _replay_against(args, info, actions, stdout) -> int:
 
 
 def _certify(args, stdout) -> int:
-    from prunecheck.checker.engines.certificate import CertificateError, Status, certificate_json, certify_set
+    from prunecheck.checker.engines.certificate import CertificateError, Status, certificate_json
+    from prunecheck.checker.engines.certificate_set import certify_set
     from prunecheck.checker.outputs.itf import regular_file
     from prunecheck.checker.language.loader import load_deployment, load_policy
 

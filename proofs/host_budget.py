@@ -6,6 +6,7 @@ import z3
 
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.engines.replay import confirm
+from prunecheck.symbolic.conditions import violation_at
 from prunecheck.symbolic.solver import new_solver, query
 from prunecheck.symbolic.model import ACT, Model
 from prunecheck.spec.policy import BoolLit, Policy
@@ -47,21 +48,21 @@ def _every_policy_violates(deployment, ranked: bool, budgeted: bool) -> str:
     """'unsat' when no choice of per-step verdicts, ranks and budget keeps C2 on the schema (premises satisfiable)."""
     model = Model(Policy("any", BoolLit(True), deployment=deployment), SLOTS)
     budget = z3.Int("free_budget") if budgeted else None
-    states, constraints = [model.state(0)], []
+    states, actions, steps, constraints = [model.state(0)], [], [], []
     constraints += model.encode_init(states[0]) + ([budget >= 1] if budgeted else [])
-    action = None
     for k, concrete in enumerate(SCHEMA):
         action, post = model.action(k), model.state(k + 1)
         terms = [(z3.Bool(f"free_evict{i}@{k}"), Frac(z3.Int(f"free_rank{i}@{k}")) if ranked and budgeted else None)
                  for i in range(SLOTS)]
-        constraints += model.build_step(states[-1], action, post, None, terms, budget).constraints
-        constraints += _pin(model, action, concrete)
+        steps.append(model.build_step(states[-1], action, post, None, terms, budget))
+        constraints += steps[-1].constraints + _pin(model, action, concrete)
+        actions.append(action)
         states.append(post)
     solver = new_solver(TIMEOUT * 1000, RLIMIT)
     solver.add(constraints)
     if query(solver).status != "sat":
         return "vacuous"
-    solver.add(z3.Not(model.bad_c2(states[-2], action, states[-1])))
+    solver.add(z3.Not(violation_at(model, "C2", states, actions, steps, len(SCHEMA))))
     return query(solver).status
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from prunecheck.checker.engines.certificate import Encoding
+from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.engines.invariants import houdini
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.engines.replay import confirm

@@ -9,7 +9,9 @@ from itertools import product
 
 import z3
 
-from prunecheck.checker.engines.certificate import STEP_CONDITIONS, Encoding, certificate_document, recheck
+from prunecheck.spec.conditions import STEP_CONDITIONS
+from prunecheck.checker.engines.certificate import certificate_document, recheck
+from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.engines.invariants import houdini
 from prunecheck.symbolic.solver import new_solver, query

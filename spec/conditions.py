@@ -1,47 +1,115 @@
-"""The five validity conditions, decided on one concrete transition of the reference runtime."""
+"""The five validity conditions, each defined once with its runtime semantics on one concrete transition."""
 
 from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Callable
 
 from prunecheck.spec.policy import Policy
 from prunecheck.spec.runtime import REVERSIBLE, Compact, State, Transition, Undo, is_candidate, status
 
-CONDITIONS = ("C1", "C2", "C3", "C4", "P1")
-DESCRIPTIONS = {
-    "C1": "separation: no recovery record of a live edit is ever a compaction candidate",
-    "C2": "budget independence: no compaction, at any budget, removes a recovery record",
-    "C3": "tested undo: no undo reverts a span re-edited since its record was taken",
-    "C4": "independent audit: status is never 'reversible' while a live edit lacks its record",
-    "P1": "provenance: the rationale of a live edit is never evicted",
-}
+
+class Scope(enum.Enum):
+    """A state condition is checked in every state of a run, a step condition on every step."""
+
+    STATE = "state"
+    STEP = "step"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One condition: its id, scope, the seed's words it comes from, its description and SARIF rule name, and its
+    semantics: `violated(policy, state)` for a state condition, `violated(transition)` for a step condition."""
+
+    id: str
+    scope: Scope
+    source: str
+    words: str
+    description: str
+    rule: str
+    violated: Callable[..., bool]
+
+
+def _c1(policy: Policy, state: State) -> bool:
+    return any(state.span(e.record).alive and is_candidate(policy, state, state.span(e.record))
+               for e in state.live_edits())
+
+
+def _c2(transition: Transition) -> bool:
+    before, after = transition.before, transition.after
+    return isinstance(transition.action, Compact) and any(
+        before.span(e.record).alive and not after.span(e.record).alive for e in before.edits)
+
+
+def _c3(transition: Transition) -> bool:
+    if not (isinstance(transition.action, Undo) and transition.outcome == "reverted"):
+        return False
+    info = transition.before.edit(transition.action.edit)
+    return transition.before.span(info.target).version != info.version
+
+
+def _c4(policy: Policy, state: State) -> bool:
+    gap = any(not state.span(e.record).alive for e in state.live_edits())
+    return gap and status(policy, state) == REVERSIBLE
+
+
+def _p1(policy: Policy, state: State) -> bool:
+    return any(not state.span(e.rationale).alive for e in state.live_edits())
+
+
+_FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"
+_SECOND_SEED = "seed 004_c989c62c2c56fca8, condition of validity"
+
+CONDITION_TABLE = (
+    Condition(
+        id="C1", scope=Scope.STATE, source=f"{_FIRST_SEED} 1",
+        words="The recovery record for the edit exists in a store the active pruning policy cannot address as a "
+              "candidate (separate namespace, or a policy predicate that structurally excludes the undo region — not "
+              "a \"pinned\" flag the policy sets on itself).",
+        description="separation: no recovery record of a live edit is ever a compaction candidate",
+        rule="RecordSeparation", violated=_c1),
+    Condition(
+        id="C2", scope=Scope.STEP, source=f"{_FIRST_SEED} 2",
+        words="The record's integrity is independent of the window's token budget; compaction may shrink the working "
+              "set but must not touch the recovery set.",
+        description="budget independence: no compaction, at any budget, removes a recovery record",
+        rule="BudgetIndependence", violated=_c2),
+    Condition(
+        id="C3", scope=Scope.STEP, source=f"{_FIRST_SEED} 3",
+        words="The undo operation is *tested* against the current window state, not assumed. A record that "
+              "references a span which has since been re-edited may be stale even if present.",
+        description="tested undo: no undo reverts a span re-edited since its record was taken",
+        rule="TestedUndo", violated=_c3),
+    Condition(
+        id="C4", scope=Scope.STATE, source=f"{_FIRST_SEED} 4",
+        words="The policy's author and the policy's auditor are distinguished — at minimum, the closure check "
+              "(records ⊇ live edits) runs as a separate pass that the editing policy cannot suppress.",
+        description="independent audit: status is never 'reversible' while a live edit lacks its record",
+        rule="IndependentAudit", violated=_c4),
+    Condition(
+        id="P1", scope=Scope.STATE, source=f"{_SECOND_SEED} 1",
+        words="**Provenance separation.** The rationale for an edit is stored outside the span being edited — in a "
+              "separate, append-only decision log that is never itself a pruning target.",
+        description="provenance: the rationale of a live edit is never evicted",
+        rule="RationaleProvenance", violated=_p1),
+)
+
+BY_ID = {c.id: c for c in CONDITION_TABLE}
+CONDITIONS = tuple(BY_ID)
+DESCRIPTIONS = {c.id: c.description for c in CONDITION_TABLE}
+STATE_CONDITIONS = tuple(c.id for c in CONDITION_TABLE if c.scope is Scope.STATE)
+STEP_CONDITIONS = tuple(c.id for c in CONDITION_TABLE if c.scope is Scope.STEP)
 
 
 def state_violations(policy: Policy, state: State) -> frozenset:
-    """Conditions C1, C4, P1, which are properties of a single state."""
-    bad = set()
-    for info in state.live_edits():
-        record = state.span(info.record)
-        if record.alive and is_candidate(policy, state, record):
-            bad.add("C1")
-        if not state.span(info.rationale).alive:
-            bad.add("P1")
-    gap = any(not state.span(e.record).alive for e in state.live_edits())
-    if gap and status(policy, state) == REVERSIBLE:
-        bad.add("C4")
-    return frozenset(bad)
+    """The state conditions (C1, C4, P1) that `state` violates."""
+    return frozenset(c.id for c in CONDITION_TABLE if c.scope is Scope.STATE and c.violated(policy, state))
 
 
 def transition_violations(transition: Transition) -> frozenset:
-    """Conditions C2 and C3, which are properties of a step."""
-    bad = set()
-    before, after = transition.before, transition.after
-    if isinstance(transition.action, Compact):
-        if any(before.span(e.record).alive and not after.span(e.record).alive for e in before.edits):
-            bad.add("C2")
-    if isinstance(transition.action, Undo) and transition.outcome == "reverted":
-        info = before.edit(transition.action.edit)
-        if before.span(info.target).version != info.version:
-            bad.add("C3")
-    return frozenset(bad)
+    """The step conditions (C2, C3) that the step violates."""
+    return frozenset(c.id for c in CONDITION_TABLE if c.scope is Scope.STEP and c.violated(transition))
 
 
 def violations(policy: Policy, transition: Transition) -> frozenset:

@@ -350,17 +350,7 @@ class Model:
             becomes("undone", (z3.And(reverted, here), True))
         return StepTerms(out, reverted, fresh)
 
-    # Violations: each is a Bool term that holds iff the condition fails at state t (or on the step into t).
-
-    def bad_c1(self, t: SymState):
-        return self.at(t, "C1", lambda g: z3.Or([z3.And(g.live_edit(i), self.candidate(g, i)) for i in range(self.n)]))
-
-    def bad_c2(self, s: SymState, a: SymAction, t: SymState):
-        return z3.And(a.act == ACT["compact"],
-                      z3.Or([z3.And(s.is_record(i), s.alive[i], z3.Not(t.alive[i])) for i in range(self.n)]))
-
-    def bad_c3(self, step: StepTerms):
-        return z3.And(step.reverted, z3.Not(step.fresh))
+    # The status's terms, for condition C4 (symbolic/conditions.py) and the theorems.
 
     def gap(self, t: SymState):
         return z3.Or([z3.And(t.live_edit(i), z3.Not(t.alive[i])) for i in range(self.n)])
@@ -373,10 +363,3 @@ class Model:
             seen = z3.Or(t.in_window(i), t.in_window(i + 1))
             known.append(z3.Implies(z3.And(t.live_edit(i), seen), t.alive[i]))
         return z3.And(known)
-
-    def bad_c4(self, t: SymState):
-        return self.at(t, "C4", lambda g: z3.And(self.says_reversible(g), self.gap(g)))
-
-    def bad_p1(self, t: SymState):
-        return self.at(t, "P1", lambda g: z3.Or([z3.And(g.live_edit(i), z3.Not(g.alive[i + 1]))
-                                                 for i in range(self.n - 1)]))

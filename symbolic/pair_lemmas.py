@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import z3
 
+from prunecheck.spec.conditions import STATE_CONDITIONS
+from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import CONTENT, K, NS
 from prunecheck.symbolic.parametric import GHOSTS, PairModel, PairState, covered_tokens
 
@@ -49,6 +51,5 @@ def pair_candidates(model: PairModel, s: PairState) -> list:
             (f"records_never_edited[{g}]", z3.Implies(z3.Or(is_record, is_rationale),
                                                       z3.And(z3.Not(f["edited"]), f["version"] == 0))),
         ]
-    out += [("not C1", z3.Not(model.bad_c1(s))), ("not C4", z3.Not(model.bad_c4(s))),
-            ("not P1", z3.Not(model.bad_p1(s)))]
+    out += [(f"not {c}", z3.Not(pair_violation(model, c, s, None))) for c in STATE_CONDITIONS]
     return out

@@ -203,31 +203,6 @@ class PairModel:
             becomes("undone", (born, False), (reverted[g], True))
         return PairStep(out, reverted["r"], a.fresh, removes_record_r)
 
-    # Violations on the pair; r ranges over every span id, so checking r alone covers every span.
-
-    def bad_c1(self, s: PairState):
-        """With the policy abstracted, some predicate selects any span, so a live record in the window is enough."""
-        if self.free_policy:
-            return z3.And(s.live_edit("r"), s.in_window("r"))
-        return z3.And(s.live_edit("r"), self.candidate(s, "r"))
-
-    def bad_c2(self, step: PairStep):
-        return step.compact_removes_record_r
-
-    def bad_c3(self, step: PairStep):
-        return z3.And(step.reverted_r, z3.Not(step.fresh))
-
-    def bad_c4(self, s: PairState):
-        gap_r = z3.And(s.live_edit("r"), z3.Not(s.span["r"]["alive"]))
-        if self.dep.audit == "independent":
-            # The independent status is "reversible" only without any gap, and r's gap is one.
-            return z3.BoolVal(False)
-        # The self-certified audit misses r's gap only if nothing of r is visible: r is dead, so q must be.
-        return z3.And(gap_r, z3.Not(s.in_window("q")))
-
-    def bad_p1(self, s: PairState):
-        return z3.And(s.live_edit("r"), z3.Not(s.span["q"]["alive"]))
-
 
 def covered_tokens(s: PairState):
     """The tokens of the pair's spans in the window: the window's total is never less (the pair are two spans of it)."""

@@ -26,7 +26,8 @@ from prunecheck.checker.engines.replay import decode_state, first_violation, rep
 from prunecheck.checker.result import Trace
 from prunecheck.checker.outputs.sarif import sarif_log
 from prunecheck.symbolic.solver import new_solver, query
-from prunecheck.spec.conditions import state_violations, violations
+from prunecheck.spec.conditions import CONDITIONS, state_violations, violations
+from prunecheck.symbolic.conditions import violation_at
 from prunecheck.spec.errors import TraceFormatError
 from prunecheck.symbolic.model import Model
 from prunecheck.spec.policy import Deployment
@@ -247,10 +248,7 @@ def agree_accelerated(policy, actions, with_lemmas=False):
         transition = step(policy, state, action, N)
         state = transition.after
         assert decode_state(m, states[k]) == state, f"state {k} after {action}"
-        symbolic = {
-            "C1": model.bad_c1(states[k]), "C4": model.bad_c4(states[k]), "P1": model.bad_p1(states[k]),
-            "C2": model.bad_c2(states[k - 1], syms[k - 1], states[k]), "C3": model.bad_c3(steps[k - 1]),
-        }
+        symbolic = {c: violation_at(model, c, states, syms, steps, k) for c in CONDITIONS}
         got = {c for c, term in symbolic.items() if z3.is_true(m.eval(term, model_completion=True))}
         expected = violations(policy, transition)
         assert got == set(expected), f"step {k} {action}: model says {sorted(got)}, runtime {sorted(expected)}"

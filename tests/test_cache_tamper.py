@@ -13,7 +13,7 @@ import z3
 
 from prunecheck.checker.commands.batch import CheckOptions, batch_item
 from prunecheck.checker.outputs.cache import FORMAT, CacheStatus, cache_key
-from prunecheck.checker.engines.certificate import Encoding
+from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.cli import main
 from prunecheck.checker.language.loader import load_policy

@@ -3,7 +3,8 @@ changes no report: not its verdicts, traces, certificates or the policy a certif
 
 import json
 
-from prunecheck.checker.engines.certificate import Encoding, recheck
+from prunecheck.checker.engines.certificate import recheck
+from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.check import check, clear_caches
 from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.symbolic.model import Model

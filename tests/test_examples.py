@@ -67,12 +67,15 @@ def test_yaml_and_python_forms_agree():
 
 
 def test_a_counterexample_the_runtime_does_not_reproduce_is_never_reported(monkeypatch):
+    from dataclasses import replace
+
     import z3
     from prunecheck.spec.errors import ReplayMismatch
-    from prunecheck.symbolic.model import Model
+    from prunecheck.symbolic.conditions import TERMS
 
     # A planted model fault: C1 "fails" whenever a live record exists, whatever the policy says.
-    monkeypatch.setattr(Model, "bad_c1", lambda self, t: z3.Or([t.live_edit(i) for i in range(self.n)]))
+    planted = replace(TERMS["C1"], unrolled=lambda model, t: z3.Or([t.live_edit(i) for i in range(model.n)]))
+    monkeypatch.setitem(TERMS, "C1", planted)
     policy = load_policy(EXAMPLES / "seed_safe_design.yaml")
     with pytest.raises(ReplayMismatch):
         check_bounded(policy, depth=3, spans=4, conditions=["C1"], **BOUNDS)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from prunecheck.checker.engines.certificate import Encoding
+from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.engines.spacer import spacer_invariant
 

@@ -3,7 +3,7 @@
 import io
 
 from prunecheck.checker.commands import policydiff
-from prunecheck.checker.engines.certificate import Encoding
+from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.check import check
 from prunecheck.checker.cli import main
 from prunecheck.checker.language.loader import load_policy, parse_policy_text

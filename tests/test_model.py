@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.engines.replay import decode_state
-from prunecheck.spec.conditions import state_violations, violations
+from prunecheck.spec.conditions import CONDITIONS, state_violations, violations
+from prunecheck.symbolic.conditions import violation_at
 from prunecheck.symbolic.model import ACT, Model
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Deployment
 from prunecheck.spec.runtime import (
@@ -96,11 +97,7 @@ def _agree(policy, actions, with_lemmas):
         state = transition.after
         assert decode_state(m, states[k]) == state, f"state {k} after {action}"
         expected = violations(policy, transition)
-        t = states[k]
-        symbolic = {
-            "C1": model.bad_c1(t), "C4": model.bad_c4(t), "P1": model.bad_p1(t),
-            "C2": model.bad_c2(states[k - 1], syms[k - 1], t), "C3": model.bad_c3(steps[k - 1]),
-        }
+        symbolic = {c: violation_at(model, c, states, syms, steps, k) for c in CONDITIONS}
         got = {c for c, term in symbolic.items() if z3.is_true(m.eval(term, model_completion=True))}
         assert got == set(expected), f"step {k} {action}: model says {sorted(got)}, runtime {sorted(expected)}"
 

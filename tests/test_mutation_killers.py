@@ -1,5 +1,6 @@
 """Focused fast tests for faults benchmarks/mutation.py plants that the broader tests reach only slowly or not at all."""
 
+from dataclasses import replace
 from fractions import Fraction
 from types import SimpleNamespace
 
@@ -24,7 +25,7 @@ from prunecheck.checker.engines.spacer import prove_with_spacer
 from prunecheck.checker.language.typecheck import MAX_NODES, check_bounds, check_expr
 from prunecheck.spec.errors import PolicySyntaxError, ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.symbolic.model import Model
+from prunecheck.symbolic.conditions import TERMS
 from prunecheck.spec.policy import ATTRS, BOOL, KIND, NAMESPACE, Attr, Binary, BoolLit, Deployment, Num, Unary
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, State, Undo, step
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac
@@ -198,7 +199,8 @@ def test_model_and_runtime_agree_after_records_die(evict, actions):
 
 def test_a_witness_searched_under_assumptions_is_replayed_too(monkeypatch):
     """As tests/test_examples.py plants a model fault for the plain search, here for a search under `assume`."""
-    monkeypatch.setattr(Model, "bad_c1", lambda self, t: z3.Or([t.live_edit(i) for i in range(self.n)]))
+    planted = replace(TERMS["C1"], unrolled=lambda model, t: z3.Or([t.live_edit(i) for i in range(model.n)]))
+    monkeypatch.setitem(TERMS, "C1", planted)
     policy = load_policy(EXAMPLES / "seed_safe_design.yaml")
     with pytest.raises(ReplayMismatch):
         check_bounded(policy, depth=3, spans=4, conditions=["C1"], assume=["C3"], **BOUNDS)

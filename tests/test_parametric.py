@@ -3,10 +3,11 @@
 import z3
 from hypothesis import given, settings
 
-from prunecheck.spec.conditions import state_violations, transition_violations
+from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, transition_violations
+from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, PairAction, PairModel, PairState
-from prunecheck.spec.runtime import State, step
+from prunecheck.spec.runtime import REVERSIBLE, State, is_candidate, status, step
 from prunecheck.symbolic.terms import ENUM_CODES
 
 from test_model import TARGETED, _policy, runs
@@ -55,15 +56,16 @@ def _check_projection(policy, actions):
             concrete = transition_violations(t)
             record_r = t.before.edit(r)
             if "C2" in concrete and record_r is not None and t.before.span(r).alive and not t.after.span(r).alive:
-                solver.add(model.bad_c2(pair_step))
+                solver.add(pair_violation(model, "C2", post, pair_step))
             if "C3" in concrete and getattr(t.action, "edit", None) == r:
-                solver.add(model.bad_c3(pair_step))
+                solver.add(pair_violation(model, "C3", post, pair_step))
             assert solver.check() == z3.sat, f"step {k + 1} {t.action} does not project on pair ({r}, {r + 1})"
             after = state_violations(policy, t.after)
             holds = z3.Solver()
             holds.add(_project(post, t.after, r))
             live_r = t.after.edit(r) is not None and not t.after.edit(r).undone
-            for condition, bad in (("C1", model.bad_c1(post)), ("P1", model.bad_p1(post)), ("C4", model.bad_c4(post))):
+            for condition in STATE_CONDITIONS:
+                bad = pair_violation(model, condition, post, pair_step)
                 concrete_here = condition in after and live_r and _at_r(condition, policy, t.after, r)
                 if concrete_here:
                     holds.push()
@@ -72,14 +74,20 @@ def _check_projection(policy, actions):
                     holds.pop()
 
 
+# Per state condition: the runtime violates it at record r (and its rationale r + 1), so the pair (r, r + 1) must.
+AT_RECORD = {
+    "C1": lambda policy, state, r: state.span(r).alive and is_candidate(policy, state, state.span(r)),
+    "C4": lambda policy, state, r: not state.span(r).alive and status(policy, state) == REVERSIBLE,
+    "P1": lambda policy, state, r: not state.span(r + 1).alive,
+}
+
+
 def _at_r(condition, policy, state, r):
-    from prunecheck.spec.runtime import REVERSIBLE, is_candidate, status
-    span = state.span(r)
-    if condition == "C1":
-        return span.alive and is_candidate(policy, state, span)
-    if condition == "P1":
-        return not state.span(r + 1).alive
-    return not span.alive and status(policy, state) == REVERSIBLE
+    return AT_RECORD[condition](policy, state, r)
+
+
+def test_every_state_condition_has_a_projection_witness():
+    assert set(AT_RECORD) == set(STATE_CONDITIONS)
 
 
 @settings(max_examples=30)

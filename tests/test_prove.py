@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from prunecheck import cli
 from prunecheck.checker.engines.bmc import check_bounded
-from prunecheck.checker.engines.certificate import Encoding, Status, recheck
+from prunecheck.checker.engines.certificate import Status, recheck
+from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.check import check
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.language.loader import load_policy, parse_policy_text

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Iterable, Optional
+from typing import Iterable
 
 import z3
 
 from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.symbolic.conditions import violation_at
 from prunecheck.symbolic.model import Model
 from prunecheck.spec.policy import Policy
 
@@ -66,10 +67,10 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
             if invariant is not None:
                 solver.add(lemma_terms(model, states[k], invariant))
         for c in assume:
-            held = _bad(model, c, states, actions, steps, k)
+            held = violation_at(model, c, states, actions, steps, k)
             if held is not None:
                 solver.add(z3.Not(held))
-        bads = {c: _bad(model, c, states, actions, steps, k) for c in pending}
+        bads = {c: violation_at(model, c, states, actions, steps, k) for c in pending}
         groups = [{c: term for c, term in bads.items() if term is not None}]
         while groups:
             group = groups.pop()
@@ -120,21 +121,6 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
 
 def _stats(outcome: Outcome, depth: int, queries: int, seconds: float) -> Stats:
     return Stats((EngineRun("bmc", outcome, depth, queries, None, seconds),))
-
-
-def _bad(model: Model, condition: str, states, actions, steps, k: int) -> Optional[z3.BoolRef]:
-    t = states[k]
-    if condition == "C1":
-        return model.bad_c1(t)
-    if condition == "C4":
-        return model.bad_c4(t)
-    if condition == "P1":
-        return model.bad_p1(t)
-    if k == 0:
-        return None
-    if condition == "C2":
-        return model.bad_c2(states[k - 1], actions[k - 1], t)
-    return model.bad_c3(steps[k - 1])
 
 
 def _counterexample(policy, zmodel, condition, states, actions, spans, k, seconds, assume=()) -> Result:

@@ -1,14 +1,13 @@
-"""Proof certificates: the parametric model and an inductive invariant in SMT-LIB 2, re-checked by cvc5.
+"""Proof certificates: the document, its validation, and the re-check of its obligations by cvc5.
 
 A certificate holds the policy, the condition, the model text (Init, Trans, Bad) and the invariant (Inv). Every field
-is validated; the model text is regenerated from the embedded policy and must be identical; Inv is parsed by
-`smtlib` and reprinted; the three obligations (initiation, consecution, safety) are built here; only cvc5's `unsat`
-confirms. `certify_set` discharges assumptions within a set of certificates; `confirm_certificate` serves the cache.
+is validated; the model text is regenerated from the embedded policy (`certificate_model`) and must be identical; Inv
+is parsed by `smtlib` and reprinted; only cvc5's `unsat` on the three obligations (initiation, consecution, safety)
+confirms. `confirm_certificate` serves the cache; `certificate_set` discharges assumptions within a set.
 """
 
 from __future__ import annotations
 
-import copy
 import enum
 import hashlib
 import json
@@ -18,23 +17,12 @@ import z3
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PrunecheckError
-from prunecheck.symbolic.model import ActionSort
-from prunecheck.symbolic.parametric import AllocSort, GhostSort, PairAction, PairModel, PairState
-from prunecheck.symbolic.terms import KindSort, NamespaceSort
 
-from prunecheck.checker.engines.smtlib import Signature, SmtError, read_definition
+from prunecheck.checker.engines.certificate_model import Encoding, ModelFacts, clear_models, model_facts
+from prunecheck.checker.engines.smtlib import SmtError, read_definition
 from prunecheck.symbolic.solver import new_solver, query
 
 FORMAT = "prunecheck-certificate/1"
-STEP_CONDITIONS = ("C2", "C3")
-OBLIGATIONS = ("initiation", "consecution", "safety")
-DATATYPES = (KindSort, NamespaceSort, ActionSort, GhostSort, AllocSort)
-
-
-def free_shape(policy, timeout: float, rlimit: int = 0) -> tuple:
-    """What a proof with the policy abstracted depends on: the deployment, the policy's form and the bounds."""
-    return (policy.deployment, policy.rank is not None and policy.budget is not None, policy.budget is not None,
-            timeout, rlimit)
 
 
 @dataclass(frozen=True)
@@ -73,118 +61,6 @@ class Recheck:
     reason: str = ""
 
 
-@dataclass(frozen=True)
-class ModelFacts:
-    """What a re-check needs of an encoding, as text only: cheap to keep for many models."""
-
-    condition: str
-    free_policy: bool
-    assume: tuple
-    text: str
-    signature: Signature
-    obligations: tuple
-
-
-def _sort_name(sort) -> str:
-    return sort.name()
-
-
-def _declare(var) -> str:
-    return f"(declare-fun {var.sexpr()} () {_sort_name(var.sort())})"
-
-
-def _datatypes() -> list:
-    out = []
-    for sort in DATATYPES:
-        ctors = " ".join(f"({sort.constructor(i).name()})" for i in range(sort.num_constructors()))
-        out.append(f"(declare-datatypes (({sort.name()} 0)) (({ctors})))")
-    return out
-
-
-def _apply(name: str, variables) -> str:
-    return f"({name} {' '.join(v.sexpr() for v in variables)})"
-
-
-class Encoding:
-    """The parametric model of one policy and condition, as z3 terms and as SMT-LIB text."""
-
-    def __init__(self, policy, condition: str, free_policy: bool, assume=()):
-        """With `assume`, the model is restricted to the runs along which those conditions hold at every step."""
-        self.condition, self.free_policy, self.assume = condition, free_policy, tuple(assume)
-        self.model = PairModel(policy, free_policy)
-        self.pre, self.act, self.post, self.param = PairState("pre"), PairAction("a"), PairState("post"), PairState("p")
-        self.init = self.model.encode_init(self.pre)
-        self.step = self.model.encode_step(self.pre, self.act, self.post)
-        self.bad = self.violation(condition)
-        self.trans = list(self.step.constraints)
-        for other in self.assume:
-            if other in STEP_CONDITIONS:
-                self.trans.append(z3.Not(self.violation(other)))
-            else:
-                self.trans += [z3.Not(self.violation(other)), z3.Not(self.violation(other, self.post))]
-
-    def for_condition(self, condition: str) -> "Encoding":
-        """The same model with another condition's Bad: what a fresh Encoding for that condition would be."""
-        other = copy.copy(self)
-        other.condition, other.bad, other._text = condition, self.violation(condition), None
-        return other
-
-    def violation(self, condition: str, state=None):
-        """The condition's violation term: on `state` (default pre) for state conditions, on the step otherwise."""
-        state = self.pre if state is None else state
-        return {"C1": lambda: self.model.bad_c1(state), "C4": lambda: self.model.bad_c4(state),
-                "P1": lambda: self.model.bad_p1(state), "C2": lambda: self.model.bad_c2(self.step),
-                "C3": lambda: self.model.bad_c3(self.step)}[condition]()
-
-    def model_text(self) -> str:
-        if getattr(self, "_text", None) is None:
-            self._text = self._model_text()
-        return self._text
-
-    def _model_text(self) -> str:
-        variables = self.pre.variables() + self.act.variables() + self.post.variables()
-        lines = ["(set-logic ALL)"] + _datatypes() + [_declare(v) for v in variables]
-        lines.append(f"(define-fun Init () Bool {z3.And(self.init).sexpr()})")
-        lines.append(f"(define-fun Trans () Bool {z3.And(self.trans).sexpr()})")
-        lines.append(f"(define-fun Bad () Bool {self.bad.sexpr()})")
-        return "\n".join(lines) + "\n"
-
-    def invariant_text(self, invariant) -> str:
-        """`invariant` is a z3 term over the parameter state `p`."""
-        texts = self.__dict__.setdefault("_invariant_texts", {})
-        key = invariant.get_id()
-        if key not in texts:
-            params = " ".join(f"({v.sexpr()} {_sort_name(v.sort())})" for v in self.param.variables())
-            texts[key] = (invariant, f"(define-fun Inv ({params}) Bool {invariant.sexpr()})\n")
-        return texts[key][1]
-
-    def signature(self) -> Signature:
-        """What the certificate's Inv must be defined over, and the names it must not use."""
-        if getattr(self, "_signature", None) is None:
-            self._signature = self._make_signature()
-        return self._signature
-
-    def _make_signature(self) -> Signature:
-        params = tuple((v.sexpr(), _sort_name(v.sort())) for v in self.param.variables())
-        ctors = {sort.constructor(i).name(): sort.name() for sort in DATATYPES for i in range(sort.num_constructors())}
-        model = self.pre.variables() + self.act.variables() + self.post.variables()
-        names = frozenset([v.sexpr() for v in model] + ["Init", "Trans", "Bad"] + [s.name() for s in DATATYPES])
-        return Signature(params, ctors, names)
-
-    def facts(self) -> ModelFacts:
-        return ModelFacts(self.condition, self.free_policy, self.assume, self.model_text(), self.signature(),
-                          tuple(self.obligations().items()))
-
-    def obligations(self) -> dict:
-        inv_pre, inv_post = _apply("Inv", self.pre.variables()), _apply("Inv", self.post.variables())
-        safety = [f"(assert {inv_pre})"] + (["(assert Trans)"] if self.condition in STEP_CONDITIONS else [])
-        return {
-            "initiation": ["(assert Init)", f"(assert (not {inv_pre}))"],
-            "consecution": [f"(assert {inv_pre})", "(assert Trans)", f"(assert (not {inv_post}))"],
-            "safety": safety + ["(assert Bad)"],
-        }
-
-
 def certificate_document(policy_doc: dict, policy_hash: str, encoding: Encoding, invariant, readable: list,
                          engine: str) -> dict:
     return {
@@ -199,8 +75,6 @@ def certificate_document(policy_doc: dict, policy_hash: str, encoding: Encoding,
         "model_smt2": encoding.model_text(),
         "invariant_smt2": encoding.invariant_text(invariant),
     }
-
-
 
 
 def dumps(document: dict) -> str:
@@ -309,32 +183,6 @@ def _embedded_policy(text: str) -> tuple:
             _policies.clear()
         _policies[text] = (policy, policy_document(policy), policy_hash(policy))
     return _policies[text]
-
-
-_MODELS_SIZE = 4096
-_models: dict = {}
-_BASES_SIZE = 256
-_bases: dict = {}
-
-
-def model_facts(policy, condition: str, free_policy: bool, assume=()) -> ModelFacts:
-    """The regenerated model's facts, remembered per free-policy shape: with the policy abstracted only its shape
-    enters the model."""
-    if not free_policy:
-        return Encoding(policy, condition, free_policy, assume).facts()
-
-    shape = (free_shape(policy, 0.0), tuple(assume))
-    key = shape + (condition,)
-    if key not in _models:
-        if len(_models) >= _MODELS_SIZE:
-            _models.clear()
-        if len(_bases) >= _BASES_SIZE:
-            _bases.clear()
-        if shape not in _bases:
-            # The step encoding is most of the cost, and it does not depend on the condition.
-            _bases[shape] = Encoding(policy, condition, True, assume)
-        _models[key] = _bases[shape].for_condition(condition).facts()
-    return _models[key]
 
 
 _ANSWERS_SIZE = 65536
@@ -498,130 +346,5 @@ def _confirm(text, policy, digest, policy_doc, condition, timeout_ms, rlimit) ->
 def clear_memos() -> None:
     _policies.clear()
     _answers.clear()
-    _models.clear()
-    _bases.clear()
+    clear_models()
     _confirmed.clear()
-
-
-@dataclass(frozen=True)
-class Certified:
-    """One certificate's outcome within a set: its own re-check, then its assumptions and what discharged each."""
-
-    name: str
-    status: Status
-    reason: str
-    obligations: tuple = ()
-    label: str = ""
-    discharged: tuple = ()
-    condition: str = ""
-    policy_hash: str = ""
-
-
-def certify_set(documents: list, policy=None, timeout_ms: int = 10000, rlimit: int = 0) -> list:
-    """[Verdict] for [(name, document)] (a document may be the CertificateError certificate_json raised): a
-    certificate is confirmed when cvc5 confirms it and each condition it assumes is proved by a confirmed certificate
-    of the set for the same policy, without circularity (a least fixpoint: nothing confirms itself through a cycle).
-    With `policy`, every certificate must be for exactly it."""
-    names = [name for name, _ in documents]
-    certs, own = {}, {}
-    for i, (_, document) in enumerate(documents):
-        try:
-            certs[i] = read_certificate(document)
-        except CertificateError as exc:
-            own[i] = Recheck(Status.REJECTED, (), exc.one_line())
-            continue
-        own[i] = _for_policy(certs[i], policy) or recheck_certificate(certs[i], timeout_ms, rlimit)
-    edges = {i: {x: [j for j in certs if _discharges(certs[j], c, x)] for x in c.assume} for i, c in certs.items()}
-    confirmed = _fixpoint(own, edges, {}, (Status.CONFIRMED,))
-    unchecked = _fixpoint(own, edges, confirmed, (Status.CONFIRMED, Status.UNCHECKED))
-    out = []
-    for i, name in enumerate(names):
-        status, reason, picks = _outcome(i, own[i], confirmed, unchecked)
-        if status is None:
-            status, reason = Status.REJECTED, _undischarged(i, certs, edges, confirmed, unchecked, names)
-        cert = certs.get(i)
-        about = {"label": cert.label, "condition": cert.condition, "policy_hash": cert.policy_hash} if cert else {}
-        out.append(Certified(name, status, reason, own[i].obligations, discharged=_named(picks, names), **about))
-    return out
-
-
-def _outcome(i: int, own: Recheck, confirmed: dict, unchecked: dict) -> tuple:
-    """(status, reason, assumption picks) of certificate i, or (None, '', {}) if an assumption is not discharged."""
-    if i in confirmed:
-        return Status.CONFIRMED, own.reason, confirmed[i]
-    if own.status not in (Status.CONFIRMED, Status.UNCHECKED):
-        return own.status, own.reason, {}
-    if i in unchecked:
-        why = own.reason if own.status == Status.UNCHECKED else "an assumption rests on an unchecked certificate"
-        return Status.UNCHECKED, why, unchecked[i]
-    return None, "", {}
-
-
-def _named(picks: dict, names: list) -> tuple:
-    return tuple((condition, names[j]) for condition, j in picks.items())
-
-
-def _for_policy(cert: Certificate, policy):
-    """A rejection when `policy` is given and the certificate is for another policy, else None."""
-    if policy is None:
-        return None
-    from prunecheck.checker.language.document import policy_document, policy_hash
-
-    digest = policy_hash(policy)
-    if cert.policy_hash == digest and cert.policy_doc == policy_document(policy):
-        return None
-    return Recheck(Status.REJECTED, (), f"policy: the certificate is for policy {cert.policy.name} "
-                   f"sha256:{cert.policy_hash[:12]}, not the given {policy.name} sha256:{digest[:12]}")
-
-
-def _discharges(other: Certificate, cert: Certificate, condition: str) -> bool:
-    """`other` may discharge `cert`'s assumption of `condition`: same policy, and a free-policy proof covers both
-    kinds of model, while a proof for the concrete policy covers only the concrete model."""
-    return (other.condition == condition and other.policy_hash == cert.policy_hash
-            and other.policy_doc == cert.policy_doc and (other.free_policy or not cert.free_policy))
-
-
-def _fixpoint(own: dict, edges: dict, below: dict, allowed: tuple) -> dict:
-    """{name: {condition: discharging name}}: the least set closed under 'own status allowed and every assumption
-    discharged by a member (or by `below`)'."""
-    done = {}
-    changed = True
-    while changed:
-        changed = False
-        for name, by_condition in edges.items():
-            if name in done or name in below or own[name].status not in allowed:
-                continue
-            pick = {x: next((m for m in ms if m in below or m in done), None) for x, ms in by_condition.items()}
-            if all(m is not None for m in pick.values()):
-                done[name], changed = pick, True
-    return done
-
-
-def _undischarged(name: int, certs: dict, edges: dict, confirmed: dict, unchecked: dict, names: list) -> str:
-    for condition, candidates in edges[name].items():
-        if any(m in confirmed or m in unchecked for m in candidates):
-            continue
-        kind = "" if certs[name].free_policy else " (free-policy or concrete)"
-        if not candidates:
-            return (f"assume: {condition} is assumed, but no certificate for {condition} of the same policy"
-                    f"{kind} is given")
-        cycle = _cycle(name, edges)
-        if cycle:
-            return "assume: circular assumptions " + " -> ".join(f"{certs[n].condition} ({names[n]})" for n in cycle)
-        return f"assume: {condition} rests on {names[candidates[0]]}, which is not confirmed"
-    return "assume: not discharged"
-
-
-def _cycle(start: int, edges: dict) -> list:
-    """A path start -> ... -> start along the assumption edges, or []."""
-    stack, seen = [(start, [start])], set()
-    while stack:
-        node, path = stack.pop()
-        for ms in edges.get(node, {}).values():
-            for m in ms:
-                if m == start:
-                    return path + [start]
-                if m not in seen:
-                    seen.add(m)
-                    stack.append((m, path + [m]))
-    return []

@@ -9,7 +9,9 @@ import z3
 
 from prunecheck.symbolic.pair_lemmas import pair_candidates
 
-from prunecheck.checker.engines.certificate import STEP_CONDITIONS, Encoding, Status, certificate_document, dumps, free_shape, recheck
+from prunecheck.spec.conditions import STEP_CONDITIONS
+from prunecheck.checker.engines.certificate import Status, certificate_document, dumps, recheck
+from prunecheck.checker.engines.certificate_model import Encoding, free_shape
 from prunecheck.checker.engines.invariants import houdini
 from prunecheck.checker.result import EngineRun, Outcome, Result, Stats, Stop, Verdict
 from prunecheck.symbolic.solver import new_solver, queries_asked, query

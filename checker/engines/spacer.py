@@ -7,7 +7,9 @@ from dataclasses import replace
 
 import z3
 
-from prunecheck.checker.engines.certificate import STEP_CONDITIONS, Encoding, certificate_document, recheck
+from prunecheck.spec.conditions import STEP_CONDITIONS
+from prunecheck.checker.engines.certificate import certificate_document, recheck
+from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.engines.prove import certified_result
 from prunecheck.checker.result import EngineRun, Outcome, Result, Stats, Stop, Verdict
 from prunecheck.symbolic.solver import RANDOM_SEED, queries_asked

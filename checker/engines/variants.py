@@ -7,10 +7,10 @@ from typing import Sequence
 
 import z3
 
+from prunecheck.symbolic.conditions import violation_at
 from prunecheck.symbolic.model import ACT, Model
 from prunecheck.spec.policy import Policy
 
-from prunecheck.checker.engines.bmc import _bad
 from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
 from prunecheck.checker.engines.minimize import minimize
 from prunecheck.checker.engines.replay import confirm, decode_action, decode_state
@@ -104,7 +104,7 @@ def _search(policy, condition, found, count, reach, deadline, timeout, rlimit, s
             steps.append(model.encode_step(states[k - 1], actions[k - 1], states[k]))
             solver.add(steps[-1].constraints)
             solver.add(lemma_terms(model, states[k], invariant))
-        bad = _bad(model, condition, states, actions, steps, k)
+        bad = violation_at(model, condition, states, actions, steps, k)
         if bad is None:
             continue
         literal = z3.Bool(f"variant_{condition}_{strict}@{k}")

@@ -205,47 +205,64 @@ def _removal_points(policy, transitions, index, span_id, where, placement: str) 
     return (_budget_point(policy, where, t.before), placed)
 
 
+def _c1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    after = transitions[-1].after
+    info = next(e for e in after.live_edits()
+                if after.span(e.record).alive and is_candidate(policy, after, after.span(e.record)))
+    points = predicate_points(policy, after, info.record) + (
+        _setting(policy, "records", where, "keeps recovery records inside the policy's address space"),)
+    return (f"record #{info.record} of edit {info.record} (of #{info.target}) is a compaction candidate: `evict` is "
+            "true on it", points)
+
+
+def _c2_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    gone = sorted(e.record for e in t.before.edits
+                  if t.before.span(e.record).alive and not t.after.span(e.record).alive)
+    record = gone[0]
+    how = "evicted by the policy" if record in t.evicted else _truncation_words(policy, t)
+    points = _removal_points(policy, transitions, len(transitions) - 1, record, where, "records")
+    return f"the compaction removes record #{record} of edit {record} ({how})", points
+
+
+def _c3_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    info = t.before.edit(t.action.edit)
+    now = t.before.span(info.target).version
+    return (f"undo of edit {info.record} reverts #{info.target} at version {now}, but the record was taken at "
+            f"version {info.version}: the later edit is silently lost",
+            (_setting(policy, "undo", where, "reverts without checking the target's version"),))
+
+
+def _c4_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    after = transitions[-1].after
+    info = next(e for e in after.live_edits() if not after.span(e.record).alive)
+    index = _removal(transitions, info.record)
+    points = (_setting(policy, "audit", where, "the pruning pass only counts edits whose record or rationale it can "
+                       "still see"),)
+    if index is not None:
+        points += _removal_points(policy, transitions, index, info.record, where, "records")
+    removed = f" (removed at step {index + 1})" if index is not None else ""
+    return f"status says '{REVERSIBLE}' while record #{info.record} of edit {info.record} is gone{removed}", points
+
+
+def _p1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    info = next(e for e in t.after.live_edits() if not t.after.span(e.rationale).alive)
+    how = "evicted by the policy" if info.rationale in t.evicted else _truncation_words(policy, t)
+    points = _removal_points(policy, transitions, len(transitions) - 1, info.rationale, where, "rationale")
+    return f"the compaction removes rationale #{info.rationale} of live edit {info.record} ({how})", points
+
+
+# Per condition of spec/conditions.py: (policy, transitions ending in the violation, key locations) -> (summary,
+# points), the summary and the places in the policy's text that cause_of puts in its Cause.
+EXPLAINERS = {"C1": _c1_cause, "C2": _c2_cause, "C3": _c3_cause, "C4": _c4_cause, "P1": _p1_cause}
+
+
 def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) -> Cause:
     """Why the last transition violates `condition` (which it must: the trace was replayed to end there)."""
-    where = key_locations(policy)
-    t = transitions[-1]
-    last = len(transitions)
-    after = t.after
-    if condition == "C1":
-        info = next(e for e in after.live_edits()
-                    if after.span(e.record).alive and is_candidate(policy, after, after.span(e.record)))
-        points = predicate_points(policy, after, info.record) + (
-            _setting(policy, "records", where, "keeps recovery records inside the policy's address space"),)
-        return Cause(condition, last, f"record #{info.record} of edit {info.record} (of #{info.target}) is a "
-                     "compaction candidate: `evict` is true on it", points)
-    if condition == "C2":
-        gone = sorted(e.record for e in t.before.edits
-                      if t.before.span(e.record).alive and not after.span(e.record).alive)
-        record = gone[0]
-        how = "evicted by the policy" if record in t.evicted else _truncation_words(policy, t)
-        points = _removal_points(policy, transitions, last - 1, record, where, "records")
-        return Cause(condition, last, f"the compaction removes record #{record} of edit {record} ({how})", points)
-    if condition == "C3":
-        info = t.before.edit(t.action.edit)
-        now = t.before.span(info.target).version
-        return Cause(condition, last, f"undo of edit {info.record} reverts #{info.target} at version {now}, but the "
-                     f"record was taken at version {info.version}: the later edit is silently lost",
-                     (_setting(policy, "undo", where, "reverts without checking the target's version"),))
-    if condition == "C4":
-        info = next(e for e in after.live_edits() if not after.span(e.record).alive)
-        index = _removal(transitions, info.record)
-        points = (_setting(policy, "audit", where, "the pruning pass only counts edits whose record or rationale "
-                           "it can still see"),)
-        if index is not None:
-            points += _removal_points(policy, transitions, index, info.record, where, "records")
-        removed = f" (removed at step {index + 1})" if index is not None else ""
-        return Cause(condition, last, f"status says '{REVERSIBLE}' while record #{info.record} of edit {info.record} "
-                     f"is gone{removed}", points)
-    info = next(e for e in after.live_edits() if not after.span(e.rationale).alive)
-    how = "evicted by the policy" if info.rationale in t.evicted else _truncation_words(policy, t)
-    points = _removal_points(policy, transitions, last - 1, info.rationale, where, "rationale")
-    return Cause(condition, last, f"the compaction removes rationale #{info.rationale} of live edit {info.record} "
-                 f"({how})", points)
+    summary, points = EXPLAINERS[condition](policy, transitions, key_locations(policy))
+    return Cause(condition, len(transitions), summary, points)
 
 
 def explain(policy: Policy, actions: Sequence, condition: str, max_spans: Optional[int] = None) -> Explanation:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
 from prunecheck.version import __version__
-from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
+from prunecheck.spec.conditions import CONDITION_TABLE, CONDITIONS, DESCRIPTIONS
 from prunecheck.spec.policy import NOWHERE, Policy
 from prunecheck.spec.runtime import action_text
 
@@ -17,8 +17,6 @@ from prunecheck.checker.outputs.accept import fingerprint
 from prunecheck.checker.result import Report, Verdict
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-RULE_NAMES = {"C1": "RecordSeparation", "C2": "BudgetIndependence", "C3": "TestedUndo", "C4": "IndependentAudit",
-              "P1": "RationaleProvenance"}
 
 
 def _uri(source: str) -> dict:
@@ -39,9 +37,9 @@ def _location(policy: Policy, line: int, col: int, message: str = "") -> dict:
 
 
 def _rules() -> list:
-    return [{"id": c, "name": RULE_NAMES[c], "shortDescription": {"text": DESCRIPTIONS[c]},
-             "fullDescription": {"text": f"{c}: {DESCRIPTIONS[c]} (spec/SPEC.md)"},
-             "defaultConfiguration": {"level": "error"}} for c in CONDITIONS]
+    return [{"id": c.id, "name": c.rule, "shortDescription": {"text": c.description},
+             "fullDescription": {"text": f"{c.id}: {c.description} (spec/SPEC.md)"},
+             "defaultConfiguration": {"level": "error"}} for c in CONDITION_TABLE]
 
 
 def _violation(policy: Policy, report: Report, r) -> dict:

@@ -1,0 +1,101 @@
+"""Each condition's violation term, keyed by its id in spec/conditions.py: on the unrolled and on the pair model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import z3
+
+from prunecheck.spec.conditions import BY_ID, Scope
+from prunecheck.symbolic.model import ACT
+
+
+@dataclass(frozen=True)
+class ConditionTerms:
+    """A condition's two violation terms. State conditions: `unrolled(model, state)`, `pair(pair_model, state)`.
+    Step conditions: `unrolled(model, before, action, after, step_terms)`, `pair(pair_model, pair_step)`."""
+
+    unrolled: Callable[..., z3.BoolRef]
+    pair: Callable[..., z3.BoolRef]
+
+
+# The unrolled model over N slots (symbolic/model.py): a term per state (built once on the generic state) or per step.
+
+def _c1(model, t):
+    return model.at(t, "C1", lambda g: z3.Or([z3.And(g.live_edit(i), model.candidate(g, i)) for i in range(model.n)]))
+
+
+def _c2(model, s, a, t, step):
+    return z3.And(a.act == ACT["compact"],
+                  z3.Or([z3.And(s.is_record(i), s.alive[i], z3.Not(t.alive[i])) for i in range(model.n)]))
+
+
+def _c3(model, s, a, t, step):
+    return z3.And(step.reverted, z3.Not(step.fresh))
+
+
+def _c4(model, t):
+    return model.at(t, "C4", lambda g: z3.And(model.says_reversible(g), model.gap(g)))
+
+
+def _p1(model, t):
+    return model.at(t, "P1", lambda g: z3.Or([z3.And(g.live_edit(i), z3.Not(g.alive[i + 1]))
+                                              for i in range(model.n - 1)]))
+
+
+# The pair model (symbolic/parametric.py): r ranges over every span id, so checking r alone covers every span.
+
+def _pair_c1(model, s):
+    if model.free_policy:
+        # With the policy abstracted, some predicate selects any span, so a live record in the window is enough.
+        return z3.And(s.live_edit("r"), s.in_window("r"))
+    return z3.And(s.live_edit("r"), model.candidate(s, "r"))
+
+
+def _pair_c2(model, step):
+    return step.compact_removes_record_r
+
+
+def _pair_c3(model, step):
+    return z3.And(step.reverted_r, z3.Not(step.fresh))
+
+
+def _pair_c4(model, s):
+    gap_r = z3.And(s.live_edit("r"), z3.Not(s.span["r"]["alive"]))
+    if model.dep.audit == "independent":
+        # The independent status is "reversible" only without any gap, and r's gap is one.
+        return z3.BoolVal(False)
+    # The self-certified audit misses r's gap only if nothing of r is visible: r is dead, so q must be.
+    return z3.And(gap_r, z3.Not(s.in_window("q")))
+
+
+def _pair_p1(model, s):
+    return z3.And(s.live_edit("r"), z3.Not(s.span["q"]["alive"]))
+
+
+TERMS = {
+    "C1": ConditionTerms(_c1, _pair_c1),
+    "C2": ConditionTerms(_c2, _pair_c2),
+    "C3": ConditionTerms(_c3, _pair_c3),
+    "C4": ConditionTerms(_c4, _pair_c4),
+    "P1": ConditionTerms(_p1, _pair_p1),
+}
+
+
+def violation_at(model, condition: str, states, actions, steps, k: int) -> Optional[z3.BoolRef]:
+    """The condition's violation in state k of an unrolling, or on the step into it (None at k = 0: no step)."""
+    terms = TERMS[condition]
+    if BY_ID[condition].scope is Scope.STATE:
+        return terms.unrolled(model, states[k])
+    if k == 0:
+        return None
+    return terms.unrolled(model, states[k - 1], actions[k - 1], states[k], steps[k - 1])
+
+
+def pair_violation(model, condition: str, state, step):
+    """The condition's violation on the pair model: in `state` for a state condition, on `step` otherwise."""
+    terms = TERMS[condition]
+    if BY_ID[condition].scope is Scope.STATE:
+        return terms.pair(model, state)
+    return terms.pair(model, step)
