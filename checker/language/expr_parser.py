@@ -43,7 +43,7 @@ from prunecheck.spec.policy import (
 )
 
 from prunecheck.checker.language.printer import P_ADD, P_AND, P_CMP, P_COND, P_MUL, P_NEG, P_NOT, P_OR
-from prunecheck.checker.language.typecheck import MAX_DEPTH, MAX_DIGITS, MAX_NAME, MAX_NODES, closest
+from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, MAX_NODES, closest
 
 Locator = Callable[[int], Tuple[int, int]]
 
