@@ -19,7 +19,7 @@ from prunecheck.spec.policy import (
 )
 from prunecheck.spec.walker import Walker
 
-# Binding strength, loosest first (mirrors checker/expr_parser.py).
+# Binding strength, loosest first (mirrors checker/language/expr_parser.py).
 P_COND, P_OR, P_AND, P_NOT, P_CMP, P_ADD, P_MUL, P_NEG, P_ATOM = range(1, 10)
 _BINARY_PREC = {
     "or": P_OR,

@@ -25,7 +25,7 @@ from prunecheck.spec.policy import (
 )
 
 from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
-from prunecheck.checker.language.expr_parser import Builder, is_literal, too_deep_message
+from prunecheck.checker.language.builder import Builder, is_literal, too_deep_message
 from prunecheck.checker.language.pyscan import SourceText
 
 MODULE_CONSTANTS = ("NAME", "BUDGET", "DEPLOYMENT", "EXPECT", "ACCEPT")

@@ -17,7 +17,7 @@ from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Cond, Loc
 
 from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
-from prunecheck.checker.language.expr_parser import too_deep_message
+from prunecheck.checker.language.builder import too_deep_message
 from prunecheck.checker.language.pyarith import check_python_arithmetic
 from prunecheck.checker.language.pyexpr import CONSTRUCTS, MODULE_CONSTANTS, ExpressionReader
 from prunecheck.checker.language.pyscan import SourceText, parse_module

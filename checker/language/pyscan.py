@@ -13,7 +13,7 @@ from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Loc
 
 from prunecheck.checker.language.bounds import MAX_DEPTH
-from prunecheck.checker.language.expr_parser import too_deep_message
+from prunecheck.checker.language.builder import too_deep_message
 
 MAX_BLANKS = 200
 _BLANK_RUN = re.compile(r"[ \t\f\v]{%d,}" % (MAX_BLANKS + 1))
@@ -111,32 +111,33 @@ class _Prescan:
         if counts[rank] > MAX_DEPTH:
             self.fail(too_deep_message(), start)
 
-    def token(self, kind, string, start):
-        if kind in (tokenize.NL, tokenize.COMMENT):
-            return
-        if self.line_start is None and kind not in (tokenize.INDENT, tokenize.DEDENT):
-            self.line_start = start
-        is_op = kind == tokenize.OP or (kind == tokenize.NAME and keyword.iskeyword(string))
-        self.nesting(kind, string, start, is_op)
-        if is_op and string in ("not", "-", "+", "~") and not self.after_operand:
-            self.run += 1
-            if self.run > MAX_DEPTH:
-                self.fail(f"too many consecutive unary operators (more than {MAX_DEPTH})", start)
-        elif kind not in (tokenize.INDENT, tokenize.DEDENT):
-            self.run = 0
-        if is_op and string == "if":
-            self.inline_ifs += 1
-            if self.inline_ifs > MAX_DEPTH:
-                self.fail(f"too many conditional expressions in one statement (more than {MAX_DEPTH})", start)
-        if is_op and string not in "()[]{},:;":
-            self.ops += 1
-        self.after_operand = (kind in _OPERAND_TYPES and not is_op) or (is_op and string in ")]}") or string in (
-            "True",
-            "False",
-            "None",
-        )
-        if kind in (tokenize.NEWLINE, tokenize.ENDMARKER):
-            self.end_line()
+    def scan(self, text: str) -> None:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            kind, string, start = tok.type, tok.string, tok.start
+            if kind in (tokenize.NL, tokenize.COMMENT):
+                continue
+            if self.line_start is None and kind not in (tokenize.INDENT, tokenize.DEDENT):
+                self.line_start = start
+            is_op = kind == tokenize.OP or (kind == tokenize.NAME and keyword.iskeyword(string))
+            if is_op or kind in (tokenize.INDENT, tokenize.DEDENT):
+                self.nesting(kind, string, start, is_op)
+            if is_op and string in ("not", "-", "+", "~") and not self.after_operand:
+                self.run += 1
+                if self.run > MAX_DEPTH:
+                    self.fail(f"too many consecutive unary operators (more than {MAX_DEPTH})", start)
+            elif kind not in (tokenize.INDENT, tokenize.DEDENT):
+                self.run = 0
+            if is_op and string == "if":
+                self.inline_ifs += 1
+                if self.inline_ifs > MAX_DEPTH:
+                    self.fail(f"too many conditional expressions in one statement (more than {MAX_DEPTH})", start)
+            if is_op and string not in "()[]{},:;":
+                self.ops += 1
+            self.after_operand = (kind in _OPERAND_TYPES and not is_op) or (is_op and string in ")]}") or (
+                string in ("True", "False", "None")
+            )
+            if kind in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                self.end_line()
 
     def nesting(self, kind, string, start, is_op):
         if kind == tokenize.INDENT:
@@ -178,8 +179,7 @@ def prescan(text: str, file: str) -> Loc:
     """
     scan = _Prescan(file)
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            scan.token(tok.type, tok.string, tok.start)
+        scan.scan(text)
     except (tokenize.TokenError, SyntaxError, ValueError):
         pass
     return scan.worst
