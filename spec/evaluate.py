@@ -11,11 +11,16 @@ from prunecheck.spec.walker import Walker
 
 Value = Union[Fraction, bool, str]
 
+
+def _divide(left, right):
+    return Fraction(left) / Fraction(right)
+
+
 _BINARY = {
     "+": operator.add,
     "-": operator.sub,
     "*": operator.mul,
-    "/": lambda left, right: Fraction(left) / Fraction(right),
+    "/": _divide,
     "<": operator.lt,
     "<=": operator.le,
     ">": operator.gt,
