@@ -1,7 +1,7 @@
 """The expression walker: every walker handles every node type, dispatch follows the node's type, memo shares terms."""
 
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from fractions import Fraction
 
 import pytest
@@ -13,7 +13,7 @@ from prunecheck.checker.language.printer import to_python, to_text
 from prunecheck.checker.language.typecheck import interval_of, type_of
 from prunecheck.spec.errors import EncodingError, PolicySyntaxError
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import NODE_TYPES, Attr, Binary, Expr, Num
+from prunecheck.spec.policy import NODE_TYPES, Attr, Binary, Expr, Num, children
 from prunecheck.spec.walker import MemoWalker, Walker, handler_name
 from prunecheck.symbolic.terms import ExprEncoder, Frac
 
@@ -26,6 +26,25 @@ def _walkers(cls=Walker):
 
 def test_node_types_are_the_expression_union():
     assert NODE_TYPES == typing.get_args(Expr)
+
+
+def test_children_are_every_subexpression_field_of_every_node_type():
+    for node_type in NODE_TYPES:
+        values = {}
+        for f in fields(node_type):
+            if f.name == "loc":
+                continue
+            annotation = str(f.type).strip("'\"")
+            if annotation == "Expr":
+                values[f.name] = Num(Fraction(len(values)))
+            elif annotation == "tuple":
+                values[f.name] = (Num(Fraction(10)), Num(Fraction(11)))
+            else:
+                values[f.name] = "x"
+        node = node_type(**values)
+        expected = [v for value in values.values() for v in (value if isinstance(value, tuple) else (value,))
+                    if isinstance(v, Num)]
+        assert [id(c) for c in children(node)] == [id(v) for v in expected], node_type.__name__
 
 
 def test_handler_names_follow_the_class_names():

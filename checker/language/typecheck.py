@@ -13,13 +13,10 @@ from prunecheck.spec.policy import (
     KIND,
     NAMESPACE,
     NUM,
-    BoolLit,
     Cond,
     Deployment,
     EnumLit,
-    Num,
     Policy,
-    Unary,
 )
 from prunecheck.spec.walker import Walker
 
@@ -36,6 +33,7 @@ from prunecheck.checker.language.bounds import (
     shown,
     suggestion,
 )
+from prunecheck.checker.language.builder import is_literal
 from prunecheck.checker.language.intervals import ARITH, interval_of, refuse_zero_divisors
 
 ORDER = ("<", "<=", ">", ">=")
@@ -54,12 +52,6 @@ def _context_typed(node) -> bool:
     if isinstance(node, Cond):
         return _context_typed(node.then) and _context_typed(node.orelse)
     return False
-
-
-def _is_literal(node) -> bool:
-    if isinstance(node, (Num, BoolLit, EnumLit)):
-        return True
-    return isinstance(node, Unary) and node.op == "-" and isinstance(node.arg, Num)
 
 
 class _Checker(Walker):
@@ -173,7 +165,7 @@ class _Checker(Walker):
         if not node.values:
             self.fail("`in` needs at least one value in its list", node)
         for value in node.values:
-            if not _is_literal(value):
+            if not is_literal(value):
                 self.fail(f"values in an `in` list must be literals, got `{shown(value)}`", value)
             if isinstance(value, EnumLit):
                 if arg_type not in _ENUMS:
