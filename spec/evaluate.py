@@ -2,65 +2,86 @@
 
 from __future__ import annotations
 
+import operator
 from fractions import Fraction
 from typing import Mapping, Union
 
-from prunecheck.spec.policy import Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet, Num, Unary
+from prunecheck.spec.policy import Expr
+from prunecheck.spec.walker import Walker
 
 Value = Union[Fraction, bool, str]
 
 
+def _divide(left, right):
+    return Fraction(left) / Fraction(right)
+
+
+_BINARY = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": _divide,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+
 def evaluate(expr: Expr, env: Mapping[str, Value]) -> Value:
     """The value of a type-checked expression, given every attribute's value in env."""
-    if isinstance(expr, Num):
+    return _EVALUATOR.visit(expr, env)
+
+
+class _Evaluator(Walker):
+    """The values of expressions; stateless, so one instance serves every call."""
+
+    def num(self, expr, env):
         return expr.value
-    if isinstance(expr, BoolLit):
+
+    def bool_lit(self, expr, env):
         return expr.value
-    if isinstance(expr, EnumLit):
+
+    def enum_lit(self, expr, env):
         return expr.value
-    if isinstance(expr, Attr):
+
+    def attr(self, expr, env):
         return env[expr.name]
-    if isinstance(expr, Unary):
-        value = evaluate(expr.arg, env)
+
+    def unary(self, expr, env):
+        value = self.visit(expr.arg, env)
         return (not value) if expr.op == "not" else -value
-    if isinstance(expr, Binary):
+
+    def binary(self, expr, env):
         op = expr.op
         if op == "and":
-            return bool(evaluate(expr.left, env)) and bool(evaluate(expr.right, env))
+            return bool(self.visit(expr.left, env)) and bool(self.visit(expr.right, env))
         if op == "or":
-            return bool(evaluate(expr.left, env)) or bool(evaluate(expr.right, env))
-        left, right = evaluate(expr.left, env), evaluate(expr.right, env)
-        if op == "+":
-            return left + right
-        if op == "-":
-            return left - right
-        if op == "*":
-            return left * right
-        if op == "/":
-            return Fraction(left) / Fraction(right)
-        if op == "<":
-            return left < right
-        if op == "<=":
-            return left <= right
-        if op == ">":
-            return left > right
-        if op == ">=":
-            return left >= right
-        if op == "==":
-            return left == right
-        if op == "!=":
-            return left != right
-        raise ValueError(f"unknown operator {op}")
-    if isinstance(expr, InSet):
-        value = evaluate(expr.arg, env)
-        return any(value == evaluate(v, env) for v in expr.values)
-    if isinstance(expr, Call):
-        args = [evaluate(a, env) for a in expr.args]
+            return bool(self.visit(expr.left, env)) or bool(self.visit(expr.right, env))
+        left, right = self.visit(expr.left, env), self.visit(expr.right, env)
+        if op not in _BINARY:
+            raise ValueError(f"unknown operator {op}")
+        return _BINARY[op](left, right)
+
+    def in_set(self, expr, env):
+        value = self.visit(expr.arg, env)
+        return any(value == self.visit(v, env) for v in expr.values)
+
+    def call(self, expr, env):
+        args = [self.visit(a, env) for a in expr.args]
         if expr.fn == "min":
             return min(args)
         if expr.fn == "max":
             return max(args)
         return abs(args[0])
-    if isinstance(expr, Cond):
-        return evaluate(expr.then, env) if evaluate(expr.test, env) else evaluate(expr.orelse, env)
-    raise ValueError(f"not an expression: {expr!r}")
+
+    def cond(self, expr, env):
+        return self.visit(expr.then, env) if self.visit(expr.test, env) else self.visit(expr.orelse, env)
+
+    def unknown(self, expr, env):
+        raise ValueError(f"not an expression: {expr!r}")
+
+
+_EVALUATOR = _Evaluator()

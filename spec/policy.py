@@ -143,7 +143,8 @@ class Cond:
     loc: Loc = field(default=NOWHERE, compare=False, repr=False)
 
 
-Expr = Union[Num, BoolLit, EnumLit, Attr, Unary, Binary, InSet, Call, Cond]
+NODE_TYPES = (Num, BoolLit, EnumLit, Attr, Unary, Binary, InSet, Call, Cond)  # every walker handles each (spec/walker.py)
+Expr = Union[NODE_TYPES]
 
 DEPLOYMENT_CHOICES = {
     "records": ("undo_region", "window"),

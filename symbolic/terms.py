@@ -10,6 +10,7 @@ from prunecheck.spec.errors import EncodingError
 from prunecheck.spec.policy import (
     ATTRS, KIND, KINDS, NAMESPACE, NAMESPACES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet, Num, Unary,
 )
+from prunecheck.spec.walker import MemoWalker
 
 KindSort, _kind_consts = z3.EnumSort("Kind", KINDS)
 NamespaceSort, _ns_consts = z3.EnumSort("Namespace", NAMESPACES)
@@ -86,60 +87,63 @@ def enum_type(expr: Expr) -> Optional[str]:
     return None
 
 
-class ExprEncoder:
+class ExprEncoder(MemoWalker):
     """One memoized pass from a closed, type-checked expression to z3 terms, in one attribute environment."""
 
     def __init__(self, env: Mapping[str, object]):
+        super().__init__()
         self.env = env
-        self.memo: dict = {}
 
     def encode(self, expr: Expr, enum: Optional[str] = None):
-        key = (expr, enum)
-        if key not in self.memo:
-            self.memo[key] = self._encode(expr, enum)
-        return self.memo[key]
+        return self.walk(expr, enum)
 
-    def _encode(self, expr: Expr, enum: Optional[str]):
-        if isinstance(expr, Num):
-            value = expr.value
-            if value.denominator == 1:
-                return Frac(z3.IntVal(value.numerator))
-            return Frac(z3.IntVal(value.numerator), z3.IntVal(value.denominator))
-        if isinstance(expr, BoolLit):
-            return z3.BoolVal(expr.value)
-        if isinstance(expr, EnumLit):
-            if enum is None or expr.value not in ENUM_CODES[enum]:
-                raise EncodingError(f"enum literal {expr.value!r} has no enum type here")
-            return ENUM_CODES[enum][expr.value]
-        if isinstance(expr, Attr):
-            if expr.name not in self.env:
-                raise EncodingError(f"attribute {expr.name!r} has no value in this model")
-            return self.env[expr.name]
-        if isinstance(expr, Unary):
-            arg = self.encode(expr.arg)
-            return z3.Not(arg) if expr.op == "not" else Frac(-arg.num, arg.den)
-        if isinstance(expr, Binary):
-            return self._binary(expr)
-        if isinstance(expr, InSet):
-            kind = enum_type(expr.arg)
-            arg = self.encode(expr.arg, kind)
-            return z3.Or([self._equal(arg, self.encode(v, kind), kind) for v in expr.values])
-        if isinstance(expr, Call):
-            args = [self.encode(a) for a in expr.args]
-            if expr.fn == "abs":
-                (x,) = args
-                return Frac(z3.If(x.num >= 0, x.num, -x.num), x.den)
-            best = args[0]
-            for other in args[1:]:
-                keep = frac_compare("<=" if expr.fn == "min" else ">=", best, other)
-                best = frac_ite(keep, best, other)
-            return best
-        if isinstance(expr, Cond):
-            test = self.encode(expr.test)
-            then, orelse = self.encode(expr.then, enum), self.encode(expr.orelse, enum)
-            if isinstance(then, Frac):
-                return frac_ite(test, then, orelse)
-            return z3.If(test, then, orelse)
+    def num(self, expr: Num, enum):
+        value = expr.value
+        if value.denominator == 1:
+            return Frac(z3.IntVal(value.numerator))
+        return Frac(z3.IntVal(value.numerator), z3.IntVal(value.denominator))
+
+    def bool_lit(self, expr: BoolLit, enum):
+        return z3.BoolVal(expr.value)
+
+    def enum_lit(self, expr: EnumLit, enum: Optional[str]):
+        if enum is None or expr.value not in ENUM_CODES[enum]:
+            raise EncodingError(f"enum literal {expr.value!r} has no enum type here")
+        return ENUM_CODES[enum][expr.value]
+
+    def attr(self, expr: Attr, enum):
+        if expr.name not in self.env:
+            raise EncodingError(f"attribute {expr.name!r} has no value in this model")
+        return self.env[expr.name]
+
+    def unary(self, expr: Unary, enum):
+        arg = self.encode(expr.arg)
+        return z3.Not(arg) if expr.op == "not" else Frac(-arg.num, arg.den)
+
+    def in_set(self, expr: InSet, enum):
+        kind = enum_type(expr.arg)
+        arg = self.encode(expr.arg, kind)
+        return z3.Or([self._equal(arg, self.encode(v, kind), kind) for v in expr.values])
+
+    def call(self, expr: Call, enum):
+        args = [self.encode(a) for a in expr.args]
+        if expr.fn == "abs":
+            (x,) = args
+            return Frac(z3.If(x.num >= 0, x.num, -x.num), x.den)
+        best = args[0]
+        for other in args[1:]:
+            keep = frac_compare("<=" if expr.fn == "min" else ">=", best, other)
+            best = frac_ite(keep, best, other)
+        return best
+
+    def cond(self, expr: Cond, enum: Optional[str]):
+        test = self.encode(expr.test)
+        then, orelse = self.encode(expr.then, enum), self.encode(expr.orelse, enum)
+        if isinstance(then, Frac):
+            return frac_ite(test, then, orelse)
+        return z3.If(test, then, orelse)
+
+    def unknown(self, expr, enum):
         raise EncodingError(f"not an expression: {type(expr).__name__}")
 
     def _equal(self, left, right, kind):
@@ -147,7 +151,7 @@ class ExprEncoder:
             return frac_compare("==", left, right)
         return left == right
 
-    def _binary(self, expr: Binary):
+    def binary(self, expr: Binary, enum):
         op = expr.op
         if op in ("and", "or"):
             left, right = self.encode(expr.left), self.encode(expr.right)

@@ -1,4 +1,4 @@
-"""Tokenizer and precedence-climbing parser for the policy expression mini-language.
+"""Precedence-climbing parser for the policy expression mini-language (its tokens: tokens.py).
 
 Grammar, loosest binding first:
 
@@ -21,7 +21,7 @@ the AST of prunecheck.spec.policy, and every problem is a PolicySyntaxError with
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Callable, Optional, Tuple
+from typing import Optional
 
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import (
@@ -42,195 +42,14 @@ from prunecheck.spec.policy import (
     Unary,
 )
 
+from prunecheck.checker.language.bounds import MAX_DEPTH, closest
+from prunecheck.checker.language.builder import Builder, is_literal, too_deep_message
 from prunecheck.checker.language.printer import P_ADD, P_AND, P_CMP, P_COND, P_MUL, P_NEG, P_NOT, P_OR
-from prunecheck.checker.language.typecheck import MAX_DEPTH, MAX_DIGITS, MAX_NAME, MAX_NODES, closest
+from prunecheck.checker.language.tokens import KEYWORDS, Locator, text_locator, tokenize
 
-Locator = Callable[[int], Tuple[int, int]]
-
-KEYWORDS = ("and", "or", "not", "in", "if", "else", "true", "false")
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _BINARY = {"or": P_OR, "and": P_AND, "+": P_ADD, "-": P_ADD, "*": P_MUL, "/": P_MUL}
-_DIGITS = "0123456789"
-MAX_PLACES = 100  # a denominator below 10**MAX_DIGITS that divides a power of ten divides 10**99
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
-_WORD = _LETTERS + _DIGITS
 _ALL_ENUM_NAMES = tuple(v for values in ENUM_VALUES.values() for v in values)
-
-
-def _short_enough(literal: str) -> bool:
-    """At most MAX_DIGITS digits, or the exact decimal of a Num within the bounds (e.g. a double from a .py policy:
-    0.1 there is 3602879701896397/2**55, whose decimal has 55 places)."""
-    whole, _, places = literal.partition(".")
-    if len(whole) + len(places) <= MAX_DIGITS:
-        return True
-    if len(whole) > MAX_DIGITS or len(places) > MAX_PLACES:
-        return False
-    value = Fraction(literal)
-    return value.numerator < 10**MAX_DIGITS and value.denominator < 10**MAX_DIGITS
-
-
-def text_locator(text: str, line: int = 1, col: int = 1) -> Locator:
-    """Positions inside text itself, starting at (line, col)."""
-    starts = [0]
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            starts.append(i + 1)
-
-    def locate(offset: int) -> Tuple[int, int]:
-        lo, hi = 0, len(starts) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if starts[mid] <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        if lo == 0:
-            return line, col + offset
-        return line + lo, offset - starts[lo] + 1
-
-    return locate
-
-
-# --------------------------------------------------------------------------- tokens
-# A token is (kind, text, offset): kind in num, name, kw, str, op, eof.
-
-
-def tokenize(text: str, file: str = "<policy>", locate: Optional[Locator] = None) -> list:
-    """Split expression text into tokens; raises PolicySyntaxError on anything outside the language."""
-    locate = locate or text_locator(text)
-
-    def fail(message, offset):
-        raise PolicySyntaxError(message, file, *locate(offset))
-
-    tokens = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch.isspace():
-            i += 1
-        elif ch in _DIGITS:
-            j = i
-            while j < n and text[j] in _DIGITS:
-                j += 1
-            if j < n and text[j] == ".":
-                k = j + 1
-                while k < n and text[k] in _DIGITS:
-                    k += 1
-                if k == j + 1:
-                    fail(f"malformed number `{text[i:k]}`: write digits after the decimal point", i)
-                j = k
-            if j < n and (text[j] in _WORD or text[j] == "." or text[j].isalnum()):
-                end = j  # show the whole malformed literal, e.g. 1e-5 or 0x1F or 1.2.3
-                while end < n and (
-                    text[end].isalnum() or text[end] in "_." or (text[end] in "+-" and text[end - 1] in "eE")
-                ):
-                    end += 1
-                fail(f"malformed number `{text[i:end][:40]}`: numbers are plain decimals like 12 or 0.25", i)
-            if not _short_enough(text[i:j]):
-                digits = sum(1 for c in text[i:j] if c in _DIGITS)
-                fail(
-                    f"number literal is too long: {digits} digits (at most {MAX_DIGITS}, or the exact decimal of a "
-                    f"fraction whose numerator and denominator have at most {MAX_DIGITS} digits)",
-                    i,
-                )
-            tokens.append(("num", text[i:j], i))
-            i = j
-        elif ch in _LETTERS:
-            j = i
-            while j < n and text[j] in _WORD:
-                j += 1
-            word = text[i:j]
-            if len(word) > MAX_NAME:
-                fail(f"name is too long: {len(word)} characters (at most {MAX_NAME})", i)
-            if j < n and text[j].isalnum():  # a non-ASCII letter glued to the name
-                fail(f"unexpected character {text[j]!r} in a name", j)
-            tokens.append(("kw" if word in KEYWORDS else "name", word, i))
-            i = j
-        elif ch in "'\"":
-            j = i + 1
-            while j < n and text[j] != ch and text[j] not in "\r\n":
-                j += 1
-            if j >= n or text[j] != ch:
-                fail(f"unterminated string: missing closing {ch}", i)
-            value = text[i + 1 : j]
-            if len(value) > MAX_NAME:
-                fail(f"enum name is too long: {len(value)} characters (at most {MAX_NAME})", i)
-            tokens.append(("str", value, i))
-            i = j + 1
-        elif text.startswith(("<=", ">=", "==", "!="), i):
-            tokens.append(("op", text[i : i + 2], i))
-            i += 2
-        elif ch in "<>+-*/()[],":
-            tokens.append(("op", ch, i))
-            i += 1
-        elif ch == "=":
-            fail("`=` is not an operator: write == to compare", i)
-        elif text.startswith("&&", i):
-            fail("`&&` is not an operator: write and", i)
-        elif text.startswith("||", i):
-            fail("`||` is not an operator: write or", i)
-        elif ch == "!":
-            fail("`!` is not an operator: write not", i)
-        elif ch == "." and i + 1 < n and text[i + 1] in _DIGITS:
-            fail(f"write a digit before the decimal point: 0{text[i:i + 4]}", i)
-        elif ch == "." and tokens and tokens[-1][0] == "name" and tokens[-1][1] in ("span", "window"):
-            fail(f"write attributes bare: `tokens`, not `{tokens[-1][1]}.tokens`", tokens[-1][2])
-        else:
-            fail(f"unexpected character {ch!r}", i)
-    tokens.append(("eof", "", n))
-    return tokens
-
-
-# --------------------------------------------------------------------------- building
-
-
-class Builder:
-    """Creates AST nodes while enforcing the node-count and depth bounds (shared by both front ends)."""
-
-    def __init__(self, file: str, max_nodes: int = MAX_NODES, max_depth: int = MAX_DEPTH):
-        self.file = file
-        self.max_nodes = max_nodes
-        self.max_depth = max_depth
-        self.nodes = 0
-        self._depth = {}  # id(node) -> (depth, node); holding node keeps the id unique
-
-    def depth(self, node) -> int:
-        entry = self._depth.get(id(node))
-        return entry[0] if entry else 1
-
-    def make(self, cls, *args, loc: Loc, children=()):
-        self.nodes += 1
-        if self.nodes > self.max_nodes:
-            raise PolicySyntaxError(
-                f"policy is too large: more than {self.max_nodes} expression nodes", self.file, loc.line, loc.col
-            )
-        depth = 1 + max((self.depth(c) for c in children), default=0)
-        if depth > self.max_depth:
-            raise PolicySyntaxError(too_deep_message(self.max_depth), self.file, loc.line, loc.col)
-        node = cls(*args, loc=loc)
-        self._depth[id(node)] = (depth, node)
-        return node
-
-    def chain_comparisons(self, operands, ops):
-        """operands[0] op0 operands[1] op1 ... -> (a op0 b) and (b op1 c) and ..., left-folded."""
-        result = None
-        for k, (op, loc) in enumerate(ops):
-            cmp = self.make(Binary, op, operands[k], operands[k + 1], loc=loc, children=(operands[k], operands[k + 1]))
-            result = cmp if result is None else self.make(Binary, "and", result, cmp, loc=loc, children=(result, cmp))
-        return result
-
-
-def too_deep_message(limit: int = MAX_DEPTH) -> str:
-    return (
-        f"expression is nested too deeply: more than {limit} levels "
-        "(each operator in a chain like a + b + c adds a level)"
-    )
-
-
-def is_literal(node) -> bool:
-    if isinstance(node, (Num, BoolLit, EnumLit)):
-        return True
-    return isinstance(node, Unary) and node.op == "-" and isinstance(node.arg, Num)
 
 
 def unknown_name_message(name: str) -> str:

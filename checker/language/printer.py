@@ -17,6 +17,7 @@ from prunecheck.spec.policy import (
     Num,
     Unary,
 )
+from prunecheck.spec.walker import Walker
 
 # Binding strength, loosest first (mirrors checker/language/expr_parser.py).
 P_COND, P_OR, P_AND, P_NOT, P_CMP, P_ADD, P_MUL, P_NEG, P_ATOM = range(1, 10)
@@ -102,46 +103,59 @@ def _prec(node) -> int:
     return P_ATOM
 
 
-class _Printer:
+class _Printer(Walker):
     """One walker for both printed forms: the same precedence and parentheses; subclasses spell the leaves."""
 
     def fmt(self, node, min_prec: int) -> str:
-        text = self.bare(node)
+        text = self.visit(node)
         return f"({text})" if _prec(node) < min_prec else text
 
-    def bare(self, node) -> str:
-        if isinstance(node, Num):
-            return self.number(node.value)
-        if isinstance(node, (BoolLit, EnumLit, Attr)):
-            return self.leaf(node)
-        if isinstance(node, Unary):
-            if node.op == "not":
-                if isinstance(node.arg, InSet):  # `x not in [...]` parses back to not (x in [...])
-                    return self.in_text(node.arg, "not in")
-                # parenthesise comparisons for readability: not (kind == 'diff')
-                return f"not {self.fmt(node.arg, P_CMP + 1) if _prec(node.arg) != P_NOT else self.bare(node.arg)}"
-            if node.op != "-":
-                raise ValueError(f"unknown unary operator {node.op!r}")
-            arg = self.fmt(node.arg, P_NEG)
-            if arg.startswith("-"):
-                arg = f"({arg})"
-            return f"-{arg}"
-        if isinstance(node, Binary):
-            prec = _BINARY_PREC.get(node.op)
-            if prec is None:
-                raise ValueError(f"unknown operator {node.op!r}")
-            if prec == P_CMP:  # comparisons do not chain (Python's would): parenthesise comparison operands
-                return f"{self.fmt(node.left, P_ADD)} {node.op} {self.fmt(node.right, P_ADD)}"
-            if node.op == "or":  # a or (b and c), for readability
-                left, right = (f"({self.bare(c)})" if _is_and(c) else None for c in (node.left, node.right))
-                return f"{left or self.fmt(node.left, prec)} or {right or self.fmt(node.right, prec + 1)}"
-            return f"{self.fmt(node.left, prec)} {node.op} {self.fmt(node.right, prec + 1)}"
-        if isinstance(node, InSet):
-            return self.in_text(node, "in")
-        if isinstance(node, Call):
-            return f"{node.fn}({', '.join(self.fmt(a, P_COND) for a in node.args)})"
-        if isinstance(node, Cond):
-            return f"{self.fmt(node.then, P_OR)} if {self.fmt(node.test, P_OR)} else {self.fmt(node.orelse, P_OR)}"
+    def num(self, node: Num) -> str:
+        return self.number(node.value)
+
+    def bool_lit(self, node: BoolLit) -> str:
+        return "true" if node.value else "false"
+
+    def enum_lit(self, node: EnumLit) -> str:
+        return _quote(node.value)
+
+    def attr(self, node: Attr) -> str:
+        return node.name
+
+    def unary(self, node: Unary) -> str:
+        if node.op == "not":
+            if isinstance(node.arg, InSet):  # `x not in [...]` parses back to not (x in [...])
+                return self.in_text(node.arg, "not in")
+            # parenthesise comparisons for readability: not (kind == 'diff')
+            return f"not {self.fmt(node.arg, P_CMP + 1) if _prec(node.arg) != P_NOT else self.visit(node.arg)}"
+        if node.op != "-":
+            raise ValueError(f"unknown unary operator {node.op!r}")
+        arg = self.fmt(node.arg, P_NEG)
+        if arg.startswith("-"):
+            arg = f"({arg})"
+        return f"-{arg}"
+
+    def binary(self, node: Binary) -> str:
+        prec = _BINARY_PREC.get(node.op)
+        if prec is None:
+            raise ValueError(f"unknown operator {node.op!r}")
+        if prec == P_CMP:  # comparisons do not chain (Python's would): parenthesise comparison operands
+            return f"{self.fmt(node.left, P_ADD)} {node.op} {self.fmt(node.right, P_ADD)}"
+        if node.op == "or":  # a or (b and c), for readability
+            left, right = (f"({self.visit(c)})" if _is_and(c) else None for c in (node.left, node.right))
+            return f"{left or self.fmt(node.left, prec)} or {right or self.fmt(node.right, prec + 1)}"
+        return f"{self.fmt(node.left, prec)} {node.op} {self.fmt(node.right, prec + 1)}"
+
+    def in_set(self, node: InSet) -> str:
+        return self.in_text(node, "in")
+
+    def call(self, node: Call) -> str:
+        return f"{node.fn}({', '.join(self.fmt(a, P_COND) for a in node.args)})"
+
+    def cond(self, node: Cond) -> str:
+        return f"{self.fmt(node.then, P_OR)} if {self.fmt(node.test, P_OR)} else {self.fmt(node.orelse, P_OR)}"
+
+    def unknown(self, node) -> str:
         raise ValueError(f"not a policy expression: {type(node).__name__}")
 
     def in_text(self, node: InSet, keyword: str) -> str:
@@ -150,13 +164,6 @@ class _Printer:
 
     def number(self, value) -> str:
         return number_text(value)
-
-    def leaf(self, node) -> str:
-        if isinstance(node, BoolLit):
-            return "true" if node.value else "false"
-        if isinstance(node, EnumLit):
-            return _quote(node.value)
-        return node.name
 
 
 class _PythonPrinter(_Printer):
@@ -168,18 +175,20 @@ class _PythonPrinter(_Printer):
     def number(self, value) -> str:
         return python_number_text(value)
 
-    def bare(self, node) -> str:
-        if isinstance(node, Num) and id(node) in self.floats:
+    def num(self, node: Num) -> str:
+        if id(node) in self.floats:
             return repr(float(node.value))
-        return super().bare(node)
+        return super().num(node)
 
-    def leaf(self, node) -> str:
-        if isinstance(node, BoolLit):
-            return "True" if node.value else "False"
-        if isinstance(node, EnumLit):
-            if not isinstance(node.value, str):
-                raise ValueError(f"enum name must be a string, got {type(node.value).__name__}")
-            return repr(node.value)
+    def bool_lit(self, node: BoolLit) -> str:
+        return "True" if node.value else "False"
+
+    def enum_lit(self, node: EnumLit) -> str:
+        if not isinstance(node.value, str):
+            raise ValueError(f"enum name must be a string, got {type(node.value).__name__}")
+        return repr(node.value)
+
+    def attr(self, node: Attr) -> str:
         if node.name in SPAN_ATTRS:
             return f"span.{node.name}"
         if node.name in WINDOW_ATTRS:
