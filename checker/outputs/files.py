@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from prunecheck.spec.policy import Policy
 
-from prunecheck.checker.findings.finding import Findings, findings_of
 from prunecheck.checker.outputs.paths import writing
 from prunecheck.checker.outputs.report_schema import ERROR, TOOL
 from prunecheck.checker.result import Report
+
+if TYPE_CHECKING:
+    from prunecheck.checker.findings.finding import Findings
+
 
 @dataclass(frozen=True)
 class Checked:
@@ -30,6 +33,8 @@ class Checked:
 
     def __post_init__(self):
         if self.findings is None and self.policy is not None and self.report is not None:
+            from prunecheck.checker.findings.finding import findings_of
+
             object.__setattr__(self, "findings", findings_of(self.policy, self.report))
 
 

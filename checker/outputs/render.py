@@ -8,7 +8,6 @@ from typing import Sequence
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.runtime import State, Transition, action_args, action_text, status
 
-from prunecheck.checker.findings.explain import explanation_json, explanation_lines
 from prunecheck.checker.result import EngineRun, Outcome, Report, Result, Search
 
 
@@ -128,6 +127,7 @@ def report_text(report: Report, findings=None, triage=None) -> str:
     """The text report; given its findings.Findings, each counterexample is explained step by step, with its cause
     located in the policy's own text; given its accept.Triage, each accepted finding says so, with the reason."""
     from prunecheck.checker.outputs.accept import accepted_line
+    from prunecheck.checker.findings.explain import explanation_lines
 
     lines = [f"policy {report.policy_name} ({report.source})  sha256:{report.policy_hash[:12]}  "
              f"depth {report.depth}, {report.spans} spans", f"  deployment {deployment_text(report)}",
@@ -167,6 +167,8 @@ def variants_json(result: Result, spans: int, depth: int) -> dict:
 def report_json(report: Report, findings=None) -> dict:
     """One policy's JSON report (an item of the document's `policies`: `$defs/report` of report_schema()); given
     its findings.Findings, each counterexample carries its explanation."""
+    from prunecheck.checker.findings.explain import explanation_json
+
     conditions = {}
     for r in report.results:
         entry = {"verdict": str(r.verdict), "depth": r.depth, "reason": r.reason, "engine": r.engine,
