@@ -273,7 +273,7 @@ def _check(args, stdout, stderr) -> int:
     checked = [replace(c, triage=t) for c, t in zip(checked, triages)]
     if args.format == "text":
         for c in checked:
-            print(report_text(c.report, c.policy, c.triage), file=stdout)
+            print(report_text(c.report, c.findings, c.triage), file=stdout)
     if args.format != "text":
         print(document(args.format, checked), file=stdout)
     items = [BatchItem(c.path, c.report, accepted=tuple(cond for cond, _a in c.triage.accepted)) for c in checked]
@@ -283,7 +283,7 @@ def _check(args, stdout, stderr) -> int:
 def _explain(args, stdout) -> int:
     from prunecheck.spec.runtime import real_steps
 
-    from prunecheck.checker.findings.explain import explain, explanation_json, explanation_lines
+    from prunecheck.checker.findings.explain import explanation_json, explanation_lines, explanation_of
     from prunecheck.checker.outputs.itf import read_trace
     from prunecheck.checker.engines.replay import first_violation, replay
     from prunecheck.checker.result import length_text
@@ -303,7 +303,7 @@ def _explain(args, stdout) -> int:
     if where is None or where == 0:
         print(f"the trace does not violate {condition} on the runtime", file=stdout)
         return EXIT_VIOLATED
-    explanation = explain(policy, actions[:where], condition, info.get("spans"))
+    explanation = explanation_of(policy, transitions[:where], condition)
     located = found.status == FileStatus.SAME
     if args.format == "json":
         doc = {"policy": policy.name, "condition": condition, "policy_file": found.path,

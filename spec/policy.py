@@ -226,6 +226,19 @@ class Acceptance:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """The text a policy was parsed from (its form: yaml, json or python) and where its keys sit in it: `evict`,
+    `rank`, `deployment` at the key, `budget` and `deployment.KEY` at the value."""
+
+    text: str
+    form: str
+    keys: tuple = ()  # (key, Loc) pairs, in the order of the text
+
+    def locations(self) -> dict:
+        return dict(self.keys)
+
+
+@dataclass(frozen=True)
 class Policy:
     """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first)."""
 
@@ -238,6 +251,7 @@ class Policy:
     source: str = field(default="<policy>", compare=False, repr=False)
     overridden: tuple = field(default=(), compare=False, repr=False)  # deployment keys set by an override
     accepts: tuple = field(default=(), compare=False, repr=False)  # Acceptances; not hashed (docs/decisions/0007)
+    origin: Optional[Origin] = field(default=None, compare=False, repr=False)  # None: not parsed from text
 
 
 def with_override(policy: Policy, override: Optional[DeploymentOverride]) -> Policy:

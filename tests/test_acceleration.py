@@ -16,6 +16,7 @@ from prunecheck import cli
 from prunecheck.checker.check import check
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.findings.graph import edit_graph, graph_dot
+from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
 from prunecheck.checker.outputs.itf import actions_of, first_difference, trace_document
@@ -408,11 +409,12 @@ def test_a_violation_after_a_million_steps_stays_small_and_readable(tmp_path):
     policy = load_policy(source)
     report = check(policy, only=("C1",), prove=False)
     assert report.result("C1").trace.steps == 1000003
-    assert "3 actions, 1000003 steps" in report_text(report, policy)
-    assert report_json(report, policy)["conditions"]["C1"]["length"] == {"actions": 3, "steps": 1000003}
-    (finding,) = sarif_log([(policy, report)])["runs"][0]["results"]
+    findings = findings_of(policy, report)
+    assert "3 actions, 1000003 steps" in report_text(report, findings)
+    assert report_json(report, findings)["conditions"]["C1"]["length"] == {"actions": 3, "steps": 1000003}
+    (finding,) = sarif_log([findings])["runs"][0]["results"]
     assert finding["message"]["text"].startswith("C1 violated after 3 actions, 1000003 steps")
-    page = report_html(report, policy)
+    page = report_html(findings)
     assert "C1 counterexample: 3 actions, 1000003 steps" in page and len(page) < 64_000
     graph = edit_graph(policy, replay(policy, report.result("C1").trace.actions, 6))
     assert "t1000003" not in graph_dot(graph)  # one column per step, not per clock value

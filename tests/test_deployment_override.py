@@ -13,6 +13,7 @@ import prunecheck
 from prunecheck.checker.commands import batch
 from prunecheck.checker import cli
 from prunecheck.checker.outputs.cache import report_from_json
+from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.render import report_json, report_text
@@ -116,8 +117,8 @@ def test_every_report_format_names_the_deployment_checked():
     line = ("deployment records=window, rationale=decision_log, pins=self, audit=independent (overridden), "
             "undo=versioned")
     assert line in report_text(report)
-    assert line in report_html(report, policy)
-    properties = sarif_log([(policy, report)])["runs"][0]["properties"]["policies"][0]
+    assert line in report_html(findings_of(policy, report))
+    properties = sarif_log([findings_of(policy, report)])["runs"][0]["properties"]["policies"][0]
     assert properties["deployment"] == seed_deployment(audit="independent")
     assert properties["deployment_overridden"] == ["audit"]
 
@@ -139,7 +140,7 @@ def test_an_emitted_regression_test_keeps_the_override_it_was_checked_under(tmp_
     policy_file.write_text(SEED.read_text().replace("records: window", "records: undo_region"))
     policy = load_policy(policy_file, DeploymentOverride.of({"records": "window"}))
     report = prunecheck.check(policy, depth=4, only=["C2"], prove=False, **BOUNDS)
-    (path,) = write_pytest_files(policy, report, tmp_path / "regress")
+    (path,) = write_pytest_files(findings_of(policy, report), tmp_path / "regress")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
                           capture_output=True, text=True, timeout=HANG_GUARD, cwd=tmp_path)
     # The file alone keeps its records out of the window; under the override it checked, C2 is still violated.

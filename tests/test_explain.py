@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from prunecheck.checker.check import check, check_explicit
 from prunecheck.checker.cli import main
+from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.emit import write_pytest_files
 from prunecheck.checker.findings.explain import deciding_atoms, explain
 from prunecheck.checker.language.loader import expected_verdicts, load_policy, parse_policy_text
@@ -208,7 +209,7 @@ def test_emitted_pytest_module_asserts_the_violation_and_becomes_a_regression_te
     policy = load_policy(policy_file)
     report = check(policy, depth=4, spans=6, only=("C2",), prove=False, **BOUNDS)
     tests = tmp_path / "regress"
-    (path,) = write_pytest_files(policy, report, tests)
+    (path,) = write_pytest_files(findings_of(policy, report), tests)
     compile(path.read_text(), str(path), "exec")
     assert "Compact(),  # compaction: evicted by the policy" in path.read_text()
 

@@ -19,6 +19,7 @@ from prunecheck.checker.cli import main
 from prunecheck.checker.findings.graph import (
     GraphvizMissing, RenderError, dot_string, edit_graph, edit_node, graph_dot, picture, span_node,
 )
+from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.spec.runtime import action_text
@@ -243,7 +244,7 @@ def test_html_lists_results_steps_and_policy_and_uses_step_labels(seed):
     policy, report = seed
     traces = [r for r in report.results if r.trace is not None]
     labels = {"C2": [f"label <{i}>" for i in range(len(report.result("C2").trace.actions))]}
-    page = report_html(report, {policy.name: policy}, step_labels=labels)
+    page = report_html(findings_of(policy, report), step_labels=labels)
     parsed = elements(page)
     rows = [a["data-condition"] for t, a in parsed.tags if t == "tr" and "data-condition" in a]
     assert rows == [r.condition for r in report.results]
@@ -257,16 +258,16 @@ def test_html_lists_results_steps_and_policy_and_uses_step_labels(seed):
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
         'xmlns:xlink="http://www.w3.org/1999/xlink"', "")
     with pytest.raises(RenderError):
-        report_html(report, {policy.name: policy}, step_labels={"C2": ["too few"]})
+        report_html(findings_of(policy, report), step_labels={"C2": ["too few"]})
     with pytest.raises(RenderError):
-        report_html(report, {})
+        report_html([])
 
 
 def test_html_escapes_hostile_policy_names_sources_and_descriptions():
     policy = parse_policy_text(hostile_yaml(), "<b>evil</b>.yaml")
     assert policy.name == HOSTILE_NAME
     report = check(policy, depth=3, spans=4, only=("C1",), prove=False, **BOUNDS)
-    page = report_html(report, policy)
+    page = report_html(findings_of(policy, report))
     parsed = elements(page)
     assert not any(t in ("script", "img", "b") for t, _ in parsed.tags)
     assert "<!-- x -->" not in page and "<script>" not in page and "<img" not in page
@@ -332,7 +333,7 @@ def chromium(tmp_path: Path, *args) -> subprocess.CompletedProcess:
 def test_report_in_headless_chromium_has_rows_pictures_and_a_nonblank_screenshot(seed, tmp_path):
     policy, report = seed
     page = tmp_path / "report.html"
-    page.write_text(report_html(report, policy), encoding="utf-8")
+    page.write_text(report_html(findings_of(policy, report)), encoding="utf-8")
     dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout.decode("utf-8")
     parsed = elements(dom)
     rows = [a for t, a in parsed.tags if t == "tr" and "data-condition" in a]
@@ -357,7 +358,7 @@ def test_hostile_report_runs_nothing_in_chromium(tmp_path):
     policy = parse_policy_text(hostile_yaml(), "evil.yaml")
     report = check(policy, depth=3, spans=4, only=("C1",), prove=False, **BOUNDS)
     page = tmp_path / "hostile.html"
-    page.write_text(report_html(report, policy), encoding="utf-8")
+    page.write_text(report_html(findings_of(policy, report)), encoding="utf-8")
     dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout.decode("utf-8")
     parsed = elements(dom)
     assert not any(t in ("script", "img") for t, _ in parsed.tags)

@@ -10,6 +10,7 @@ import pytest
 
 from prunecheck.checker.check import check
 from prunecheck.checker.cli import main
+from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.language.loader import load_policy
 
@@ -55,12 +56,15 @@ def test_every_location_in_the_page_lands_on_its_token_in_the_shown_file(name):
     assert {int(n) for n in re.findall(r'class="line located" id="p0-L(\d+)"', page)} == located
 
 
-def test_a_file_changed_since_the_check_is_not_shown_as_if_checked(tmp_path):
+def test_a_file_changed_since_the_check_is_shown_as_it_was_checked(tmp_path):
     path = tmp_path / "p.yaml"
-    path.write_text((EXAMPLES / "seed_flawed.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    text = (EXAMPLES / "seed_flawed.yaml").read_text(encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     policy = load_policy(path)
     report = check(policy, depth=2, spans=3, only=("C1",), prove=False, **BOUNDS)
     path.write_text("name: other\nevict: pinned\n", encoding="utf-8")
-    page = report_html(report, policy)
-    assert "no longer parses to the policy checked" in page and 'class="line' not in page
-    assert "evict: not pinned and recency * frequency &lt; 0.25" in page
+    page = report_html(findings_of(policy, report))
+    shown = [unescape(line) for _p, _n, _number, line in SHOWN.findall(page)]
+    assert shown == text.splitlines() and "evict: pinned" not in page
+    for _prefix, _target, line, column, token in LINKED.findall(page):
+        assert plain(unescape(token)) in plain(shown[int(line) - 1]), (line, column, token)

@@ -9,6 +9,7 @@ import pytest
 
 from prunecheck.checker.outputs.cache import ReportFormatError, report_from_json
 from prunecheck.checker.check import check, check_explicit, clear_caches
+from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.render import report_json, report_text, run_text
@@ -97,7 +98,7 @@ def test_cache_reads_stats_back_and_refuses_malformed_ones(seed):
 
 def test_html_header_shows_bounds_and_statistics(seed):
     policy, report = seed
-    page = report_html(replace(report, results=report.results[:1]), policy)
+    page = report_html(findings_of(policy, replace(report, results=report.results[:1])))
     assert f'<span class="bounds">bounds depth {DEPTH}, {SPANS} spans' in page
     assert f'<li data-condition="C1">C1: {run_text(report.results[0].stats.runs[0])}</li>' in page
 

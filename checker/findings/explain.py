@@ -265,11 +265,15 @@ def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) 
     return Cause(condition, len(transitions), summary, points)
 
 
+def explanation_of(policy: Policy, transitions: Sequence[Transition], condition: str) -> Explanation:
+    """Explain a replayed counterexample (its last transition violates condition)."""
+    steps = tuple(step_label(policy, t) for t in transitions)
+    return Explanation(condition, tuple(t.action for t in transitions), steps, cause_of(policy, transitions, condition))
+
+
 def explain(policy: Policy, actions: Sequence, condition: str, max_spans: Optional[int] = None) -> Explanation:
     """Replay a counterexample and explain it; raises ReplayMismatch if it does not replay."""
-    transitions = replay(policy, actions, max_spans)
-    steps = tuple(step_label(policy, t) for t in transitions)
-    return Explanation(condition, tuple(actions), steps, cause_of(policy, transitions, condition))
+    return explanation_of(policy, replay(policy, actions, max_spans), condition)
 
 
 def explanation_lines(policy: Policy, explanation: Explanation, indent: str = "        ", located: bool = True) -> list:

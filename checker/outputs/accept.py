@@ -16,7 +16,8 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Acceptance, Loc
 
-from prunecheck.checker.language.loader import _compose, _items, _kind_of, _reason, _string, _Text
+from prunecheck.checker.language.nodes import compose, items, kind_of, reason, string
+from prunecheck.checker.language.source_text import SourceText
 from prunecheck.checker.result import Report, Verdict
 
 BASELINE_VERSION = 1
@@ -184,11 +185,11 @@ def write_baseline(path, document: dict) -> None:
 def load_baseline(path) -> Baseline:
     """Read and validate a baseline file (JSON); every defect is a one-line PolicySyntaxError located in it."""
     name = os.fspath(path)
-    src = _Text(_baseline_text(name), name, "json")
-    root = _compose(src)
+    src = SourceText(_baseline_text(name), name, "json")
+    root = compose(src)
     if not isinstance(root, MappingNode):
-        src.fail_at(f"a baseline must be a JSON object, got {_kind_of(root)}", root)
-    fields = dict((key, value) for key, _k, value in _items(src, root, "the baseline"))
+        src.fail_at(f"a baseline must be a JSON object, got {kind_of(root)}", root)
+    fields = dict((key, value) for key, _k, value in items(src, root, "the baseline"))
     unknown = [key for key in fields if key not in ("version", "tool", "accepted")]
     if unknown:
         src.fail_at(f"unknown key `{unknown[0][:64]}` in the baseline (keys: version, tool, accepted)", root)
@@ -220,14 +221,14 @@ def _baseline_text(name: str) -> str:
     return text
 
 
-def _entry(src: _Text, node) -> BaselineEntry:
+def _entry(src: SourceText, node) -> BaselineEntry:
     values: Dict[str, str] = {}
     nodes = {}
-    for key, knode, vnode in _items(src, node, "a baseline entry"):
+    for key, knode, vnode in items(src, node, "a baseline entry"):
         if key not in ENTRY_KEYS:
             src.fail_at(f"unknown key `{key[:64]}` in a baseline entry (keys: {', '.join(ENTRY_KEYS)})", knode)
         nodes[key] = vnode
-        values[key] = _reason(src, vnode, f"baseline {key}") if key == "reason" else _string(src, vnode, key)
+        values[key] = reason(src, vnode, f"baseline {key}") if key == "reason" else string(src, vnode, key)
     for key in REQUIRED_KEYS:
         if key not in values:
             src.fail_at(f"a baseline entry needs `{key}`", node)
@@ -241,7 +242,7 @@ def _entry(src: _Text, node) -> BaselineEntry:
                          values.get("policy_hash", ""))
 
 
-def _check_choice(src: _Text, node, value: str, choices: tuple) -> None:
+def _check_choice(src: SourceText, node, value: str, choices: tuple) -> None:
     if value not in choices:
         src.fail_at(f"`{value[:64]}` is not one of {', '.join(choices)}", node)
 

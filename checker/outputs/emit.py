@@ -13,8 +13,7 @@ from prunecheck.spec.policy import Policy
 from prunecheck.spec.runtime import action_args
 
 from prunecheck.checker.language.document import policy_document
-from prunecheck.checker.findings.explain import explain
-from prunecheck.checker.result import Report, Trace
+from prunecheck.checker.findings.finding import Finding, Findings
 
 
 def _identifier(text: str) -> str:
@@ -22,9 +21,9 @@ def _identifier(text: str) -> str:
     return ("p_" + out if out[:1].isdigit() else out)[:60] or "policy"
 
 
-def pytest_module(policy: Policy, trace: Trace, test_dir: Path) -> str:
+def pytest_module(policy: Policy, finding: Finding, test_dir: Path) -> str:
     """A self-contained pytest module for one counterexample (the policy file is found relative to the module)."""
-    explanation = explain(policy, trace.actions, trace.condition, trace.spans)
+    trace, explanation = finding.trace, finding.explanation
     condition = trace.condition
     names = sorted({type(a).__name__ for a in trace.actions})
     steps = []
@@ -102,17 +101,16 @@ def test_policy_file_keeps_{low}():
 '''
 
 
-def write_pytest_files(policy: Policy, report: Report, out: Path, stem: Optional[str] = None) -> List[Path]:
+def write_pytest_files(findings: Findings, out: Path, stem: Optional[str] = None) -> List[Path]:
     """One test module per counterexample of the report (alternatives included), named after stem (default: the
     policy's name); returns the paths written."""
     out.mkdir(parents=True, exist_ok=True)
-    stem = _identifier(stem or policy.name)
+    stem = _identifier(stem or findings.policy.name)
     written = []
-    for r in report.results:
-        traces = ([r.trace] if r.trace is not None else []) + list(r.others)
-        for number, trace in enumerate(traces, start=1):
-            suffix = "" if number == 1 else f"_{number}"
+    for r in findings.report.results:
+        for finding in findings.of(r.condition):
+            suffix = "" if finding.number == 1 else f"_{finding.number}"
             path = out / f"test_{stem}_{r.condition.lower()}{suffix}.py"
-            path.write_text(pytest_module(policy, trace, out), encoding="utf-8")
+            path.write_text(pytest_module(findings.policy, finding, out), encoding="utf-8")
             written.append(path)
     return written

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from prunecheck.spec.policy import Policy
 
@@ -14,9 +14,14 @@ from prunecheck.checker.outputs.paths import writing
 from prunecheck.checker.outputs.report_schema import ERROR, TOOL
 from prunecheck.checker.result import Report
 
+if TYPE_CHECKING:
+    from prunecheck.checker.findings.finding import Findings
+
+
 @dataclass(frozen=True)
 class Checked:
-    """One policy file's outcome as the outputs show it: the policy and its report, or a one-line error."""
+    """One policy file's outcome as the outputs show it: the policy, its report and their findings (built here once
+    when not given, for every output to read), or a one-line error."""
 
     path: str
     policy: Optional[Policy] = None
@@ -24,6 +29,13 @@ class Checked:
     error: str = ""
     internal: bool = False
     triage: Optional[object] = None  # accept.Triage: the findings accepted in the policy or a baseline
+    findings: Optional[Findings] = None
+
+    def __post_init__(self):
+        if self.findings is None and self.policy is not None and self.report is not None:
+            from prunecheck.checker.findings.finding import findings_of
+
+            object.__setattr__(self, "findings", findings_of(self.policy, self.report))
 
 
 def json_document(checked: Sequence[Checked]) -> dict:
@@ -35,7 +47,7 @@ def json_document(checked: Sequence[Checked]) -> dict:
 
     reports = [c.report for c in checked if c.report is not None]
     worst = str(max(r.verdict for r in reports)) if reports and len(reports) == len(checked) else ERROR
-    entries = [annotate_json(report_json(c.report, c.policy), c.triage or Triage()) if c.report is not None
+    entries = [annotate_json(report_json(c.report, c.findings), c.triage or Triage()) if c.report is not None
                else {"source": c.path, "verdict": ERROR, "error": c.error, "internal": c.internal} for c in checked]
     return {"tool": TOOL, "versions": dict(versions()), "verdict": worst, "policies": entries}
 
@@ -48,11 +60,11 @@ def document(fmt: str, checked: Sequence[Checked]) -> str:
     errors = [(c.path, c.error) for c in checked if c.report is None]
     if fmt == "sarif":
         from prunecheck.checker.outputs.sarif import sarif_log
-        return json.dumps(sarif_log([(c.policy, c.report) for c in reported], errors, _triages(reported)), indent=2)
+        return json.dumps(sarif_log([c.findings for c in reported], errors, _triages(reported)), indent=2)
     if fmt == "html":
         from prunecheck.checker.outputs.html_report import report_html
-        return report_html([c.report for c in reported], [c.policy for c in reported],
-                           [step_labels(c.policy, c.report) for c in reported], errors, _triages(reported))
+        return report_html([c.findings for c in reported], [step_labels(c.findings) for c in reported], errors,
+                           _triages(reported))
     raise ValueError(f"no document format {fmt!r}")
 
 
@@ -62,15 +74,13 @@ def _triages(checked: Sequence[Checked]) -> list:
     return [c.triage or Triage() for c in checked]
 
 
-def step_labels(policy: Policy, report: Report) -> dict:
+def step_labels(findings: Findings) -> dict:
     """Per counterexample of the report: per step, what it changed; the last step also says why it violates."""
-    from prunecheck.checker.findings.explain import explain
-
     labels = {}
-    for result in report.results:
+    for result in findings.report.results:
         if result.trace is None:
             continue
-        explanation = explain(policy, result.trace.actions, result.condition, result.trace.spans)
+        explanation = findings.first(result.condition).explanation
         where = "; ".join(f"{p.loc.line}:{p.loc.col} `{p.text}` {p.note}" for p in explanation.cause.points)
         labels[result.condition] = list(explanation.steps[:-1]) + [
             f"{explanation.steps[-1]} -- why: {explanation.cause.summary}; {where}"]
@@ -105,26 +115,26 @@ def write_files(checked: Checked, stem: str, out: Optional[str], emit_pytest: Op
     each file named after stem."""
     if out:
         with writing("--out", out):
-            write_out(checked.policy, checked.report, Path(out), stem, stderr)
+            write_out(checked.findings, Path(out), stem, stderr)
     if emit_pytest:
         from prunecheck.checker.outputs.emit import write_pytest_files
         with writing("--emit-pytest", emit_pytest):
-            for path in write_pytest_files(checked.policy, checked.report, Path(emit_pytest), stem):
+            for path in write_pytest_files(checked.findings, Path(emit_pytest), stem):
                 print(f"wrote {path}", file=stderr)
     if python:
         from prunecheck.checker.outputs.scripts import write_scripts
         with writing("--python", python):
-            for path in write_scripts(checked.policy, checked.report, Path(python), stem):
+            for path in write_scripts(checked.findings, Path(python), stem):
                 print(f"wrote {path}", file=stderr)
 
 
-def write_out(policy: Policy, report: Report, out: Path, stem: str, stderr) -> None:
+def write_out(findings: Findings, out: Path, stem: str, stderr) -> None:
     """Each certificate as STEM.CONDITION.cert.json, each counterexample as an ITF trace STEM.CONDITION.itf.json."""
     from prunecheck.checker.language.document import policy_document
     from prunecheck.checker.outputs.itf import trace_document
-    from prunecheck.checker.engines.replay import replay
     from prunecheck.checker.language.tracepolicy import policy_meta
 
+    policy, report = findings.policy, findings.report
     out.mkdir(parents=True, exist_ok=True)
     policy_doc = policy_document(policy)
     for r in report.results:
@@ -134,7 +144,7 @@ def write_out(policy: Policy, report: Report, out: Path, stem: str, stderr) -> N
             print(f"wrote {path}", file=stderr)
         if r.trace is None:
             continue
-        transitions = replay(policy, r.trace.actions, r.trace.spans)
+        transitions = findings.first(r.condition).transitions
         meta = {"condition": r.condition, "depth": report.depth, "spans": report.spans, "source": policy.source,
                 **policy_meta(policy, out), "policy_hash": report.policy_hash, "versions": dict(report.versions)}
         path = out / f"{stem}.{r.condition}.itf.json"

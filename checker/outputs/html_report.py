@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
 from html import escape as html_escape
 from typing import Optional
 
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.policy import Policy
 
+from prunecheck.checker.findings.finding import Finding, Findings
 from prunecheck.checker.findings.graph import GraphvizMissing, RenderError, edit_graph, graph_dot, picture
 from prunecheck.checker.language.locate import source_lines
 from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.outputs.render import bounds_text, deployment_text, run_text
 from prunecheck.spec.runtime import action_text
-from prunecheck.checker.engines.replay import replay
 from prunecheck.checker.result import Report
 
 CSS = """
@@ -66,18 +65,6 @@ def escape(text) -> str:
 def inline_svg(svg_text: str) -> str:
     """Graphviz SVG output without its XML prolog, doctype and comments, ready to sit inside HTML."""
     return _COMMENT.sub("", _PROLOG.sub("", svg_text, count=1)).strip()
-
-
-def _policy_for(report: Report, policies) -> Policy:
-    if isinstance(policies, Policy):
-        policy = policies
-    elif isinstance(policies, Mapping) and isinstance(policies.get(report.policy_name), Policy):
-        policy = policies[report.policy_name]
-    else:
-        raise RenderError(f"no policy given for the report on policy {report.policy_name!r}")
-    if policy.name != report.policy_name:
-        raise RenderError(f"the report is on policy {report.policy_name!r}, not on {policy.name!r}")
-    return policy
 
 
 def _labels_for(step_labels, report: Report, condition: str, count: int) -> Optional[list]:
@@ -131,12 +118,12 @@ def _linked(escaped: str, lines: Optional[tuple], prefix: str, located: set) -> 
 
 
 def _source_html(policy: Policy, lines: Optional[tuple], prefix: str, located: set) -> str:
-    """The policy file as it was checked, line-numbered, with located lines highlighted; when the file cannot be read
-    or has changed since, the parsed policy re-rendered, saying so."""
+    """The policy file as it was checked (the text the loader read), line-numbered, with located lines highlighted;
+    for a policy not parsed from text, the policy re-rendered, saying so."""
     if lines is None:
-        return (f'<h3>policy text</h3>\n<p class="nopicture">{escape(policy.source)} cannot be read or no longer '
-                "parses to the policy checked: this is the policy as parsed, re-rendered; the locations above refer "
-                f'to the file.</p>\n<pre class="policy">{escape(policy_yaml(policy))}</pre>')
+        return (f'<h3>policy text</h3>\n<p class="nopicture">{escape(policy.source)} was not parsed from text: '
+                "this is the policy re-rendered.</p>\n"
+                f'<pre class="policy">{escape(policy_yaml(policy))}</pre>')
     width = len(str(len(lines)))
     shown = [f'<span class="line{" located" if number in located else ""}" id="{prefix}-L{number}">'
              f'<span class="ln">{number:>{width}}</span> {escape(line)}</span>'
@@ -144,9 +131,9 @@ def _source_html(policy: Policy, lines: Optional[tuple], prefix: str, located: s
     return f'<h3>policy file {escape(policy.source)}</h3>\n<pre class="policy">{chr(10).join(shown)}</pre>'
 
 
-def _counterexample_html(policy, report: Report, result, anchor: str, step_labels, links) -> str:
-    transitions = replay(policy, result.trace.actions, result.trace.spans)
-    labels = _labels_for(step_labels, report, result.condition, len(transitions))
+def _counterexample_html(policy, report: Report, finding: Finding, anchor: str, step_labels, links) -> str:
+    transitions = finding.transitions
+    labels = _labels_for(step_labels, report, finding.condition, len(transitions))
     items = []
     for index, t in enumerate(transitions):
         text = labels[index] if labels is not None else action_text(t.action, keywords=True)
@@ -156,15 +143,15 @@ def _counterexample_html(policy, report: Report, result, anchor: str, step_label
         if effect:
             item += f' <span class="effect">({escape(effect)})</span>'
         if last:
-            item += f' <span class="effect">&larr; {escape(result.condition)} violated</span>'
+            item += f' <span class="effect">&larr; {escape(finding.condition)} violated</span>'
         items.append(item + "</li>")
-    description = DESCRIPTIONS.get(result.condition, "")
+    description = DESCRIPTIONS.get(finding.condition, "")
     return "\n".join([
-        f'<section class="counterexample" id="{anchor}" data-condition="{escape(result.condition)}">',
-        f"<h3>{escape(result.condition)} counterexample: {escape(result.trace.length())}</h3>",
+        f'<section class="counterexample" id="{anchor}" data-condition="{escape(finding.condition)}">',
+        f"<h3>{escape(finding.condition)} counterexample: {escape(finding.trace.length())}</h3>",
         f"<p>{escape(description)}</p>" if description else "",
         '<ol class="trace">', *items, "</ol>",
-        _picture_html(edit_graph(policy, transitions), anchor, result.condition),
+        _picture_html(edit_graph(policy, transitions), anchor, finding.condition),
         "</section>",
     ])
 
@@ -177,7 +164,8 @@ def _accepted_html(triage, condition: str) -> str:
     return f'<br><span class="accepted">{escape(accepted_line(condition, acceptance))}</span>'
 
 
-def _report_html(report: Report, policy: Policy, index: int, step_labels, triage=None) -> str:
+def _report_html(findings: Findings, index: int, step_labels, triage=None) -> str:
+    report, policy = findings.report, findings.policy
     rows, sections, located, lines = [], [], set(), source_lines(policy)
 
     def links(escaped: str) -> str:
@@ -189,7 +177,8 @@ def _report_html(report: Report, policy: Policy, index: int, step_labels, triage
         condition = escape(result.condition)
         if result.trace is not None:
             condition = f'<a href="#{anchor}">{condition}</a>'
-            sections.append(_counterexample_html(policy, report, result, anchor, step_labels, links))
+            sections.append(_counterexample_html(policy, report, findings.first(result.condition), anchor,
+                                                 step_labels, links))
         depth = "-" if result.depth is None else str(int(result.depth))
         rows.append(f'<tr class="{verdict}" data-condition="{escape(result.condition)}"><td>{condition}</td>'
                     f'<td class="verdict">{verdict}</td><td class="depth">{depth}</td>'
@@ -223,27 +212,21 @@ def _index_html(reports, errors) -> str:
     return '<nav class="index"><ul>\n' + "\n".join(items) + "\n</ul></nav>"
 
 
-def report_html(report, policies, step_labels=None, errors=(), triages=None) -> str:
-    """One self-contained HTML page (inline CSS and SVG, no scripts, no external resources) for a Report or a
-    sequence of Reports, with an index when there are several.
+def report_html(findings, step_labels=None, errors=(), triages=None) -> str:
+    """One self-contained HTML page (inline CSS and SVG, no scripts, no external resources) for the Findings of one
+    checked policy or a sequence of them, with an index when there are several.
 
-    policies: the checked Policy, a mapping from policy name to Policy, or a sequence of Policies, one per report
-    (policies may share a name). step_labels: optional mapping from a condition (or a (policy name, condition) pair)
-    to one label per step of its counterexample, or a sequence of such mappings, one per report; by default a step
-    reads as its action call. errors: (path, one-line error) of files that could not be checked. triages: an
-    accept.Triage per report, to mark accepted findings. Every policy-derived string is escaped."""
-    reports = [report] if isinstance(report, Report) else list(report)
+    step_labels: optional mapping from a condition (or a (policy name, condition) pair) to one label per step of its
+    counterexample, or a sequence of such mappings, one per report; by default a step reads as its action call.
+    errors: (path, one-line error) of files that could not be checked. triages: an accept.Triage per report, to
+    mark accepted findings. Every policy-derived string is escaped."""
+    checked = [findings] if isinstance(findings, Findings) else list(findings)
+    reports = [f.report for f in checked]
     if not reports and not errors:
         raise RenderError("no report to render")
-    if isinstance(policies, (list, tuple)):
-        if len(policies) != len(reports):
-            raise RenderError(f"{len(policies)} policies for {len(reports)} reports")
-        paired = [_policy_for(r, p) for r, p in zip(reports, policies)]
-    else:
-        paired = [_policy_for(r, policies) for r in reports]
     labels = list(step_labels) if isinstance(step_labels, (list, tuple)) else [step_labels] * len(reports)
-    bodies = [_report_html(r, p, i, marks, triages[i] if triages else None)
-              for i, (r, p, marks) in enumerate(zip(reports, paired, labels))]
+    bodies = [_report_html(f, i, marks, triages[i] if triages else None)
+              for i, (f, marks) in enumerate(zip(checked, labels))]
     several = len(reports) + len(errors) > 1
     name = f"{len(reports) + len(errors)} policies" if several else reports[0].policy_name
     versions = ", ".join(f"{k} {v}" for k, v in reports[0].versions) if reports else ""

@@ -123,11 +123,11 @@ def stats_json(report: Report) -> dict:
     return {"bounds": bounds, "conditions": runs}
 
 
-def report_text(report: Report, policy=None, triage=None) -> str:
-    """The text report; given the policy, each counterexample is explained step by step, with its cause located
-    in the policy's own text; given its accept.Triage, each accepted finding says so, with the reason."""
+def report_text(report: Report, findings=None, triage=None) -> str:
+    """The text report; given its findings.Findings, each counterexample is explained step by step, with its cause
+    located in the policy's own text; given its accept.Triage, each accepted finding says so, with the reason."""
     from prunecheck.checker.outputs.accept import accepted_line
-    from prunecheck.checker.findings.explain import explain, explanation_lines
+    from prunecheck.checker.findings.explain import explanation_lines
 
     lines = [f"policy {report.policy_name} ({report.source})  sha256:{report.policy_hash[:12]}  "
              f"depth {report.depth}, {report.spans} spans", f"  deployment {deployment_text(report)}",
@@ -140,8 +140,8 @@ def report_text(report: Report, policy=None, triage=None) -> str:
         acceptance = triage.acceptance(r.condition) if triage is not None else None
         if acceptance is not None:
             lines.append(f"        {accepted_line(r.condition, acceptance)}")
-        if r.trace is not None and policy is not None:
-            lines.extend(explanation_lines(policy, explain(policy, r.trace.actions, r.condition, r.trace.spans)))
+        if r.trace is not None and findings is not None:
+            lines.extend(explanation_lines(findings.policy, findings.first(r.condition).explanation))
         elif r.trace is not None:
             lines.append(f"        {DESCRIPTIONS[r.condition]}; counterexample:")
             for index, action in enumerate(r.trace.actions, start=1):
@@ -164,10 +164,10 @@ def variants_json(result: Result, spans: int, depth: int) -> dict:
             "summary": variants_text(result, spans, depth)}
 
 
-def report_json(report: Report, policy=None) -> dict:
+def report_json(report: Report, findings=None) -> dict:
     """One policy's JSON report (an item of the document's `policies`: `$defs/report` of report_schema()); given
-    the policy, each counterexample carries its explanation."""
-    from prunecheck.checker.findings.explain import explain, explanation_json
+    its findings.Findings, each counterexample carries its explanation."""
+    from prunecheck.checker.findings.explain import explanation_json
 
     conditions = {}
     for r in report.results:
@@ -181,8 +181,8 @@ def report_json(report: Report, policy=None) -> dict:
                                          for t in r.others]
             if r.variants is not None:
                 entry["counterexamples"] = variants_json(r, report.spans, report.depth)
-            if policy is not None:
-                entry["explanation"] = explanation_json(explain(policy, r.trace.actions, r.condition, r.trace.spans))
+            if findings is not None:
+                entry["explanation"] = explanation_json(findings.first(r.condition).explanation)
         if r.certificate is not None:
             entry["certificate"] = json.loads(r.certificate)  # an object in the report, not JSON text inside JSON
         conditions[r.condition] = entry

@@ -11,7 +11,7 @@ from prunecheck.spec.conditions import CONDITION_TABLE, CONDITIONS, DESCRIPTIONS
 from prunecheck.spec.policy import NOWHERE, Policy
 from prunecheck.spec.runtime import action_text
 
-from prunecheck.checker.findings.explain import explain
+from prunecheck.checker.findings.finding import Finding, Findings
 from prunecheck.checker.language.locate import key_locations
 from prunecheck.checker.outputs.accept import fingerprint
 from prunecheck.checker.result import Report, Verdict
@@ -42,8 +42,8 @@ def _rules() -> list:
              "defaultConfiguration": {"level": "error"}} for c in CONDITION_TABLE]
 
 
-def _violation(policy: Policy, report: Report, r) -> dict:
-    explanation = explain(policy, r.trace.actions, r.condition, r.trace.spans)
+def _violation(policy: Policy, report: Report, r, finding: Finding) -> dict:
+    explanation = finding.explanation
     cause = explanation.cause
     main = cause.points[0] if cause.points else None
     line, col = (main.loc.line, main.loc.col) if main is not None and main.loc != NOWHERE else (1, 1)
@@ -102,22 +102,24 @@ def _not_checked(errors: Sequence[Tuple[str, str]]) -> list:
     return [{"executionSuccessful": False, "toolExecutionNotifications": notes}]
 
 
-def sarif_log(checked: Sequence[Tuple[Policy, Report]], errors: Sequence[Tuple[str, str]] = (),
+def sarif_log(checked: Sequence[Findings], errors: Sequence[Tuple[str, str]] = (),
               triages: Optional[Sequence] = None) -> dict:
-    """One SARIF run over every (policy, report): violated conditions are errors located at the deciding
-    sub-expression or setting (related locations for the rest), unknown ones warnings; `holds` is not a finding.
-    errors: (path, one-line error) of the files that could not be checked, as the run's notifications. triages
-    (accept.Triage per pair) turn accepted findings into suppressed results, levels unchanged."""
+    """One SARIF run over the findings of every checked policy: violated conditions are errors located at the
+    deciding sub-expression or setting (related locations for the rest), unknown ones warnings; `holds` is not a
+    finding. errors: (path, one-line error) of the files that could not be checked, as the run's notifications.
+    triages (accept.Triage per policy) turn accepted findings into suppressed results, levels unchanged."""
     results = []
-    for index, (policy, report) in enumerate(checked):
+    for index, findings in enumerate(checked):
+        policy, report = findings.policy, findings.report
         where = key_locations(policy)
         accepted = triages[index].acceptance if triages is not None else (lambda condition: None)
         for r in report.results:
             if r.verdict == Verdict.VIOLATED and r.trace is not None:
-                results.append(_suppressed(_violation(policy, report, r), accepted(r.condition)))
+                finding = findings.first(r.condition)
+                results.append(_suppressed(_violation(policy, report, r, finding), accepted(r.condition)))
             elif r.verdict == Verdict.UNKNOWN:
                 results.append(_suppressed(_unknown(policy, report, r, where), accepted(r.condition)))
-    versions = dict(checked[0][1].versions) if checked else {}
+    versions = dict(checked[0].report.versions) if checked else {}
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -133,6 +135,6 @@ def sarif_log(checked: Sequence[Tuple[Policy, Report]], errors: Sequence[Tuple[s
                                          "policy_hash": rep.policy_hash, "deployment": dict(rep.deployment),
                                          "deployment_overridden": list(rep.overridden),
                                          "holds": [r.condition for r in rep.results if r.verdict == Verdict.HOLDS]}
-                                        for p, rep in checked]},
+                                        for p, rep in ((f.policy, f.report) for f in checked)]},
         }],
     }

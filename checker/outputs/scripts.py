@@ -13,8 +13,7 @@ from prunecheck.spec.policy import Policy
 from prunecheck.spec.runtime import action_args
 
 from prunecheck.checker.language.document import policy_document
-from prunecheck.checker.findings.explain import explain
-from prunecheck.checker.result import Report, Trace
+from prunecheck.checker.findings.finding import Finding, Findings
 
 # Everything taken from the policy (its name, its file's path, the explanation) enters the script only as a Python
 # literal written by repr(), never as code or docstring text.
@@ -52,10 +51,10 @@ if __name__ == "__main__":
 '''
 
 
-def counterexample_script(policy: Policy, trace: Trace) -> str:
+def counterexample_script(policy: Policy, finding: Finding) -> str:
     """A standalone script: the policy as checked (embedded), the steps, and a replay on the reference runtime that
     exits 0 when the condition is violated exactly at the last step, 1 otherwise."""
-    explanation = explain(policy, trace.actions, trace.condition, trace.spans)
+    trace, explanation = finding.trace, finding.explanation
     steps = "\n".join(f"    {type(a).__name__}({', '.join(f'{k}={v!r}' for k, v in action_args(a).items())}),"
                       for a in trace.actions)
     head = (f'#!/usr/bin/env python3\n"""prunecheck {__version__}: a {trace.condition} counterexample '
@@ -76,17 +75,17 @@ def _identifier(text: str) -> str:
     return out[:40] or "policy"
 
 
-def write_scripts(policy: Policy, report: Report, out: Path, stem: Optional[str] = None) -> List[Path]:
+def write_scripts(findings: Findings, out: Path, stem: Optional[str] = None) -> List[Path]:
     """One script per counterexample of the report (further ones included), named after stem (default: the policy's
     name and hash; outputs.file_stems gives one no other policy of the run shares) and the condition; returns the
     paths written."""
+    policy, report = findings.policy, findings.report
     out.mkdir(parents=True, exist_ok=True)
     stem = _identifier(stem) if stem else f"{_identifier(policy.name)}_{report.policy_hash[:8]}"
     written = []
     for r in report.results:
-        traces = ([r.trace] if r.trace is not None else []) + list(r.others)
-        for number, trace in enumerate(traces, start=1):
-            path = out / f"{stem}_{r.condition.lower()}{'' if number == 1 else f'_{number}'}.py"
-            path.write_text(counterexample_script(policy, trace), encoding="utf-8")
+        for finding in findings.of(r.condition):
+            path = out / f"{stem}_{r.condition.lower()}{'' if finding.number == 1 else f'_{finding.number}'}.py"
+            path.write_text(counterexample_script(policy, finding), encoding="utf-8")
             written.append(path)
     return written
