@@ -18,6 +18,11 @@ ACT = dict(zip(ACTIONS, ACTION_CONSTS))
 K = ENUM_CODES[KIND]
 NS = ENUM_CODES[NAMESPACE]
 CONTENT = tuple(K[name] for name in CONTENT_KINDS)
+# The fields of the slot an action names that a step reads, as (field, the name of its selector constant), in the
+# order the selectors are declared.
+SELECTED = (("used", "used"), ("alive", "alive"), ("kind", "kind"), ("ns", "ns"), ("tokens", "tokens"),
+            ("version", "version"), ("edited", "edited"), ("pinned", "pinned"), ("target", "target"),
+            ("rversion", "rversion"), ("undone", "undone"), ("prior_kind", "pkind"), ("prior_edited", "pedited"))
 
 _slot_sorts: dict = {}
 
@@ -259,12 +264,24 @@ class Model:
     def build_step(self, s: SymState, a: SymAction, t: SymState, picks=None, terms=None, budget=None) -> StepTerms:
         """encode_step built term by term through z3py (a template's one-time construction): the constants chosen
         by `pick` are appended to picks; terms and budget are the policy's, or placeholders."""
-        n, dep, slots = self.n, self.dep, self.slots
         now = s.clock + a.times if self.accelerate else z3.simplify(s.clock + 1)
         t.clock = now
-        host = z3.BoolVal(dep.pins == "host")
-        act, arg = a.act, a.arg
         out: list = []
+        sel = self._selected(s, a, picks, out)
+        is_ = {name: a.act == ACT[name] for name in ACTIONS}
+        self._guards(s, a, sel, is_, now, out)
+        fresh = sel["target_version"] == sel["rversion"]
+        reverted = z3.And(is_["undo"], sel["alive"], fresh if self.dep.undo == "versioned" else z3.BoolVal(True))
+        evicted, truncated = self.compaction(s, a, terms, budget)
+        new_kind = z3.If(a.destroy, K["diff"], K["summary"])
+        for i in range(self.n):
+            self._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, (evicted[i], truncated[i]))
+        return StepTerms(out, reverted, fresh)
+
+    def _selected(self, s: SymState, a: SymAction, picks, out: list) -> dict:
+        """The fields of the slot the action names (and of its record's target), one constant each, constrained by
+        `arg = slot_i -> constant = field[i]` (in out); the constants are appended to picks."""
+        n, slots, arg = self.n, self.slots, a.arg
 
         def pick(values, index, name):
             chosen = z3.Const(f"{self.tag}{name}@{s.k}", values[0].sort())
@@ -273,17 +290,14 @@ class Model:
             out.extend(z3.Implies(index == slots[i], chosen == values[i]) for i in range(n))
             return chosen
 
-        a_used, a_alive = pick(s.used, arg, "sel_used"), pick(s.alive, arg, "sel_alive")
-        a_kind, a_ns = pick(s.kind, arg, "sel_kind"), pick(s.ns, arg, "sel_ns")
-        a_tokens, a_version = pick(s.tokens, arg, "sel_tokens"), pick(s.version, arg, "sel_version")
-        a_edited, a_pinned = pick(s.edited, arg, "sel_edited"), pick(s.pinned, arg, "sel_pinned")
-        a_target, a_rversion = pick(s.target, arg, "sel_target"), pick(s.rversion, arg, "sel_rversion")
-        a_undone = pick(s.undone, arg, "sel_undone")
-        a_prior_kind, a_prior_edited = pick(s.prior_kind, arg, "sel_pkind"), pick(s.prior_edited, arg, "sel_pedited")
-        a_target_version = pick(s.version, a_target, "sel_tversion")
-        content = z3.Or([a_kind == c for c in CONTENT])
+        sel = {field: pick(getattr(s, field), arg, f"sel_{name}") for field, name in SELECTED}
+        sel["target_version"] = pick(s.version, sel["target"], "sel_tversion")
+        sel["content"] = z3.Or([sel["kind"] == c for c in CONTENT])
+        return sel
 
-        is_ = {name: act == ACT[name] for name in ACTIONS}
+    def _guards(self, s: SymState, a: SymAction, sel: dict, is_: dict, now, out: list) -> None:
+        """Each action's precondition (the runtime's refusals) and the domains of its arguments, into out."""
+        n, dep = self.n, self.dep
         if self.accelerate:
             out.append(z3.If(z3.Or(is_["read"], is_["audit"]), a.times >= 1, a.times == 1))
             if self.repeat_domain is not None:
@@ -291,64 +305,62 @@ class Model:
                 out.append(z3.Implies(z3.Or(is_["read"], is_["audit"]), z3.Or(allowed)))
         else:
             out.append(a.times == 1)
-        once = a.times if self.accelerate else 1
         out.append(z3.Implies(is_["append"], z3.And(z3.Not(s.used[n - 1]), a.tokens >= 1,
                                                     z3.Or([a.kind == c for c in CONTENT]))))
         if self.token_domain is not None:
             out.append(z3.Implies(is_["append"], z3.Or([a.tokens == v for v in self.token_domain])))
         room_for_two = z3.Not(s.used[n - 2]) if n >= 2 else z3.BoolVal(False)
-        out.append(z3.Implies(is_["edit"], z3.And(a_used, a_alive, a_ns == NS["window"], content, room_for_two)))
-        out.append(z3.Implies(is_["read"], z3.And(a_used, a_alive)))
+        out.append(z3.Implies(is_["edit"], z3.And(sel["used"], sel["alive"], sel["ns"] == NS["window"],
+                                                  sel["content"], room_for_two)))
+        out.append(z3.Implies(is_["read"], z3.And(sel["used"], sel["alive"])))
         for name, want in (("pin", False), ("unpin", True)):
-            guard = [a_used, a_alive, a_pinned == want] + ([content] if dep.pins == "host" else [])
+            guard = [sel["used"], sel["alive"], sel["pinned"] == want] + ([sel["content"]] if dep.pins == "host" else [])
             out.append(z3.Implies(is_[name], z3.And(guard)))
-        out.append(z3.Implies(is_["undo"], z3.And(a_used, a_kind == K["record"], z3.Not(a_undone))))
+        out.append(z3.Implies(is_["undo"], z3.And(sel["used"], sel["kind"] == K["record"], z3.Not(sel["undone"]))))
         out.append(z3.Implies(z3.And(is_["compact"], a.hosted), a.host >= 1))
 
-        fresh = a_target_version == a_rversion
-        reverted = z3.And(is_["undo"], a_alive, fresh if dep.undo == "versioned" else z3.BoolVal(True))
-        evicted, truncated = self.compaction(s, a, terms, budget)
+    def _slot_update(self, s: SymState, a: SymAction, t: SymState, i: int, sel: dict, is_: dict, now, reverted,
+                     new_kind, removed: tuple) -> None:
+        """Slot i's fields in t: an If chain over s per field, the last matching case winning."""
+        dep, arg = self.dep, a.arg
+        here = arg == self.slots[i]
+        appended = z3.And(is_["append"], s.first_free(i))
+        record_here = z3.And(is_["edit"], s.first_free(i))
+        rationale_here = z3.And(is_["edit"], s.first_free(i - 1)) if i > 0 else z3.BoolVal(False)
+        edited_here = z3.And(is_["edit"], here)
+        restored_here = z3.And(reverted, sel["target"] == self.slots[i])
+        read_here = z3.And(is_["read"], here)
+        gone = z3.And(is_["compact"], z3.Or(*removed))
+        born = z3.Or(appended, record_here, rationale_here)
         record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
         rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
-        new_kind = z3.If(a.destroy, K["diff"], K["summary"])
+        once = a.times if self.accelerate else 1
 
-        for i in range(n):
-            here = arg == slots[i]
-            appended = z3.And(is_["append"], s.first_free(i))
-            record_here = z3.And(is_["edit"], s.first_free(i))
-            rationale_here = z3.And(is_["edit"], s.first_free(i - 1)) if i > 0 else z3.BoolVal(False)
-            edited_here = z3.And(is_["edit"], here)
-            restored_here = z3.And(reverted, a_target == slots[i])
-            read_here = z3.And(is_["read"], here)
-            gone = z3.And(is_["compact"], z3.Or(evicted[i], truncated[i]))
-            born = z3.Or(appended, record_here, rationale_here)
+        def becomes(name, *cases):
+            value = getattr(s, name)[i]
+            for cond, new in reversed(cases):
+                value = z3.If(cond, new, value)
+            t.fields[name][i] = value
 
-            def becomes(name, *cases):
-                value = getattr(s, name)[i]
-                for cond, new in reversed(cases):
-                    value = z3.If(cond, new, value)
-                t.fields[name][i] = value
-
-            becomes("used", (born, True))
-            becomes("alive", (born, True), (restored_here, True), (gone, False))
-            becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
-                    (edited_here, new_kind), (restored_here, a_prior_kind))
-            becomes("ns", (appended, NS["window"]), (record_here, record_ns), (rationale_here, rationale_ns))
-            becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, a_tokens, 1)), (rationale_here, 1))
-            becomes("created", (born, now))
-            becomes("last_read", (born, now), (read_here, now))
-            becomes("reads", (born, 0), (read_here, s.reads[i] + once))
-            becomes("pinned", (appended, False), (z3.Or(record_here, rationale_here), host),
-                    (z3.And(is_["pin"], here), True), (z3.And(is_["unpin"], here), False))
-            becomes("edited", (born, False), (edited_here, True), (restored_here, a_prior_edited))
-            becomes("version", (born, 0), (edited_here, s.version[i] + 1), (restored_here, s.version[i] + 1))
-            becomes("target", (record_here, arg))
-            becomes("rversion", (record_here, a_version + 1))
-            becomes("prior_kind", (record_here, a_kind))
-            becomes("prior_edited", (record_here, a_edited))
-            becomes("destroy", (record_here, a.destroy))
-            becomes("undone", (z3.And(reverted, here), True))
-        return StepTerms(out, reverted, fresh)
+        becomes("used", (born, True))
+        becomes("alive", (born, True), (restored_here, True), (gone, False))
+        becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
+                (edited_here, new_kind), (restored_here, sel["prior_kind"]))
+        becomes("ns", (appended, NS["window"]), (record_here, record_ns), (rationale_here, rationale_ns))
+        becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, sel["tokens"], 1)), (rationale_here, 1))
+        becomes("created", (born, now))
+        becomes("last_read", (born, now), (read_here, now))
+        becomes("reads", (born, 0), (read_here, s.reads[i] + once))
+        becomes("pinned", (appended, False), (z3.Or(record_here, rationale_here), z3.BoolVal(dep.pins == "host")),
+                (z3.And(is_["pin"], here), True), (z3.And(is_["unpin"], here), False))
+        becomes("edited", (born, False), (edited_here, True), (restored_here, sel["prior_edited"]))
+        becomes("version", (born, 0), (edited_here, s.version[i] + 1), (restored_here, s.version[i] + 1))
+        becomes("target", (record_here, arg))
+        becomes("rversion", (record_here, sel["version"] + 1))
+        becomes("prior_kind", (record_here, sel["kind"]))
+        becomes("prior_edited", (record_here, sel["edited"]))
+        becomes("destroy", (record_here, a.destroy))
+        becomes("undone", (z3.And(reverted, here), True))
 
     # The status's terms, for condition C4 (symbolic/conditions.py) and the theorems.
 
