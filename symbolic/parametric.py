@@ -113,26 +113,28 @@ class PairModel:
         return z3.And(s.in_window(g), self.evict(s, g, a))
 
     def encode_step(self, s: PairState, a: PairAction, t: PairState) -> PairStep:
-        dep = self.dep
         now = s.clock + 1
-        host = z3.BoolVal(dep.pins == "host")
         is_ = {name: a.act == ACT[name] for name in ACTIONS}
         sp = s.span
-        ghost_of = {"r": G_R, "q": G_Q}
-        record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
-        rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
+        out = self._guards(s, a, t, is_, now)
+        # Which undo reverts: the ghost's own record when present and fresh enough; any other edit freely.
+        reverted = {g: z3.And(is_["undo"], _selected(a.ghost, g), sp[g]["alive"],
+                              a.fresh if self.dep.undo == "versioned" else z3.BoolVal(True)) for g in GHOSTS}
+        any_revert = z3.Or(reverted["r"], reverted["q"], z3.And(is_["undo"], a.ghost == G_OTHER))
+        target_tokens = z3.If(a.target == G_R, sp["r"]["tokens"], z3.If(a.target == G_Q, sp["q"]["tokens"],
+                                                                          a.other_tokens))
+        removes = {g: self._ghost_update(s, a, t, g, is_, now, out, (reverted[g], any_revert), target_tokens)
+                   for g in GHOSTS}
+        return PairStep(out, reverted["r"], a.fresh, removes["r"])
 
-        def content(kind):
-            return z3.Or([kind == c for c in CONTENT])
-
-        def selected(choice, g):
-            return choice == ghost_of[g]
-
+    def _guards(self, s: PairState, a: PairAction, t: PairState, is_: dict, now) -> list:
+        """The step's frame (clock, window tokens, argument domains) and the runtime's guards, restricted to what the
+        pair can see."""
+        sp = s.span
         out = [t.clock == now, t.window_tokens >= covered_tokens(t), a.tokens >= 1, a.other_tokens >= 1,
-               content(a.kind), content(a.prior_kind)]
+               _content(a.kind), _content(a.prior_kind)]
         # An edit's target was appended at some step >= 1, so no edit happens from the empty window's clock 0.
         out.append(z3.Implies(is_["edit"], s.clock >= 1))
-        # Guards: the runtime's, restricted to what the pair can see.
         out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_R), z3.Not(sp["r"]["used"])))
         out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_Q),
                               z3.And(sp["r"]["used"], z3.Not(sp["q"]["used"]))))
@@ -141,67 +143,76 @@ class PairModel:
         out.append(z3.Implies(z3.And(is_["edit"], a.alloc == A_REC_Q), z3.And(sp["r"]["used"], z3.Not(sp["q"]["used"]))))
         for g in GHOSTS:
             f = sp[g]
-            out.append(z3.Implies(z3.And(is_["edit"], selected(a.target, g)),
-                                  z3.And(f["used"], f["alive"], f["ns"] == NS["window"], content(f["kind"]))))
+            out.append(z3.Implies(z3.And(is_["edit"], _selected(a.target, g)),
+                                  z3.And(f["used"], f["alive"], f["ns"] == NS["window"], _content(f["kind"]))))
             for name in ("read", "pin", "unpin"):
                 guard = [f["used"], f["alive"]]
                 if name != "read":
                     guard.append(f["pinned"] == (name == "unpin"))
-                    if dep.pins == "host":
-                        guard.append(content(f["kind"]))
-                out.append(z3.Implies(z3.And(is_[name], selected(a.ghost, g)), z3.And(guard)))
-            out.append(z3.Implies(z3.And(is_["undo"], selected(a.ghost, g)),
+                    if self.dep.pins == "host":
+                        guard.append(_content(f["kind"]))
+                out.append(z3.Implies(z3.And(is_[name], _selected(a.ghost, g)), z3.And(guard)))
+            out.append(z3.Implies(z3.And(is_["undo"], _selected(a.ghost, g)),
                                   z3.And(self_is_record(f), z3.Not(f["undone"]))))
-            out.append(z3.Implies(z3.And(is_["undo"], selected(a.restore, g)), z3.And(f["used"], content(f["kind"]))))
-        # Which undo reverts: the ghost's own record when present and fresh enough; any other edit freely.
-        reverted = {g: z3.And(is_["undo"], selected(a.ghost, g), sp[g]["alive"],
-                              a.fresh if dep.undo == "versioned" else z3.BoolVal(True)) for g in GHOSTS}
-        any_revert = z3.Or(reverted["r"], reverted["q"], z3.And(is_["undo"], a.ghost == G_OTHER))
-        target_tokens = z3.If(a.target == G_R, sp["r"]["tokens"], z3.If(a.target == G_Q, sp["q"]["tokens"],
-                                                                          a.other_tokens))
+            out.append(z3.Implies(z3.And(is_["undo"], _selected(a.restore, g)), z3.And(f["used"], _content(f["kind"]))))
+        return out
+
+    def _ghost_update(self, s: PairState, a: PairAction, t: PairState, g: str, is_: dict, now, out: list,
+                      undo: tuple, target_tokens):
+        """Ghost g's fields after the step, as equations into out; returns the term "the compaction removes g's
+        record" (used for r)."""
+        dep, f, n = self.dep, s.span[g], t.span[g]
+        reverted, any_revert = undo
+        appended = z3.And(is_["append"], _selected(a.ghost, g))
+        record_here = z3.And(is_["edit"], a.alloc == (A_REC_R if g == "r" else A_REC_Q))
+        rationale_here = z3.And(is_["edit"], a.alloc == A_REC_R) if g == "q" else \
+            z3.And(is_["edit"], a.alloc == A_RAT_R)
+        born = z3.Or(appended, record_here, rationale_here)
+        edited_here = z3.And(is_["edit"], _selected(a.target, g))
+        read_here = z3.And(is_["read"], _selected(a.ghost, g))
+        restored = z3.And(any_revert, _selected(a.restore, g))
+        candidate = self.candidate(s, g, a)
         ranked = self.policy.rank is not None and self.policy.budget is not None
-        removes_record_r = None
-        for g in GHOSTS:
-            f, n = sp[g], t.span[g]
-            appended = z3.And(is_["append"], selected(a.ghost, g))
-            record_here = z3.And(is_["edit"], a.alloc == (A_REC_R if g == "r" else A_REC_Q))
-            rationale_here = z3.And(is_["edit"], a.alloc == A_REC_R) if g == "q" else \
-                z3.And(is_["edit"], a.alloc == A_RAT_R)
-            born = z3.Or(appended, record_here, rationale_here)
-            edited_here = z3.And(is_["edit"], selected(a.target, g))
-            read_here = z3.And(is_["read"], selected(a.ghost, g))
-            restored = z3.And(any_revert, selected(a.restore, g))
-            candidate = self.candidate(s, g, a)
-            evicted = z3.And(candidate, a.chosen[g]) if ranked else candidate
-            # The host may impose any budget at any compaction, so truncation is a free choice with or without a
-            # policy budget.
-            truncated = z3.And(f["alive"], f["ns"] == NS["window"], z3.Not(evicted), a.truncate[g])
-            gone = z3.And(is_["compact"], z3.Or(evicted, truncated))
-            if g == "r":
-                removes_record_r = z3.And(is_["compact"], self_is_record(f), f["alive"], z3.Or(evicted, truncated))
+        evicted = z3.And(candidate, a.chosen[g]) if ranked else candidate
+        # The host may impose any budget at any compaction, so truncation is a free choice with or without a
+        # policy budget.
+        truncated = z3.And(f["alive"], f["ns"] == NS["window"], z3.Not(evicted), a.truncate[g])
+        gone = z3.And(is_["compact"], z3.Or(evicted, truncated))
+        removes_record = z3.And(is_["compact"], self_is_record(f), f["alive"], z3.Or(evicted, truncated)) \
+            if g == "r" else None
 
-            def becomes(name, *cases):
-                value = f[name]
-                for cond, new in reversed(cases):
-                    value = z3.If(cond, new, value)
-                out.append(n[name] == value)
+        def becomes(name, *cases):
+            value = f[name]
+            for cond, new in reversed(cases):
+                value = z3.If(cond, new, value)
+            out.append(n[name] == value)
 
-            becomes("used", (born, True))
-            becomes("alive", (born, True), (restored, True), (gone, False))
-            becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
-                    (edited_here, z3.If(a.destroy, K["diff"], K["summary"])), (restored, a.prior_kind))
-            becomes("ns", (appended, NS["window"]), (record_here, record_ns), (rationale_here, rationale_ns))
-            becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, target_tokens, 1)),
-                    (rationale_here, 1))
-            becomes("created", (born, now))
-            becomes("last_read", (born, now), (read_here, now))
-            becomes("reads", (born, 0), (read_here, f["reads"] + 1))
-            becomes("pinned", (appended, False), (z3.Or(record_here, rationale_here), host),
-                    (z3.And(is_["pin"], selected(a.ghost, g)), True), (z3.And(is_["unpin"], selected(a.ghost, g)), False))
-            becomes("edited", (born, False), (edited_here, True), (restored, a.prior_edited))
-            becomes("version", (born, 0), (edited_here, f["version"] + 1), (restored, f["version"] + 1))
-            becomes("undone", (born, False), (reverted[g], True))
-        return PairStep(out, reverted["r"], a.fresh, removes_record_r)
+        becomes("used", (born, True))
+        becomes("alive", (born, True), (restored, True), (gone, False))
+        becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
+                (edited_here, z3.If(a.destroy, K["diff"], K["summary"])), (restored, a.prior_kind))
+        becomes("ns", (appended, NS["window"]),
+                (record_here, NS["undo"] if dep.records == "undo_region" else NS["window"]),
+                (rationale_here, NS["log"] if dep.rationale == "decision_log" else NS["window"]))
+        becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, target_tokens, 1)),
+                (rationale_here, 1))
+        becomes("created", (born, now))
+        becomes("last_read", (born, now), (read_here, now))
+        becomes("reads", (born, 0), (read_here, f["reads"] + 1))
+        becomes("pinned", (appended, False), (z3.Or(record_here, rationale_here), z3.BoolVal(dep.pins == "host")),
+                (z3.And(is_["pin"], _selected(a.ghost, g)), True), (z3.And(is_["unpin"], _selected(a.ghost, g)), False))
+        becomes("edited", (born, False), (edited_here, True), (restored, a.prior_edited))
+        becomes("version", (born, 0), (edited_here, f["version"] + 1), (restored, f["version"] + 1))
+        becomes("undone", (born, False), (reverted, True))
+        return removes_record
+
+
+def _content(kind):
+    return z3.Or([kind == c for c in CONTENT])
+
+
+def _selected(choice, g: str):
+    return choice == {"r": G_R, "q": G_Q}[g]
 
 
 def covered_tokens(s: PairState):
