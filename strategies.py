@@ -10,8 +10,9 @@ from typing import Optional, Union
 
 from hypothesis import strategies as st
 
+from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.language.loader import parse_policy_text
-from prunecheck.checker.language.printer import policy_python, policy_yaml, to_text
+from prunecheck.checker.language.printer import policy_python, policy_yaml
 from prunecheck.spec.policy import (
     BOOL,
     BOOL_OPS,
@@ -311,17 +312,8 @@ def policies(
 
 
 def policy_json(policy: Policy) -> str:
-    """A complete JSON policy file for policy (the expressions as mini-language strings)."""
-    doc = {"name": policy.name}
-    if policy.description:
-        doc["description"] = policy.description
-    doc["evict"] = to_text(policy.evict)
-    if policy.rank is not None:
-        doc["rank"] = to_text(policy.rank)
-    if policy.budget is not None:
-        doc["budget"] = int(policy.budget)
-    doc["deployment"] = policy.deployment.as_dict()
-    return json.dumps(doc, indent=2) + "\n"
+    """A complete JSON policy file for policy: its canonical document (the expressions as mini-language strings)."""
+    return json.dumps(policy_document(policy), indent=2) + "\n"
 
 
 _PRINTERS = {"yaml": policy_yaml, "python": policy_python, "json": policy_json}

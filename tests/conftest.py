@@ -1,10 +1,11 @@
-"""Shared fixtures and hypothesis profiles for the test suite."""
+"""Shared constants, hypothesis profiles and the unit tier of the test suite."""
 
 import contextlib
 import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,3 +56,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # tests/data/golden holds generated pytest modules as data (tests/golden.py): compared as text, never collected.
 collect_ignore = ["data"]
+
+# The unit tier, `pytest -m unit` (the edit-test loop, under a minute with -n 2): whole modules that run no
+# long solver search. A slow-marked test in them stays out, since `-m unit` replaces addopts' `-m 'not slow'`.
+UNIT_MODULES = frozenset({
+    "test_accept", "test_api", "test_graph_picture", "test_help", "test_hostile", "test_html_locations",
+    "test_itf_py", "test_layers", "test_limits", "test_output_paths", "test_parser", "test_policy_schema",
+    "test_pyform_arith", "test_python_scripts", "test_replay_policy", "test_runtime", "test_sarif",
+    "test_schema_command", "test_stats", "test_suite", "test_trace_locations", "test_unknowns",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.stem in UNIT_MODULES and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.unit)

@@ -29,13 +29,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples" / "policies"
+from conftest import CLI_BOUNDS as BOUNDS, EXAMPLES, HANG_GUARD, ROOT  # rlimit decides; the time is a hang guard
+
 GOLDEN = ROOT / "tests" / "data" / "golden"
 DEPTH, SPANS = 6, 3
-# The tests' bounds (tests/conftest.py CLI_BOUNDS): rlimit decides, the time limit is a hang guard only.
-BOUNDS = ["--timeout", "3600", "--rlimit", "100000000"]
-HANG_GUARD = 600
 POLICY_SUFFIXES = (".yaml", ".yml", ".json", ".py")
 # Each policy's outputs go to out/NAME/ in the scratch directory (NAME/ in the golden one): report.json (stdout) and
 # these folders for --out, --python and --emit-pytest.

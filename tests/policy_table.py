@@ -1,10 +1,8 @@
 """The table of example policies with expected verdicts that every engine is run against."""
 
-from pathlib import Path
-
 from prunecheck.checker.language.loader import expected_verdicts
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "policies"
+from conftest import EXAMPLES
 
 INLINE = {
     # A policy whose C1 violation lies beyond the default depth: it may never be reported `holds` (its C2 violation,

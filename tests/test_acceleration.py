@@ -38,8 +38,7 @@ from prunecheck.spec.runtime import (
 )
 from prunecheck.strategies import policies, traces
 
-from test_model import POLICIES, _pin, deployments
-from test_model import _policy as _model_policy
+from support import POLICIES, deployments, model_policy, pin_action
 
 N = 5
 # Bounded by z3's resource count; the hour is a safety net a loaded machine never reaches.
@@ -58,7 +57,7 @@ WINDOW = Deployment(records="window", pins="self")
 
 
 def _policy(text, deployment=Deployment()):
-    return _model_policy(text, deployment)
+    return model_policy(text, deployment)
 
 
 @st.composite
@@ -206,7 +205,7 @@ TestAccelerationMachine = AccelerationMachine.TestCase
 
 @st.composite
 def runs(draw, max_steps=7):
-    """Like test_model.runs, with reads and audits repeated once, a few times, or many times."""
+    """Like support.runs, with reads and audits repeated once, a few times, or many times."""
     policy = _policy(draw(st.sampled_from(POLICIES + CLOCKED)), draw(deployments))
     state, actions = State(), []
     for _ in range(draw(st.integers(1, max_steps))):
@@ -232,7 +231,7 @@ def _unrolled(policy, actions, with_lemmas, pin_times=True):
         states.append(model.state(k))
         steps.append(model.encode_step(states[k - 1], syms[-1], states[k]))
         solver.add(steps[-1].constraints)
-        solver.add(_pin(model, syms[-1], action) + ([syms[-1].times == steps_of(action)] if pin_times else []))
+        solver.add(pin_action(model, syms[-1], action) + ([syms[-1].times == steps_of(action)] if pin_times else []))
         if invariant is not None:
             solver.add(lemma_terms(model, states[k], invariant))
     return model, solver, states, syms, steps

@@ -1,5 +1,7 @@
 """The stable Python API: `prunecheck.check` and friends return the same typed results the command line prints."""
 
+import ast
+import re
 import subprocess
 import sys
 
@@ -9,7 +11,7 @@ import prunecheck
 from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.render import report_json
 
-from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HANG_GUARD
+from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HANG_GUARD, ROOT
 
 SEED = EXAMPLES / "seed_flawed.yaml"
 
@@ -67,3 +69,50 @@ def test_unknown_names_are_attribute_errors():
     with pytest.raises(AttributeError):
         prunecheck.no_such_thing  # noqa: B018
     assert set(prunecheck.__all__) >= {"check", "Verdict", "Report", "explain", "repair", "diff", "check_many"}
+
+
+STABLE_API = [
+    "ActionRefused", "Append", "Audit", "CONDITIONS", "Compact", "Deployment", "DeploymentOverride", "Edit", "Pin",
+    "Policy", "PolicySyntaxError", "PrunecheckError", "Read", "Report", "Result", "Trace", "Undo", "Unpin", "Verdict",
+    "__version__", "check", "check_explicit", "check_many", "diff", "explain", "load_policy", "parse_policy", "repair",
+    "replay",
+]
+
+
+def _readme_api_section() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("The Python API is stable and typed")
+    return text[start:text.index("\n### ", start)]
+
+
+def test_the_root_package_exports_exactly_the_stable_api_each_documented_in_the_readme():
+    assert prunecheck.__all__ == STABLE_API
+    section = _readme_api_section()
+    for name in STABLE_API:
+        assert getattr(prunecheck, name) is not None  # what `from prunecheck import NAME` resolves
+        assert re.search(rf"`(prunecheck\.)?{re.escape(name)}[`(]", section), f"README API section lacks {name}"
+
+
+def _prunecheck_imports(text: str) -> set:
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def test_generated_pytest_modules_and_scripts_import_only_the_public_api(tmp_path):
+    from prunecheck.checker.outputs.emit import write_pytest_files
+    from prunecheck.checker.outputs.scripts import write_scripts
+
+    policy = prunecheck.load_policy(SEED)
+    report = prunecheck.check(policy, depth=4, spans=3, only=["C2"], prove=False, **BOUNDS)
+    written = write_pytest_files(policy, report, tmp_path / "emitted") + write_scripts(policy, report, tmp_path / "py")
+    assert len(written) == 2
+    public = {"prunecheck", *(f"prunecheck.{name}" for name in STABLE_API)}
+    for path in written:
+        imports = _prunecheck_imports(path.read_text(encoding="utf-8"))
+        assert {name for name in imports if name.split(".")[0] == "prunecheck"} <= public, path.name
+        assert {name.split(".")[0] for name in imports} <= {"pathlib", "pytest", "sys", "prunecheck"}, path.name

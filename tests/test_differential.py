@@ -16,7 +16,7 @@ from prunecheck.spec.policy import Deployment
 from prunecheck.strategies import policies
 
 from conftest import BOUNDS, HOUR
-from test_model import POLICIES, _policy, deployments
+from support import POLICIES, deployments, model_policy
 
 # Bounded by depth, span slots, explored states and z3's rlimit, never by the clock.
 DEPTH, SPANS, STATES, RLIMIT = 4, 4, 30_000, 200_000_000
@@ -39,7 +39,7 @@ LEAKY = (Deployment(records="window"), Deployment(rationale="window"),
 
 def large(template: str, c: int, deployment: Deployment):
     text = template.format(c=c, r=f"{1 / c:.7f}".rstrip("0"), h=c // 2, b=min(10**5, 10 * c))
-    return _policy(text, deployment)
+    return model_policy(text, deployment)
 
 
 def _summary(results):
@@ -81,7 +81,7 @@ def agree_unrestricted(policy, depth, states=STATES):
 @settings(max_examples=40)
 @given(st.sampled_from(POLICIES), deployments)
 def test_engines_agree_on_table_policies(text, deployment):
-    agree(_policy(text, deployment))
+    agree(model_policy(text, deployment))
 
 
 @settings(max_examples=60)
@@ -99,7 +99,7 @@ def test_engines_agree_on_many_generated_policies_over_all_their_derived_domains
 
 def test_engines_agree_and_find_violations_on_the_seed_policy():
     seed = Deployment(records="window", pins="self", audit="policy")
-    summary = agree(_policy("evict: not pinned and recency * frequency < 0.25", seed))
+    summary = agree(model_policy("evict: not pinned and recency * frequency < 0.25", seed))
     assert summary["C1"] == (Verdict.VIOLATED, 2) and summary["C2"] == (Verdict.VIOLATED, 3)
 
 
@@ -129,7 +129,7 @@ def test_nothing_proved_safe_is_found_violated(template, c):
 
 
 def test_domains_come_from_the_policys_constants_and_overrides_replace_them():
-    policy = _policy("evict: age > 1000 or recency < 0.001 or frequency == 0.84 or tokens > 50\nbudget: 100000",
+    policy = model_policy("evict: age > 1000 or recency < 0.001 or frequency == 0.84 or tokens > 50\nbudget: 100000",
                      Deployment())
     domains = domains_for(policy)
     assert domains.tokens == tuple(sorted({*DEFAULT_TOKENS, 49, 50, 51, 99999, 100000, 100001}))
@@ -143,18 +143,18 @@ def test_domains_come_from_the_policys_constants_and_overrides_replace_them():
     given_ = domains_for(policy, tokens=(5,), repeats=(7, 8))
     assert (given_.tokens, given_.repeats) == ((5,), (7, 8))
     assert given_.describe().count("(given)") == 2
-    assert domains_for(_policy("evict: age > 12.5", Deployment())).repeats == (1, 12, 13)
+    assert domains_for(model_policy("evict: age > 12.5", Deployment())).repeats == (1, 12, 13)
     # the clock is absolute: `step == 1000` after two single steps needs audit(times=998), a clock target
-    clock = domains_for(_policy("evict: step == 1000", Deployment()))
+    clock = domains_for(model_policy("evict: step == 1000", Deployment()))
     assert (clock.repeats, clock.clock_targets) == ((1,), (999, 1000, 1001))
-    assert domains_for(_policy("evict: step == 1000", Deployment()), repeats=(1,)).clock_targets == ()
+    assert domains_for(model_policy("evict: step == 1000", Deployment()), repeats=(1,)).clock_targets == ()
 
 
 def test_a_restricted_model_has_its_own_step_template():
     from prunecheck.symbolic.model import Model
     from prunecheck.symbolic.template import step_template
 
-    policy = _policy("evict: age > 13", Deployment(records="window"))
+    policy = model_policy("evict: age > 13", Deployment(records="window"))
     free = step_template(Model(policy, 3, accelerate=True))
     restricted = step_template(Model(policy, 3, accelerate=True, repeat_domain=(1, 14)))
     targeted = step_template(Model(policy, 3, accelerate=True, repeat_domain=(1,), clock_targets=(14,)))

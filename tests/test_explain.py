@@ -16,7 +16,7 @@ from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.emit import write_pytest_files
 from prunecheck.checker.findings.explain import deciding_atoms, explain
 from prunecheck.checker.language.loader import expected_verdicts, load_policy, parse_policy_text
-from prunecheck.checker.engines.minimize import _milder_budget, minimize, violation_prefix, without_step
+from prunecheck.checker.engines.minimize import milder_budget, minimize, violation_prefix, without_step
 from prunecheck.checker.engines.replay import confirm, first_violation, replay
 from prunecheck.checker.result import Verdict
 from prunecheck.checker.engines.variants import distinct_counterexamples
@@ -240,9 +240,9 @@ def test_a_host_budget_is_raised_to_the_largest_that_still_violates():
     policy = load_policy(EXAMPLES / "kind_excludes_records.json")
     actions = (Append("message", 1), Edit(0, "destroy"), Append("message", 5), Compact(1))
     # window: #0 1, record 1, rationale 1, #3 5 tokens: the record goes with the oldest two at any budget up to 6
-    assert _milder_budget(policy, actions, 3, "C2", 6)[-1] == Compact(6)
+    assert milder_budget(policy, actions, 3, "C2", 6)[-1] == Compact(6)
     assert violation_prefix(policy, actions[:3] + (Compact(7),), "C2", 6) is None
-    assert _milder_budget(policy, actions[:3] + (Compact(),), 3, "C2", 6)[-1] == Compact()
+    assert milder_budget(policy, actions[:3] + (Compact(),), 3, "C2", 6)[-1] == Compact()
 
 
 def test_a_truncation_at_a_host_budget_is_explained_by_that_budget():

@@ -26,9 +26,7 @@ from prunecheck.spec.runtime import action_text
 from prunecheck.checker.engines.replay import replay
 from prunecheck.spec.runtime import Append, Compact, Edit, Undo
 
-from conftest import BOUNDS, CLI_BOUNDS, HANG_GUARD
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "policies"
+from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HANG_GUARD
 SEED = EXAMPLES / "seed_flawed.yaml"
 DOT = shutil.which("dot")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -33,9 +33,8 @@ from prunecheck.cli import main
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Policy
 
-from conftest import HANG_GUARD, PARSE_CALLS, counted_calls
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "policies"
+from conftest import EXAMPLES, HANG_GUARD, PARSE_CALLS, counted_calls
+from support import at
 MASKED = "policy is nested too deeply or is too large"  # the loader's last-resort text for RecursionError
 # Names that cannot exist on disk: CPython re-opens the filename of a Python SyntaxError to show the line.
 NOWHERE = "<hostile>/policy"
@@ -176,12 +175,6 @@ def refusal(data, filename: str) -> PolicySyntaxError:
     result = verdict(data, filename)
     assert isinstance(result, PolicySyntaxError), f"accepted: {_shown(data)}"
     return result
-
-
-def at(err: PolicySyntaxError, line: int, col: int, *words: str) -> None:
-    assert (err.line, err.col) == (line, col), str(err)
-    for word in words:
-        assert word in err.message, str(err)
 
 
 # --------------------------------------------------------------------------- structured mutation (hypothesis)

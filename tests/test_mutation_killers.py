@@ -31,7 +31,7 @@ from prunecheck.spec.runtime import Append, Audit, Compact, Edit, State, Undo, s
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac
 
 from conftest import BOUNDS, EXAMPLES, HOUR, RLIMIT
-from test_model import _agree, _policy  # the model-against-runtime check of every state and condition
+from support import agree, model_policy  # the model-against-runtime check of every state and condition
 
 EXPRESSIONS = [
     "abs(tokens - 5) > 2",
@@ -194,7 +194,7 @@ WINDOW_RECORDS = Deployment(records="window", pins="self")
     ("kind in ['record', 'rationale']", (Append("message", 1), Edit(0, "destroy"), Compact(), Audit())),
 ])
 def test_model_and_runtime_agree_after_records_die(evict, actions):
-    _agree(_policy(f"evict: {evict}", WINDOW_RECORDS), actions, with_lemmas=False)
+    agree(model_policy(f"evict: {evict}", WINDOW_RECORDS), actions, with_lemmas=False)
 
 
 def test_a_witness_searched_under_assumptions_is_replayed_too(monkeypatch):
@@ -207,7 +207,7 @@ def test_a_witness_searched_under_assumptions_is_replayed_too(monkeypatch):
 
 
 def test_a_counterexample_is_confirmed_only_if_it_violates_exactly_at_its_end():
-    policy = _policy("evict: kind == 'record'", WINDOW_RECORDS)
+    policy = model_policy("evict: kind == 'record'", WINDOW_RECORDS)
     violating = (Append("message", 1), Edit(0, "destroy"))
     assert len(confirm(policy, violating, "C1", 5)) == 2
     with pytest.raises(ReplayMismatch):

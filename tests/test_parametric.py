@@ -10,7 +10,7 @@ from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, PairAction,
 from prunecheck.spec.runtime import REVERSIBLE, State, is_candidate, status, step
 from prunecheck.symbolic.terms import ENUM_CODES
 
-from test_model import TARGETED, _policy, runs
+from support import TARGETED, model_policy, runs
 
 
 def _span_values(state: State, i: int) -> dict:
@@ -98,4 +98,4 @@ def test_every_run_projects_onto_every_pair(run):
 
 def test_targeted_runs_project_onto_every_pair():
     for text, deployment, actions in TARGETED:
-        _check_projection(_policy(text, deployment), actions)
+        _check_projection(model_policy(text, deployment), actions)

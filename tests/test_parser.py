@@ -42,6 +42,7 @@ from prunecheck.spec.policy import (
 )
 
 from conftest import PARSE_CALLS, counted_calls
+from support import at
 
 YAML_POLICY = """\
 name: keep-recent
@@ -96,12 +97,6 @@ def refused(text, filename="p.yaml") -> PolicySyntaxError:
     with pytest.raises(PolicySyntaxError) as info:
         parse_policy_text(text, filename)
     return info.value
-
-
-def at(err: PolicySyntaxError, line: int, col: int, *words: str) -> None:
-    assert (err.line, err.col) == (line, col), str(err)
-    for word in words:
-        assert word in err.message, str(err)
 
 
 def py(body: str) -> str:

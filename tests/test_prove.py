@@ -20,7 +20,7 @@ from prunecheck.spec.conditions import CONDITIONS
 
 from conftest import BOUNDS, CLI_BOUNDS, HOUR, RLIMIT
 from policy_table import EXAMPLES, example_table
-from test_model import POLICIES, _policy, deployments
+from support import POLICIES, deployments, model_policy
 
 ROWS = example_table()
 
@@ -53,7 +53,7 @@ def test_check_combines_both_engines(name, path, text, expected):
 @settings(max_examples=30)
 @given(st.sampled_from(POLICIES), deployments, st.sampled_from(CONDITIONS))
 def test_no_condition_is_both_proved_and_refuted(text, deployment, condition):
-    policy = _policy(text, deployment)
+    policy = model_policy(text, deployment)
     proof = _prove(policy, condition)
     (bounded,) = check_bounded(policy, depth=7, spans=5, conditions=[condition], **BOUNDS)
     assert not (proof.verdict == Verdict.HOLDS and bounded.verdict == Verdict.VIOLATED), \

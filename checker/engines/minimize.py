@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence
 
 from prunecheck.spec.policy import CONTENT_KINDS, Policy
 from prunecheck.spec.runtime import (
@@ -13,15 +13,6 @@ from prunecheck.spec.runtime import (
 from prunecheck.checker.engines.replay import first_violation
 
 MAX_TOKEN_TRIES = 64
-
-
-def created_spans(action, state: State) -> Tuple[int, ...]:
-    """Ids of the spans an action adds when applied in `state` (ids are creation order)."""
-    if isinstance(action, Append):
-        return (len(state.spans),)
-    if isinstance(action, Edit):
-        return (len(state.spans), len(state.spans) + 1)
-    return ()
 
 
 def _referenced(action) -> Optional[int]:
@@ -115,7 +106,7 @@ def _fewer(policy, actions: tuple, index: int, condition: str, max_spans) -> tup
     return best
 
 
-def _milder_budget(policy, actions: tuple, index: int, condition: str, max_spans) -> tuple:
+def milder_budget(policy, actions: tuple, index: int, condition: str, max_spans) -> tuple:
     """A host budget as mild as the violation allows: none if possible, else the largest that still violates (the
     top of the least truncating budget interval; each probe replayed)."""
     action = actions[index]
@@ -153,7 +144,7 @@ def minimize(policy: Policy, actions: Sequence, condition: str, max_spans: Optio
                 current, changed = shorter, True
     for index in range(len(current)):
         current = _fewer(policy, current, index, condition, max_spans)
-        current = _milder_budget(policy, current, index, condition, max_spans)
+        current = milder_budget(policy, current, index, condition, max_spans)
         for field, values in _simpler_choices(current[index]):
             for value in values:
                 simpler = replace(current[index], **{field: value})

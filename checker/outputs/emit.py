@@ -1,4 +1,4 @@
-"""Counterexamples as pytest modules: named runtime actions, the violation asserted, a regression test once fixed."""
+"""Counterexamples as pytest modules on the public API: named actions, the violation asserted, a regression test."""
 
 from __future__ import annotations
 
@@ -56,10 +56,8 @@ import pathlib
 
 import pytest
 
-from prunecheck.checker.language.loader import load_policy, parse_policy_text
-from prunecheck.spec.conditions import violations
-from prunecheck.spec.policy import DeploymentOverride
-from prunecheck.spec.runtime import ActionRefused, State, step{"".join(", " + n for n in names)}
+from prunecheck import ActionRefused, DeploymentOverride, load_policy, parse_policy, replay
+from prunecheck import {", ".join(names)}
 
 CONDITION = {condition!r}
 MAX_SPANS = {trace.spans}
@@ -76,16 +74,11 @@ def steps():
 
 def violated_at_each_step(policy):
     """The set of conditions each step violates on the reference runtime."""
-    state, out = State(), []
-    for action in steps():
-        transition = step(policy, state, action, MAX_SPANS)
-        out.append(violations(policy, transition))
-        state = transition.after
-    return out
+    return replay(policy, steps(), spans=MAX_SPANS)
 
 
 def test_recorded_policy_violates_{low}():
-    found = violated_at_each_step(parse_policy_text(RECORDED_POLICY, "recorded-policy.json"))
+    found = violated_at_each_step(parse_policy(RECORDED_POLICY, "recorded-policy.json"))
     assert all(CONDITION not in f for f in found[:-1]), "the violation should come at the last step"
     assert CONDITION in found[-1]
 

@@ -14,10 +14,8 @@ import pathlib
 
 import pytest
 
-from prunecheck.checker.language.loader import load_policy, parse_policy_text
-from prunecheck.spec.conditions import violations
-from prunecheck.spec.policy import DeploymentOverride
-from prunecheck.spec.runtime import ActionRefused, State, step, Append, Compact, Edit
+from prunecheck import ActionRefused, DeploymentOverride, load_policy, parse_policy, replay
+from prunecheck import Append, Compact, Edit
 
 CONDITION = 'C2'
 MAX_SPANS = 3
@@ -36,16 +34,11 @@ def steps():
 
 def violated_at_each_step(policy):
     """The set of conditions each step violates on the reference runtime."""
-    state, out = State(), []
-    for action in steps():
-        transition = step(policy, state, action, MAX_SPANS)
-        out.append(violations(policy, transition))
-        state = transition.after
-    return out
+    return replay(policy, steps(), spans=MAX_SPANS)
 
 
 def test_recorded_policy_violates_c2():
-    found = violated_at_each_step(parse_policy_text(RECORDED_POLICY, "recorded-policy.json"))
+    found = violated_at_each_step(parse_policy(RECORDED_POLICY, "recorded-policy.json"))
     assert all(CONDITION not in f for f in found[:-1]), "the violation should come at the last step"
     assert CONDITION in found[-1]
 
