@@ -109,7 +109,8 @@ def test_generated_pytest_modules_and_scripts_import_only_the_public_api(tmp_pat
 
     policy = prunecheck.load_policy(SEED)
     report = prunecheck.check(policy, depth=4, spans=3, only=["C2"], prove=False, **BOUNDS)
-    written = write_pytest_files(policy, report, tmp_path / "emitted") + write_scripts(policy, report, tmp_path / "py")
+    findings = findings_of(policy, report)
+    written = write_pytest_files(findings, tmp_path / "emitted") + write_scripts(findings, tmp_path / "py")
     assert len(written) == 2
     public = {"prunecheck", *(f"prunecheck.{name}" for name in STABLE_API)}
     for path in written:
