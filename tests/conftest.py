@@ -63,7 +63,8 @@ UNIT_MODULES = frozenset({
     "test_accept", "test_api", "test_graph_picture", "test_help", "test_hostile", "test_html_locations",
     "test_itf_py", "test_layers", "test_limits", "test_output_paths", "test_parser", "test_policy_schema",
     "test_pyform_arith", "test_python_scripts", "test_replay_policy", "test_runtime", "test_sarif",
-    "test_schema_command", "test_stats", "test_suite", "test_trace_locations", "test_unknowns",
+    "test_schema_command", "test_stats", "test_suite", "test_trace_locations", "test_unknowns", "test_conditions",
+    "test_walker", "test_findings",
 })
 
 
