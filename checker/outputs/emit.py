@@ -16,6 +16,61 @@ from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.findings.finding import Finding, Findings
 
 
+# The generated module; `{{` and `}}` are braces in it.
+MODULE_TEMPLATE = '''"""prunecheck {version}: {condition} counterexample ({length}) for policy {name!r}.
+
+{condition}: {description}.
+Why: {cause}.
+
+test_recorded_policy_violates_{low} replays the steps on the policy as it was checked (embedded below) and asserts
+the violation at the last step, so the finding stays reproducible. test_policy_file_keeps_{low} runs the same steps
+against the policy file as it is now, with the deployment keys DEPLOYMENT_OVERRIDE set as they were when it was
+checked: it fails while the policy is unsafe and passes once it is fixed, and then guards against a regression (it
+is skipped if the current policy refuses one of the steps).
+"""
+
+import pathlib
+
+import pytest
+
+from prunecheck import ActionRefused, DeploymentOverride, load_policy, parse_policy, replay
+from prunecheck import {names}
+
+CONDITION = {condition!r}
+MAX_SPANS = {spans}
+POLICY_FILE = {policy_file}
+RECORDED_POLICY = {recorded!r}
+DEPLOYMENT_OVERRIDE = {override!r}
+
+
+def steps():
+    return [
+{steps}
+    ]
+
+
+def violated_at_each_step(policy):
+    """The set of conditions each step violates on the reference runtime."""
+    return replay(policy, steps(), spans=MAX_SPANS)
+
+
+def test_recorded_policy_violates_{low}():
+    found = violated_at_each_step(parse_policy(RECORDED_POLICY, "recorded-policy.json"))
+    assert all(CONDITION not in f for f in found[:-1]), "the violation should come at the last step"
+    assert CONDITION in found[-1]
+
+
+@pytest.mark.skipif(POLICY_FILE is None or not POLICY_FILE.is_file(), reason="the policy file is not available")
+def test_policy_file_keeps_{low}():
+    policy = load_policy(POLICY_FILE, DeploymentOverride.of(DEPLOYMENT_OVERRIDE))
+    try:
+        found = violated_at_each_step(policy)
+    except ActionRefused as refused:
+        pytest.skip(f"the current policy makes this run impossible: {{refused}}")
+    assert not any(CONDITION in f for f in found), f"{{CONDITION}} is still violated by {{POLICY_FILE}}"
+'''
+
+
 def _identifier(text: str) -> str:
     out = "".join(ch.lower() if ch.isascii() and ch.isalnum() else "_" for ch in text).strip("_")
     return ("p_" + out if out[:1].isdigit() else out)[:60] or "policy"
@@ -40,58 +95,10 @@ def pytest_module(policy: Policy, finding: Finding, test_dir: Path) -> str:
     override = {key: getattr(policy.deployment, key) for key in policy.overridden}
     low = condition.lower()
     cause = explanation.cause.summary.replace('"""', "'''")
-    return f'''"""prunecheck {__version__}: {condition} counterexample ({trace.length()}) for policy {policy.name!r}.
-
-{condition}: {DESCRIPTIONS[condition]}.
-Why: {cause}.
-
-test_recorded_policy_violates_{low} replays the steps on the policy as it was checked (embedded below) and asserts
-the violation at the last step, so the finding stays reproducible. test_policy_file_keeps_{low} runs the same steps
-against the policy file as it is now, with the deployment keys DEPLOYMENT_OVERRIDE set as they were when it was
-checked: it fails while the policy is unsafe and passes once it is fixed, and then guards against a regression (it
-is skipped if the current policy refuses one of the steps).
-"""
-
-import pathlib
-
-import pytest
-
-from prunecheck import ActionRefused, DeploymentOverride, load_policy, parse_policy, replay
-from prunecheck import {", ".join(names)}
-
-CONDITION = {condition!r}
-MAX_SPANS = {trace.spans}
-POLICY_FILE = {policy_file}
-RECORDED_POLICY = {recorded!r}
-DEPLOYMENT_OVERRIDE = {override!r}
-
-
-def steps():
-    return [
-{chr(10).join(steps)}
-    ]
-
-
-def violated_at_each_step(policy):
-    """The set of conditions each step violates on the reference runtime."""
-    return replay(policy, steps(), spans=MAX_SPANS)
-
-
-def test_recorded_policy_violates_{low}():
-    found = violated_at_each_step(parse_policy(RECORDED_POLICY, "recorded-policy.json"))
-    assert all(CONDITION not in f for f in found[:-1]), "the violation should come at the last step"
-    assert CONDITION in found[-1]
-
-
-@pytest.mark.skipif(POLICY_FILE is None or not POLICY_FILE.is_file(), reason="the policy file is not available")
-def test_policy_file_keeps_{low}():
-    policy = load_policy(POLICY_FILE, DeploymentOverride.of(DEPLOYMENT_OVERRIDE))
-    try:
-        found = violated_at_each_step(policy)
-    except ActionRefused as refused:
-        pytest.skip(f"the current policy makes this run impossible: {{refused}}")
-    assert not any(CONDITION in f for f in found), f"{{CONDITION}} is still violated by {{POLICY_FILE}}"
-'''
+    return MODULE_TEMPLATE.format(
+        version=__version__, condition=condition, length=trace.length(), name=policy.name,
+        description=DESCRIPTIONS[condition], cause=cause, low=low, names=", ".join(names), spans=trace.spans,
+        policy_file=policy_file, recorded=recorded, override=override, steps="\n".join(steps))
 
 
 def write_pytest_files(findings: Findings, out: Path, stem: Optional[str] = None) -> List[Path]:
