@@ -9,6 +9,7 @@ from html import unescape
 import pytest
 
 from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.cli import main
 from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.language.loader import load_policy
@@ -59,7 +60,7 @@ def test_a_file_changed_since_the_check_is_not_shown_as_if_checked(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text((EXAMPLES / "seed_flawed.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     policy = load_policy(path)
-    report = check(policy, depth=2, spans=3, only=("C1",), prove=False, **BOUNDS)
+    report = check(policy, CheckOptions(depth=2, spans=3, only=("C1",), prove=False, **BOUNDS))
     path.write_text("name: other\nevict: pinned\n", encoding="utf-8")
     page = report_html(report, policy)
     assert "no longer parses to the policy checked" in page and 'class="line' not in page

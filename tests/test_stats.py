@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from prunecheck.checker.outputs.cache import ReportFormatError, report_from_json
-from prunecheck.checker.check import check, check_explicit, clear_caches
+from prunecheck.checker.check import check, clear_caches
+from prunecheck.checker.options import CheckOptions, Engine
 from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.render import report_json, report_text, run_text
@@ -23,13 +24,13 @@ DEPTH, SPANS = 5, 3
 def seed():
     policy = load_policy(EXAMPLES / "seed_flawed.yaml")
     clear_caches()  # a proof shared from an earlier check in this process asks no queries
-    return policy, check(policy, depth=DEPTH, spans=SPANS, **BOUNDS)
+    return policy, check(policy, CheckOptions(depth=DEPTH, spans=SPANS, **BOUNDS))
 
 
 @pytest.fixture(scope="module")
 def explicit():
     policy = load_policy(EXAMPLES / "seed_flawed.yaml")
-    return check_explicit(policy, depth=3, spans=SPANS, tokens=[1, 2], repeats=[1])
+    return check(policy, CheckOptions(engine=Engine.EXPLICIT, depth=3, spans=SPANS, tokens=[1, 2], repeats=[1]))
 
 
 def test_every_condition_has_plausible_engine_statistics(seed):
@@ -107,7 +108,8 @@ def test_further_counterexamples_count_in_the_bmc_statistics(seed):
     runs = []
     for count in (1, 2):
         clear_caches()
-        (result,) = check(policy, depth=3, spans=SPANS, only=("C1",), counterexamples=count, **BOUNDS).results
+        options = CheckOptions(depth=3, spans=SPANS, only=("C1",), counterexamples=count, **BOUNDS)
+        (result,) = check(policy, options).results
         runs.append(result.stats.runs)
     assert [run.engine for run in runs[1]] == ["bmc"] and runs[1][0].depth == runs[0][0].depth
     assert runs[1][0].queries > runs[0][0].queries

@@ -25,6 +25,7 @@ from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, Acceptance, BoolLit, Dep
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
 from prunecheck.checker.language.pyform import check_python_arithmetic, parse_python_policy, python_expect
+from prunecheck.checker.options import override_of
 from prunecheck.checker.language.typecheck import MAX_DEPTH, MAX_DIGITS, MAX_FILE_BYTES, check_policy, suggestion
 
 TOP_KEYS = ("name", "description", "evict", "rank", "budget", "deployment", "expect", "accept")
@@ -515,11 +516,7 @@ def _parse(data, filename: str, deployment_override) -> Tuple[Policy, Dict[str, 
 
 def as_override(override, filename: str = "<deployment>") -> Optional[DeploymentOverride]:
     """None, a DeploymentOverride, or a complete Deployment (an override of every key) as a DeploymentOverride."""
-    if override is None or isinstance(override, DeploymentOverride):
-        return override
-    if isinstance(override, Deployment):
-        return DeploymentOverride.whole(override)
-    raise PolicySyntaxError("a deployment override must be a Deployment or a DeploymentOverride", filename, 1, 1)
+    return override_of(override, filename)
 
 
 # --------------------------------------------------------------------------- public API

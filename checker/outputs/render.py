@@ -171,7 +171,7 @@ def report_json(report: Report, policy=None) -> dict:
 
     conditions = {}
     for r in report.results:
-        entry = {"verdict": str(r.verdict), "depth": r.depth, "reason": r.reason, "engine": r.engine,
+        entry = {"verdict": str(r.verdict), "depth": r.depth, "reason": r.reason, "engine": str(r.engine),
                  "seconds": round(r.seconds, 4)}
         if r.trace is not None:
             entry["trace"] = [{"action": a.name, "args": action_args(a)} for a in r.trace.actions]
