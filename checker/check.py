@@ -108,7 +108,7 @@ def _check(policy: Policy, options: CheckOptions, known: dict) -> Report:
 
 
 def _spacer_stats(result: Result) -> Stats:
-    return Stats(tuple(run for run in result.stats.runs if run.engine == "spacer"))
+    return Stats(tuple(run for run in result.stats.runs if run.engine is Method.SPACER))
 
 
 def _decide(policy, c, proofs, bounded, options: CheckOptions, document: tuple) -> Result:
@@ -142,7 +142,7 @@ def with_variants(policy: Policy, report: Report, options: CheckOptions) -> Repo
             started, asked = time.perf_counter(), queries_asked()
             traces, variants = search_counterexamples(policy, r.condition, r.trace, options.counterexamples,
                                                       report.depth, options.timeout, options.rlimit)
-            search = EngineRun("bmc", Outcome.COUNTEREXAMPLE, r.depth, queries_asked() - asked, None,
+            search = EngineRun(Method.BMC, Outcome.COUNTEREXAMPLE, r.depth, queries_asked() - asked, None,
                                time.perf_counter() - started)  # the further counterexamples' queries
             r = replace(r, others=traces[1:], variants=variants, stats=r.stats.then(Stats((search,))))
         results.append(r)

@@ -94,7 +94,7 @@ class EngineRun:
     queries (shared work such as lemma proofs or a joint query counted for every condition it served), the states it
     explored (explicit) and its time."""
 
-    engine: str  # "bmc", "explicit", "induction" or "spacer"
+    engine: Method  # BMC, EXPLICIT, INDUCTION or SPACER
     outcome: Outcome
     depth: Optional[int] = None
     queries: int = 0

@@ -84,6 +84,7 @@ def test_result_engines_are_enums_printed_as_before():
     assert {c: e["engine"] for c, e in printed["conditions"].items()} == {c: e.value for c, e in engines.items()}
     assert Method.INDUCTION_ABSTRACTED.value == "induction, policy abstracted to a free predicate"
     assert all(json.loads(r.certificate)["engine"] == str(r.engine) for r in report.results)
+    assert {run.engine for r in report.results for run in r.stats.runs} <= {Method.BMC, Method.INDUCTION}
 
 
 def test_solver_and_spacer_answers_are_enums():
@@ -96,15 +97,16 @@ def test_solver_and_spacer_answers_are_enums():
 
 
 def _string_compared_statuses(path: Path) -> list:
-    """`x.status == "sat"`-like comparisons: an outcome read as text."""
+    """`x.status == "sat"`- or `x.engine == "spacer"`-like comparisons: an outcome or an engine read as text."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    words = {"sat", "unsat", "unknown", "proved", "refuted", "confirmed", "rejected", "unchecked"}
+    words = {"sat", "unsat", "unknown", "proved", "refuted", "confirmed", "rejected", "unchecked", "bmc", "explicit",
+             "induction", "spacer", "symbolic"}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
             texts = [s.value for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, str)]
-            statuses = [s for s in sides if isinstance(s, ast.Attribute) and s.attr == "status"]
+            statuses = [s for s in sides if isinstance(s, ast.Attribute) and s.attr in ("status", "engine")]
             if statuses and any(t in words for t in texts):
                 found.append(node.lineno)
     return found

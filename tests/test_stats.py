@@ -13,7 +13,7 @@ from prunecheck.checker.options import CheckOptions, Engine
 from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.render import report_json, report_text, run_text
-from prunecheck.checker.result import Outcome, Verdict
+from prunecheck.checker.result import Method, Outcome, Verdict
 
 from conftest import BOUNDS, EXAMPLES, RLIMIT
 
@@ -41,13 +41,13 @@ def test_every_condition_has_plausible_engine_statistics(seed):
         assert r.stats.queries >= 1, r.condition
         for run in r.stats.runs:
             assert run.queries >= 1 and run.seconds >= 0, (r.condition, run)
-            if run.engine == "bmc":
+            if run.engine is Method.BMC:
                 assert 0 <= run.depth <= DEPTH
         if r.verdict == Verdict.VIOLATED:
-            (bmc,) = [run for run in r.stats.runs if run.engine == "bmc"]
+            (bmc,) = [run for run in r.stats.runs if run.engine is Method.BMC]
             assert bmc.outcome is Outcome.COUNTEREXAMPLE and bmc.depth == r.depth
         if r.verdict == Verdict.HOLDS:
-            assert r.stats.runs[-1].outcome is Outcome.PROVED and r.stats.runs[-1].engine in ("induction", "spacer")
+            assert r.stats.runs[-1].outcome is Outcome.PROVED and r.stats.runs[-1].engine in (Method.INDUCTION, Method.SPACER)
     assert report.bounds.rlimit == RLIMIT and report.bounds.timeout == BOUNDS["timeout"]
     assert report.bounds.tokens is None and report.bounds.repeats is None
 
@@ -55,7 +55,7 @@ def test_every_condition_has_plausible_engine_statistics(seed):
 def test_explicit_engine_counts_states_within_its_depth(explicit):
     for r in explicit.results:
         (run,) = r.stats.runs
-        assert run.engine == "explicit" and run.states > 0 and run.depth <= 3
+        assert run.engine is Method.EXPLICIT and run.states > 0 and run.depth <= 3
     assert explicit.bounds.tokens == (1, 2) and explicit.bounds.repeats == (1,)
 
 
@@ -81,7 +81,7 @@ def test_json_stats_carry_the_same_figures(seed):
     for r in report.results:
         runs = doc["stats"]["conditions"][r.condition]
         assert [(x["engine"], x["outcome"], x["depth"], x["queries"]) for x in runs] == \
-            [(run.engine, run.outcome.value, run.depth, run.queries) for run in r.stats.runs]
+            [(str(run.engine), run.outcome.value, run.depth, run.queries) for run in r.stats.runs]
 
 
 def test_cache_reads_stats_back_and_refuses_malformed_ones(seed):
@@ -111,5 +111,5 @@ def test_further_counterexamples_count_in_the_bmc_statistics(seed):
         options = CheckOptions(depth=3, spans=SPANS, only=("C1",), counterexamples=count, **BOUNDS)
         (result,) = check(policy, options).results
         runs.append(result.stats.runs)
-    assert [run.engine for run in runs[1]] == ["bmc"] and runs[1][0].depth == runs[0][0].depth
+    assert [run.engine for run in runs[1]] == [Method.BMC] and runs[1][0].depth == runs[0][0].depth
     assert runs[1][0].queries > runs[0][0].queries

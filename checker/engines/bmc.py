@@ -19,7 +19,7 @@ from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.checker.engines.minimize import minimize
 from prunecheck.checker.engines.replay import confirm, decode_action, decode_state, first_violation
 from prunecheck.checker.options import DEFAULTS
-from prunecheck.checker.result import EngineRun, Outcome, Result, Stats, Stop, Trace, Verdict
+from prunecheck.checker.result import EngineRun, Method, Outcome, Result, Stats, Stop, Trace, Verdict
 from prunecheck.symbolic.solver import Status, new_solver, queries_asked, query
 from prunecheck.checker.engines.unknowns import bound_words, limit_words
 
@@ -144,7 +144,7 @@ class _Unrolling:
 
 
 def _stats(outcome: Outcome, depth: int, queries: int, seconds: float) -> Stats:
-    return Stats((EngineRun("bmc", outcome, depth, queries, None, seconds),))
+    return Stats((EngineRun(Method.BMC, outcome, depth, queries, None, seconds),))
 
 
 def _bad(model: Model, condition: str, states, actions, steps, k: int) -> Optional[z3.BoolRef]:

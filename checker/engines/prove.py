@@ -136,7 +136,7 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
     def stats(outcome: Outcome) -> Stats:
         # The Houdini runs this attempt relied on count for every condition they served.
         queries = queries_asked() - before + sum(attempts.asked[f] for f in used if f in built)
-        return Stats((EngineRun("induction", outcome, None, queries, None, time.perf_counter() - started),))
+        return Stats((EngineRun(Method.INDUCTION, outcome, None, queries, None, time.perf_counter() - started),))
 
     for free_policy in (True, False):
         used.append(free_policy)

@@ -65,7 +65,7 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
 
     def stats(outcome: Outcome) -> Stats:
         queries = spacer_queries + queries_asked() - before  # Spacer's own, then z3's in the certificate re-check
-        return Stats((EngineRun("spacer", outcome, None, queries, None, time.perf_counter() - started),))
+        return Stats((EngineRun(Method.SPACER, outcome, None, queries, None, time.perf_counter() - started),))
 
     reasons, limited = [], False
     for free_policy in (True, False):

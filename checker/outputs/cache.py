@@ -138,11 +138,11 @@ def _stats(condition: str, runs) -> Stats:
     out = []
     for run in runs:
         outcome, seconds = run.get("outcome"), run.get("seconds")
-        _expect(isinstance(run.get("engine"), str) and outcome in {o.value for o in Outcome}
+        _expect(run.get("engine") in {m.value for m in Method} and outcome in {o.value for o in Outcome}
                 and all(run.get(k) is None or _integer(run[k]) for k in ("depth", "states"))
                 and _integer(run.get("queries")) and isinstance(seconds, (int, float))
                 and not isinstance(seconds, bool), f"{condition}: bad stats")
-        out.append(EngineRun(run["engine"], Outcome(outcome), run["depth"], run["queries"], run["states"],
+        out.append(EngineRun(Method(run["engine"]), Outcome(outcome), run["depth"], run["queries"], run["states"],
                              float(seconds)))
     return Stats(tuple(out))
 
