@@ -103,16 +103,17 @@ def check(policy, deployment=None, *, depth: int = None, spans: int = None, only
     return _check(_policy(policy, deployment), options)
 
 
-def check_explicit(policy, deployment=None, *, depth: int = None, spans: int = None, only=None,
-                   time_limit: float = None, tokens=None, repeats=None):
+def check_explicit(policy, depth: int = None, spans: int = None, only=None, time_limit: float = None, tokens=None,
+                   repeats=None):
     """The explicit-state oracle's Report (breadth-first over the reference runtime): the same shape as check's,
-    never `holds`; tokens and repeats, when given, replace the domains derived from the policy's constants."""
+    never `holds`; tokens and repeats, when given, replace the domains derived from the policy's constants. An option
+    left None takes its default, the one prunecheck.CheckOptions() has."""
     from prunecheck.checker.check import check as _check
     from prunecheck.checker.options import Engine, options_with
 
     options = options_with(engine=Engine.EXPLICIT, depth=depth, spans=spans, only=only, timeout=time_limit,
                            tokens=tokens, repeats=repeats)
-    return _check(_policy(policy, deployment), options)
+    return _check(_policy(policy), options)
 
 
 def explain(policy, result):

@@ -51,9 +51,9 @@ def test_the_api_builds_check_options_and_its_defaults_are_theirs(monkeypatch):
     assert asked[0] == CheckOptions()
     assert asked[1] == CheckOptions(depth=3, counterexamples=2, tokens=(2, 1), **BOUNDS)
     assert asked[2] == CheckOptions(engine=Engine.EXPLICIT, timeout=HOUR)
-    defaults = [p.default for f in (prunecheck.check, prunecheck.repair, prunecheck.diff)
-                for p in inspect.signature(f).parameters.values() if p.kind is p.KEYWORD_ONLY
-                and p.name not in ("allow_deployment", "report")]
+    defaults = [p.default for f in (prunecheck.check, prunecheck.check_explicit, prunecheck.repair, prunecheck.diff)
+                for p in list(inspect.signature(f).parameters.values())[1:]
+                if p.name not in ("deployment", "allow_deployment", "report")]
     assert set(defaults) == {None}  # None: CheckOptions' default, written nowhere else
 
 
