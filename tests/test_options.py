@@ -53,7 +53,7 @@ def test_the_api_builds_check_options_and_its_defaults_are_theirs(monkeypatch):
     assert asked[2] == CheckOptions(engine=Engine.EXPLICIT, timeout=HOUR)
     defaults = [p.default for f in (prunecheck.check, prunecheck.check_explicit, prunecheck.repair, prunecheck.diff)
                 for p in list(inspect.signature(f).parameters.values())[1:]
-                if p.name not in ("deployment", "allow_deployment", "report")]
+                if p.name not in ("new", "deployment", "allow_deployment", "report")]
     assert set(defaults) == {None}  # None: CheckOptions' default, written nowhere else
 
 
