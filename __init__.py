@@ -29,14 +29,15 @@ _EXPORTS = {
     "PrunecheckError": ("prunecheck.spec.errors", "PrunecheckError"),
     "PolicySyntaxError": ("prunecheck.spec.errors", "PolicySyntaxError"),
     "load_policy": ("prunecheck.checker.language.loader", "load_policy"),
-    "check_explicit": ("prunecheck.checker.check", "check_explicit"),
+    "CheckOptions": ("prunecheck.checker.options", "CheckOptions"),
+    "Engine": ("prunecheck.checker.options", "Engine"),
     "CONDITIONS": ("prunecheck.spec.conditions", "CONDITIONS"),
     "ActionRefused": ("prunecheck.spec.runtime", "ActionRefused"),
     **{name: ("prunecheck.spec.runtime", name)
        for name in ("Append", "Edit", "Read", "Pin", "Unpin", "Compact", "Undo", "Audit")},
 }
-__all__ = sorted(["check", "parse_policy", "explain", "repair", "diff", "check_many", "replay", "__version__",
-                  *_EXPORTS])
+__all__ = sorted(["check", "check_explicit", "parse_policy", "explain", "repair", "diff", "check_many", "replay",
+                  "__version__", *_EXPORTS])
 
 
 def __getattr__(name):
@@ -51,11 +52,11 @@ def __getattr__(name):
 
 def _deployment(deployment):
     """None, or a DeploymentOverride from a DeploymentOverride, a Deployment (every key) or a dict (its keys only)."""
-    from prunecheck.checker.language.loader import as_override
+    from prunecheck.checker.options import override_of
     from prunecheck.spec.policy import Deployment, DeploymentOverride
 
     if deployment is None or isinstance(deployment, (Deployment, DeploymentOverride)):
-        return as_override(deployment)
+        return override_of(deployment)
     if isinstance(deployment, dict):
         try:
             return DeploymentOverride.of(deployment)
@@ -87,19 +88,32 @@ def parse_policy(text, source: str = "<policy>.yaml", deployment=None):
     return parse_policy_text(text, source, _deployment(deployment))
 
 
-def check(policy, deployment=None, *, depth: int = 12, spans: int = 6, only=None, timeout: float = 30.0,
-          memory_mb: int = 0, prove: bool = True, tokens=None, max_counterexamples: int = 1, repeats=None,
-          rlimit: int = 0):
+def check(policy, deployment=None, *, depth: int = None, spans: int = None, only=None, timeout: float = None,
+          memory_mb: int = None, prove: bool = None, tokens=None, max_counterexamples: int = None, repeats=None,
+          rlimit: int = None):
     """Check a policy (a Policy or a path) under its own deployment with the keys of `deployment` (a dict such as
     {"records": "window"}, a DeploymentOverride, or a complete Deployment) set over it: a Report with one Result
     per condition, `violated` with a replayed trace, `holds` with a cvc5-checked certificate, or
-    `unknown` with the reason."""
+    `unknown` with the reason. An option left None takes its default, the one prunecheck.CheckOptions() has."""
     from prunecheck.checker.check import check as _check
-    from prunecheck.spec.conditions import CONDITIONS
+    from prunecheck.checker.options import options_with
 
-    return _check(_policy(policy, deployment), depth, spans, CONDITIONS if only is None else tuple(only), timeout,
-                  memory_mb, prove, token_domain=tokens, counterexamples=max_counterexamples, repeat_domain=repeats,
-                  rlimit=rlimit)
+    options = options_with(depth=depth, spans=spans, only=only, timeout=timeout, memory_mb=memory_mb, prove=prove,
+                           tokens=tokens, counterexamples=max_counterexamples, repeats=repeats, rlimit=rlimit)
+    return _check(_policy(policy, deployment), options)
+
+
+def check_explicit(policy, depth: int = None, spans: int = None, only=None, time_limit: float = None, tokens=None,
+                   repeats=None):
+    """The explicit-state oracle's Report (breadth-first over the reference runtime): the same shape as check's,
+    never `holds`; tokens and repeats, when given, replace the domains derived from the policy's constants. An option
+    left None takes its default, the one prunecheck.CheckOptions() has."""
+    from prunecheck.checker.check import check as _check
+    from prunecheck.checker.options import Engine, options_with
+
+    options = options_with(engine=Engine.EXPLICIT, depth=depth, spans=spans, only=only, timeout=time_limit,
+                           tokens=tokens, repeats=repeats)
+    return _check(_policy(policy), options)
 
 
 def explain(policy, result):
@@ -111,26 +125,32 @@ def explain(policy, result):
     return _explain(_policy(policy), result.trace.actions, result.condition, result.trace.spans)
 
 
-def repair(policy, *, allow_deployment: bool = True, timeout: float = 30.0, rlimit: int = 0, depth: int = 12,
-           spans: int = 6, alternatives: int = 0, report=None):
+def repair(policy, *, allow_deployment: bool = True, timeout: float = None, rlimit: int = None, depth: int = None,
+           spans: int = None, alternatives: int = None, report=None):
     """The proved change to a policy file's text that keeps most of its intent (RepairResult; `.diff`, `.text`,
     `.report`, `.alternatives`, `.undecided`, `.status`). `report`: `check`'s Report of the same file at the same
-    bounds, if already made (it is reused, not made again)."""
+    bounds, if already made (it is reused, not made again). Bounds left None take check's defaults; alternatives
+    left None: none (stop at the first proved repair)."""
+    from prunecheck.checker.commands.repair import MAX_ALTERNATIVES, repair as _repair
     from prunecheck.checker.language.loader import decode_policy_bytes
-    from prunecheck.checker.commands.repair import repair as _repair
+    from prunecheck.checker.options import options_with
 
     loaded = _policy(policy)
     with open(loaded.source, "rb") as handle:
         text = decode_policy_bytes(handle.read(), loaded.source)
-    return _repair(loaded, text, loaded.source, allow_deployment=allow_deployment, timeout=timeout, depth=depth,
-                   spans=spans, alternatives=alternatives, original=report, rlimit=rlimit)
+    options = options_with(depth=depth, spans=spans, timeout=timeout, rlimit=rlimit)
+    return _repair(loaded, text, loaded.source, allow_deployment=allow_deployment, options=options,
+                   alternatives=MAX_ALTERNATIVES if alternatives is None else alternatives, original=report)
 
 
-def diff(old, new, *, depth: int = 8, spans: int = 5, timeout: float = 30.0, rlimit: int = 0):
-    """Does `new` evict, in some reachable state, a span `old` keeps, and the reverse (PolicyDiff)."""
+def diff(old, new, *, depth: int = None, spans: int = None, timeout: float = None, rlimit: int = None):
+    """Does `new` evict, in some reachable state, a span `old` keeps, and the reverse (PolicyDiff). Bounds left None
+    take diff's defaults (prunecheck.checker.options.DIFF_DEFAULTS)."""
     from prunecheck.checker.commands.policydiff import diff_policies
+    from prunecheck.checker.options import DIFF_DEFAULTS, options_with
 
-    return diff_policies(_policy(old), _policy(new), depth, spans, timeout, rlimit)
+    options = options_with(DIFF_DEFAULTS, depth=depth, spans=spans, timeout=timeout, rlimit=rlimit)
+    return diff_policies(_policy(old), _policy(new), options)
 
 
 def replay(policy, actions, *, spans=None):
@@ -155,5 +175,7 @@ def check_many(paths, *, jobs: int = 1, cache_dir=None, **options):
 
     if "deployment" in options:
         options["deployment"] = _deployment(options["deployment"])
-    return batch.check_many(batch.expand_policy_paths(paths), batch.CheckOptions(**options), jobs=jobs,
+    from prunecheck.checker.options import CheckOptions
+
+    return batch.check_many(batch.expand_policy_paths(paths), CheckOptions(**options), jobs=jobs,
                             cache_dir=cache_dir)

@@ -26,7 +26,8 @@ from pathlib import Path
 import z3
 
 from prunecheck.version import __version__
-from prunecheck.checker.commands.batch import CheckOptions, check_many, expand_policy_paths, verdict_label
+from prunecheck.checker.commands.batch import check_many, expand_policy_paths, verdict_label
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.language.document import policy_hash
 from prunecheck.checker.language.printer import policy_yaml
 

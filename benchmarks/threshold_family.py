@@ -517,7 +517,7 @@ def _check_one(path, mode: str) -> dict:
         out["warm_same"] = [(r.verdict, r.trace) for r in again.results] == [(r.verdict, r.trace) for r in report.results]
     explicit = _explicit_agreement(policy, report)
     for r in report.results:
-        entry = {"verdict": str(r.verdict), "reason": r.reason, "engine": r.engine, "seconds": r.seconds}
+        entry = {"verdict": str(r.verdict), "reason": r.reason, "engine": str(r.engine), "seconds": r.seconds}
         if r.trace is not None:
             entry["length"] = (len(r.trace.actions), r.trace.steps)
             entry["trace"] = [action_text(a) for a in r.trace.actions]

@@ -26,6 +26,7 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
 
 from prunecheck.checker.commands.frontdoor import add_rlimit_argument, bounded_int, command_list, exit_code_epilog
+from prunecheck.checker.options import DEFAULTS, Engine
 from prunecheck.checker.outputs.paths import cache_warning, check_output_paths
 from prunecheck.checker.outputs.terminal import SafeStream
 
@@ -77,13 +78,48 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
                      epilog=exit_code_epilog(None))
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_check_parser(sub)
+    _add_trace_parsers(sub)
+    sub.add_parser("reproduce", help="reproduce the seeds' observations")
+    for add_parser, _ in (extra_commands or {}).values():
+        add_parser(sub)
+    for name, command_parser in sub.choices.items():
+        command_parser.epilog = command_parser.epilog or exit_code_epilog(name)
+    return parser
+
+
+def _add_check_parser(sub) -> None:
+    """`check`: its bounds and engine (defaults: CheckOptions'), then its outputs, triage and batch arguments."""
+    from prunecheck.checker.commands.batch import add_batch_arguments
+
     check = sub.add_parser("check", help="check policies against C1-C4 and P1")
     check.add_argument("policies", nargs="+", metavar="POLICY",
                        help=".yaml, .yml, .json or .py policy files, directories (every policy file below them) or "
                             "globs such as 'policies/**/*.yaml'")
-    check.add_argument("--depth", type=bounded_int(0, 200), default=12, help="bounded search depth (default 12)")
-    check.add_argument("--spans", type=bounded_int(2, 32), default=6, help="span slots (default 6)")
-    check.add_argument("--only", type=_conditions, default=CONDITIONS, help="conditions to check, e.g. C1,P1")
+    check.add_argument("--depth", type=bounded_int(0, 200), default=DEFAULTS.depth,
+                       help=f"bounded search depth (default {DEFAULTS.depth})")
+    check.add_argument("--spans", type=bounded_int(2, 32), default=DEFAULTS.spans,
+                       help=f"span slots (default {DEFAULTS.spans})")
+    check.add_argument("--only", type=_conditions, default=DEFAULTS.only, help="conditions to check, e.g. C1,P1")
+    _add_output_arguments(check)
+    check.add_argument("--timeout", type=bounded_int(1, 3600), default=int(DEFAULTS.timeout),
+                       help=f"seconds per condition (default {DEFAULTS.timeout:g})")
+    add_rlimit_argument(check)
+    check.add_argument("--memory", type=bounded_int(0, 1 << 20), default=DEFAULTS.memory_mb, metavar="MB",
+                       help="solver memory limit in MB (0: none)")
+    check.add_argument("--max-counterexamples", type=bounded_int(1, 100), default=DEFAULTS.counterexamples,
+                       metavar="N", help="up to N counterexamples per violated condition, different in their action "
+                                         "sequences")
+    check.add_argument("--emit-pytest", metavar="DIR",
+                       help="write each counterexample as a pytest module into DIR (a regression test once fixed)")
+    check.add_argument("--python", metavar="DIR",
+                       help="write each counterexample as a standalone Python script into DIR (the policy embedded, "
+                            "only prunecheck's public API; exit 0 when it reproduces the violation)")
+    _add_engine_arguments(check)
+    add_batch_arguments(check)
+
+
+def _add_output_arguments(check) -> None:
     check.add_argument("--format", choices=("text", "json", "html", "sarif"), default="text",
                        help="text (default), json, html (one self-contained page) or sarif (SARIF 2.1.0)")
     check.add_argument("--out", metavar="DIR",
@@ -102,32 +138,26 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     check.add_argument("--deployment", metavar="FILE",
                        help="set the deployment keys this YAML/JSON file gives (e.g. `records: window`) in each "
                             "policy's deployment; the other keys keep the policy's values")
-    check.add_argument("--timeout", type=bounded_int(1, 3600), default=30, help="seconds per condition (default 30)")
-    add_rlimit_argument(check)
-    check.add_argument("--memory", type=bounded_int(0, 1 << 20), default=0, metavar="MB",
-                       help="solver memory limit in MB (0: none)")
-    check.add_argument("--max-counterexamples", type=bounded_int(1, 100), default=1, metavar="N",
-                       help="up to N counterexamples per violated condition, different in their action sequences")
-    check.add_argument("--emit-pytest", metavar="DIR",
-                       help="write each counterexample as a pytest module into DIR (a regression test once fixed)")
-    check.add_argument("--python", metavar="DIR",
-                       help="write each counterexample as a standalone Python script into DIR (the policy embedded, "
-                            "only prunecheck's public API; exit 0 when it reproduces the violation)")
-    check.add_argument("--prove", dest="prove", action="store_true", default=True,
+
+
+def _add_engine_arguments(check) -> None:
+    check.add_argument("--prove", dest="prove", action="store_true", default=DEFAULTS.prove,
                        help="try to prove each condition for every depth and window size (default)")
     check.add_argument("--no-prove", dest="prove", action="store_false", help="bounded search only")
-    check.add_argument("--engine", choices=("symbolic", "explicit"), default="symbolic",
+    check.add_argument("--engine", choices=tuple(e.value for e in Engine), default=DEFAULTS.engine.value,
                        help="symbolic (z3: proofs and bounded search, default) or explicit (breadth-first search "
                             "over the reference runtime: an independent second opinion for small bounds)")
-    check.add_argument("--tokens", type=_domain("token counts"), default=None, metavar="N,N,...",
+    check.add_argument("--tokens", type=_domain("token counts"), default=DEFAULTS.tokens, metavar="N,N,...",
                        help="token counts an append may carry, overriding the default (explicit engine: 1,2 and the "
                             "neighbours of the policy's token constants and budget; symbolic: any)")
-    check.add_argument("--repeats", type=_domain("repetition counts"), default=None, metavar="N,N,...",
+    check.add_argument("--repeats", type=_domain("repetition counts"), default=DEFAULTS.repeats, metavar="N,N,...",
                        help="how many times in a row a read or audit may repeat as one action, overriding the "
                             "default (explicit engine: 1 and the neighbours of the policy's clock constants; "
                             "symbolic: any)")
-    from prunecheck.checker.commands.batch import add_batch_arguments
-    add_batch_arguments(check)
+
+
+def _add_trace_parsers(sub) -> None:
+    """`replay`, `explain` and `certify`: the commands that read the files a check wrote."""
     replay = sub.add_parser("replay", help="re-execute an ITF trace on the reference runtime")
     replay.add_argument("trace", metavar="TRACE.json")
     replay.add_argument("--policy", metavar="FILE",
@@ -150,12 +180,6 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     certify.add_argument("--rlimit", type=bounded_int(0, 10**12), default=0, metavar="N",
                          help="solver resource limit per obligation (z3 rlimit, cvc5 rlimit-per; 0: none)")
     certify.add_argument("--timeout", type=bounded_int(1, 3600), default=30, help="seconds per obligation")
-    sub.add_parser("reproduce", help="reproduce the seeds' observations")
-    for add_parser, _ in (extra_commands or {}).values():
-        add_parser(sub)
-    for name, command_parser in sub.choices.items():
-        command_parser.epilog = command_parser.epilog or exit_code_epilog(name)
-    return parser
 
 
 def builtin_commands() -> dict:
@@ -179,34 +203,7 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
         parser = build_parser(extra_commands)
         with contextlib.redirect_stdout(stdout):  # where argparse prints --help
             args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        if args.version:
-            print(f"prunecheck {__version__}", file=stdout)
-            return EXIT_HOLDS
-        if args.command is None:
-            print(command_list(parser), file=stderr)
-            return EXIT_INPUT
-        check_output_paths(args)
-        if args.command == "check":
-            if args.engine == "explicit" and args.max_counterexamples > 1:
-                raise UsageError("--max-counterexamples above 1 needs --engine symbolic (the explicit engine reports "
-                                 "one counterexample per condition)")
-            if _batch_mode(args):
-                from prunecheck.checker.commands.batch import run_batch_cli
-                _without_unwritable_cache(args, stderr)
-                return run_batch_cli(args, stdout, stderr)
-            return _check(args, stdout, stderr)
-        if args.command == "replay":
-            return _replay(args, stdout)
-        if args.command == "explain":
-            return _explain(args, stdout)
-        if args.command == "certify":
-            return _certify(args, stdout)
-        if args.command in extra_commands:
-            return extra_commands[args.command][1](args, stdout, stderr)
-        if args.command == "reproduce":
-            from prunecheck.checker.commands.reproduce import run_all
-            return run_all(stdout)
-        raise UsageError(f"unknown command {args.command}")
+        return _run(parser, args, extra_commands, stdout, stderr)
     except _HelpShown:
         return EXIT_HOLDS
     except UsageError as exc:
@@ -236,6 +233,42 @@ def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO
         return EXIT_INTERNAL
 
 
+def _run(parser, args, extra_commands: dict, stdout, stderr) -> int:
+    """The command the arguments name, run."""
+    if args.version:
+        print(f"prunecheck {__version__}", file=stdout)
+        return EXIT_HOLDS
+    if args.command is None:
+        print(command_list(parser), file=stderr)
+        return EXIT_INPUT
+    check_output_paths(args)
+    if args.command == "check":
+        return _check_command(args, stdout, stderr)
+    if args.command == "replay":
+        return _replay(args, stdout)
+    if args.command == "explain":
+        return _explain(args, stdout)
+    if args.command == "certify":
+        return _certify(args, stdout)
+    if args.command in extra_commands:
+        return extra_commands[args.command][1](args, stdout, stderr)
+    if args.command == "reproduce":
+        from prunecheck.checker.commands.reproduce import run_all
+        return run_all(stdout)
+    raise UsageError(f"unknown command {args.command}")
+
+
+def _check_command(args, stdout, stderr) -> int:
+    if args.engine == Engine.EXPLICIT.value and args.max_counterexamples > 1:
+        raise UsageError("--max-counterexamples above 1 needs --engine symbolic (the explicit engine reports "
+                         "one counterexample per condition)")
+    if _batch_mode(args):
+        from prunecheck.checker.commands.batch import run_batch_cli
+        _without_unwritable_cache(args, stderr)
+        return run_batch_cli(args, stdout, stderr)
+    return _check(args, stdout, stderr)
+
+
 def _without_unwritable_cache(args, stderr) -> None:
     from prunecheck.checker.outputs.cache import default_cache_dir
 
@@ -253,7 +286,8 @@ def _batch_mode(args) -> bool:
 
 def _check(args, stdout, stderr) -> int:
     from prunecheck.checker.outputs.accept import load_baseline, settle
-    from prunecheck.checker.commands.batch import BatchItem, exit_code, options_from_args, report_for
+    from prunecheck.checker.check import check
+    from prunecheck.checker.commands.batch import BatchItem, exit_code, options_from_args
     from prunecheck.checker.language.loader import load_policy
     from prunecheck.checker.outputs.files import Checked, document, file_stems, write_files
     from prunecheck.checker.outputs.render import report_text
@@ -264,7 +298,7 @@ def _check(args, stdout, stderr) -> int:
     baseline = load_baseline(args.baseline) if args.baseline else None
     checked = []
     for policy, stem in zip(policies, file_stems(policies)):
-        report = report_for(policy, options)
+        report = check(policy, options)
         checked.append(Checked(policy.source, policy, report))
         write_files(checked[-1], stem, args.out, args.emit_pytest, stderr, args.python)
     triages, warnings = settle([(c.report, c.policy.accepts) for c in checked], baseline, args.write_baseline)

@@ -94,7 +94,7 @@ class EngineRun:
     queries (shared work such as lemma proofs or a joint query counted for every condition it served), the states it
     explored (explicit) and its time."""
 
-    engine: str  # "bmc", "explicit", "induction" or "spacer"
+    engine: Method  # BMC, EXPLICIT, INDUCTION or SPACER
     outcome: Outcome
     depth: Optional[int] = None
     queries: int = 0
@@ -138,6 +138,26 @@ class Bounds:
     repeats: Optional[tuple] = None
 
 
+class Method(enum.Enum):
+    """The engine that decided a result (Result.engine), and whether it abstracted the policy to a free predicate;
+    its value is the text every output prints."""
+
+    BMC = "bmc"
+    EXPLICIT = "explicit"
+    INDUCTION = "induction"
+    INDUCTION_ABSTRACTED = "induction, policy abstracted to a free predicate"
+    SPACER = "spacer"
+    SPACER_ABSTRACTED = "spacer, policy abstracted to a free predicate"
+    COMBINED = "bmc+induction+spacer"  # an unknown all three engines tried
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def abstracted(self) -> bool:
+        """Whether the proof held with the policy abstracted to a free predicate (for every policy of its shape)."""
+        return self in (Method.INDUCTION_ABSTRACTED, Method.SPACER_ABSTRACTED)
+
 @dataclass(frozen=True)
 class Result:
     """One condition's verdict, with its evidence (trace or certificate) and a one-line reason."""
@@ -146,7 +166,7 @@ class Result:
     verdict: Verdict
     depth: Optional[int]
     reason: str
-    engine: str = "bmc"
+    engine: Method = Method.BMC
     trace: Optional[Trace] = None
     certificate: Optional[str] = None
     others: tuple = ()  # further counterexamples, different in their action sequence (--max-counterexamples)

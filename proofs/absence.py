@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from prunecheck.checker.engines.certificate import Status
 from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
 
 NAME = "absence is observable"
@@ -16,6 +17,6 @@ def prove() -> TheoremResult:
                 for dep in deployments(audit="independent")]
     outcomes, seconds = timed(run)
     failed = [f"{dep.as_dict()}: {why}" for dep, ok, _, why in outcomes if not ok]
-    confirmed = sum(1 for _, ok, status, _ in outcomes if ok and status == "confirmed")
+    confirmed = sum(1 for _, ok, status, _ in outcomes if ok and status is Status.CONFIRMED)
     detail = f"{len(outcomes) - len(failed)}/{len(outcomes)} deployments proved" + (f"; failed: {failed[0]}" if failed else "")
     return TheoremResult(NAME, STATEMENT, not failed, detail, seconds, f"cvc5 {confirmed}/{len(outcomes)}")

@@ -7,7 +7,7 @@ import z3
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.engines.replay import confirm
 from prunecheck.symbolic.conditions import violation_at
-from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.symbolic.model import ACT, Model
 from prunecheck.spec.policy import BoolLit, Policy
 from prunecheck.spec.runtime import Append, Compact, Edit
@@ -60,7 +60,7 @@ def _every_policy_violates(deployment, ranked: bool, budgeted: bool) -> str:
         states.append(post)
     solver = new_solver(TIMEOUT * 1000, RLIMIT)
     solver.add(constraints)
-    if query(solver).status != "sat":
+    if query(solver).status != Status.SAT:
         return "vacuous"
     solver.add(z3.Not(violation_at(model, "C2", states, actions, steps, len(SCHEMA))))
     return query(solver).status
@@ -72,7 +72,7 @@ def prove() -> TheoremResult:
         for deployment in deployments(records="window"):
             for ranked, budgeted in ((False, False), (False, True), (True, True)):
                 checked += 1
-                if _every_policy_violates(deployment, ranked, budgeted) != "unsat":
+                if _every_policy_violates(deployment, ranked, budgeted) != Status.UNSAT:
                     failures.append(f"{deployment.as_dict()} ranked={ranked} budgeted={budgeted}")
         replayed = 0
         for text in FAMILY:

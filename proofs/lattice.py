@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.engines.certificate import Status
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.spec.runtime import action_text
 from prunecheck.checker.result import Verdict
@@ -56,7 +57,7 @@ def lattice():
                     continue
                 proved, rechecked, _ = prove_invariant(any_policy(deployment), b, free_policy=True, assume=[a])
                 if proved:
-                    cells[(a, b)] = "implies" if rechecked == "confirmed" else f"implies ({rechecked})"
+                    cells[(a, b)] = "implies" if rechecked is Status.CONFIRMED else f"implies ({rechecked})"
                     continue
                 witness = _witness(deployment, a, b)
                 cells[(a, b)] = f"witness: {witness}" if witness else "open"

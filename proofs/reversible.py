@@ -5,7 +5,7 @@ from __future__ import annotations
 import z3
 
 from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
-from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.symbolic.model import ACT, Model
 from prunecheck.spec.policy import BoolLit, Policy
 
@@ -46,7 +46,7 @@ def _valid(premises, claim) -> str:
     as a failure."""
     solver = new_solver(TIMEOUT * 1000, RLIMIT)
     solver.add(premises)
-    if query(solver).status != "sat":
+    if query(solver).status != Status.SAT:
         return "vacuous"
     solver.add(z3.Not(claim))
     return query(solver).status
@@ -65,7 +65,7 @@ def prove() -> TheoremResult:
                 claims.append(("undo restores", premises, z3.And(restores, step.reverted)))
             for label, premises, claim in claims:
                 checked += 1
-                if _valid(premises, claim) != "unsat":
+                if _valid(premises, claim) != Status.UNSAT:
                     failures.append(f"{label} under {deployment.as_dict()}")
         return checked, failures
     (checked, failures), seconds = timed(run)

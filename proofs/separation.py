@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from prunecheck.checker.engines.certificate import Status
 from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
 
 NAME = "separation suffices"
@@ -15,7 +16,7 @@ def prove() -> TheoremResult:
         outcomes = [(dep, c, *prove_invariant(any_policy(dep), c, free_policy=True))
                     for dep in deployments(records="undo_region") for c in ("C1", "C2")]
         failed = [f"{c} under {dep.as_dict()}: {why}" for dep, c, ok, _, why in outcomes if not ok]
-        confirmed = sum(1 for *_, ok, status, _ in outcomes if ok and status == "confirmed")
+        confirmed = sum(1 for *_, ok, status, _ in outcomes if ok and status is Status.CONFIRMED)
         return outcomes, failed, confirmed
     (outcomes, failed, confirmed), seconds = timed(run)
     detail = (f"{len(outcomes) - len(failed)}/{len(outcomes)} (deployment, condition) pairs proved" +

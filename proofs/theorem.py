@@ -14,7 +14,7 @@ from prunecheck.checker.engines.certificate import certificate_document, recheck
 from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.engines.invariants import houdini
-from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.checker.engines.unknowns import solver_words
 from prunecheck.symbolic.pair_lemmas import pair_candidates
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, BoolLit, Deployment, Num, Policy
@@ -65,8 +65,8 @@ def prove_invariant(policy: Policy, condition: str, free_policy: bool, assume=()
         solver.add(enc.trans)
     solver.add(enc.bad)
     answer = query(solver)
-    if answer.status != "unsat":
-        return False, "n/a", "not inductive relative to the templates" if answer.status == "sat" \
+    if answer.status != Status.UNSAT:
+        return False, "n/a", "not inductive relative to the templates" if answer.status == Status.SAT \
             else solver_words(answer.reason)
     params = dict(pair_candidates(enc.model, enc.param))
     document = certificate_document(policy_document(policy), policy_hash(policy), enc,

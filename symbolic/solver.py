@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import time
 from dataclasses import dataclass
 
@@ -16,11 +17,22 @@ def queries_asked() -> int:
     return _asked[0]
 
 
+class Status(enum.Enum):
+    """A query's answer; UNKNOWN (a limit, an error, an incomplete theory) is never read as UNSAT."""
+
+    SAT = "sat"
+    UNSAT = "unsat"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Answer:
     """sat, unsat or unknown, why if unknown, and how long it took."""
 
-    status: str
+    status: Status
     reason: str
     seconds: float
 
@@ -48,11 +60,11 @@ def query(solver: z3.Solver, assumptions=(), timeout_ms: int = 0) -> Answer:
         if "memory" in str(exc):
             raise
         message = exc.value.decode("utf-8", "replace") if isinstance(exc.value, bytes) else str(exc.value)
-        return Answer("unknown", f"solver error: {message}", time.perf_counter() - started)
+        return Answer(Status.UNKNOWN, f"solver error: {message}", time.perf_counter() - started)
     seconds = time.perf_counter() - started
     if result == z3.sat:
-        return Answer("sat", "", seconds)
+        return Answer(Status.SAT, "", seconds)
     if result == z3.unsat:
-        return Answer("unsat", "", seconds)
+        return Answer(Status.UNSAT, "", seconds)
     # z3's own words; checker/unknowns.solver_words says them plainly wherever a reason is shown.
-    return Answer("unknown", solver.reason_unknown() or "unknown", seconds)
+    return Answer(Status.UNKNOWN, solver.reason_unknown() or "unknown", seconds)

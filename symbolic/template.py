@@ -50,6 +50,11 @@ def template_key(model) -> tuple:
             policy.budget is not None, model.accelerate, model.repeat_domain, model.clock_targets)
 
 
+def clear_templates() -> None:
+    """Forget every step template (and its lemmas) built in this process."""
+    _templates.clear()
+
+
 def step_template(model) -> "StepTemplate":
     """The shared template for models of this shape (process-wide: it does not depend on the policy)."""
     key = template_key(model)

@@ -14,6 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from prunecheck import cli
 from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.findings.graph import edit_graph, graph_dot
 from prunecheck.checker.findings.finding import findings_of
@@ -26,7 +27,7 @@ from prunecheck.checker.outputs.render import report_json, report_text
 from prunecheck.checker.engines.replay import decode_state, first_violation, replay
 from prunecheck.checker.result import Trace
 from prunecheck.checker.outputs.sarif import sarif_log
-from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.spec.conditions import CONDITIONS, state_violations, violations
 from prunecheck.symbolic.conditions import violation_at
 from prunecheck.spec.errors import TraceFormatError
@@ -240,7 +241,7 @@ def _unrolled(policy, actions, with_lemmas, pin_times=True):
 def agree_accelerated(policy, actions, with_lemmas=False):
     model, solver, states, syms, steps = _unrolled(policy, actions, with_lemmas)
     answer = query(solver)
-    assert answer.status == "sat", f"the accelerated model refuses a run the runtime accepts ({answer.reason})"
+    assert answer.status == Status.SAT, f"the accelerated model refuses a run the runtime accepts ({answer.reason})"
     m = solver.model()
     state = State()
     assert decode_state(m, states[0]) == state
@@ -288,9 +289,9 @@ def test_targeted_accelerated_runs_agree():
 def test_only_reads_and_audits_repeat_and_at_least_once(action, times):
     policy = _policy("evict: false")
     _, solver, _, syms, _ = _unrolled(policy, (Append("message", 1), action), with_lemmas=False, pin_times=False)
-    assert query(solver).status == "sat"
+    assert query(solver).status == Status.SAT
     solver.add(syms[-1].times == times)
-    assert query(solver).status == "unsat"
+    assert query(solver).status == Status.UNSAT
 
 
 # --------------------------------------------------------------------------- reduction
@@ -406,7 +407,7 @@ def test_a_violation_after_a_million_steps_stays_small_and_readable(tmp_path):
     assert code == 0 and "3 actions, 1000003 steps" in out and "steps 3-1000003" in dot and len(dot) < 16_000
 
     policy = load_policy(source)
-    report = check(policy, only=("C1",), prove=False)
+    report = check(policy, CheckOptions(only=("C1",), prove=False))
     assert report.result("C1").trace.steps == 1000003
     findings = findings_of(policy, report)
     assert "3 actions, 1000003 steps" in report_text(report, findings)

@@ -72,8 +72,8 @@ def test_unknown_names_are_attribute_errors():
 
 
 STABLE_API = [
-    "ActionRefused", "Append", "Audit", "CONDITIONS", "Compact", "Deployment", "DeploymentOverride", "Edit", "Pin",
-    "Policy", "PolicySyntaxError", "PrunecheckError", "Read", "Report", "Result", "Trace", "Undo", "Unpin", "Verdict",
+    "ActionRefused", "Append", "Audit", "CONDITIONS", "CheckOptions", "Compact", "Deployment", "DeploymentOverride",
+    "Edit", "Engine", "Pin", "Policy", "PolicySyntaxError", "PrunecheckError", "Read", "Report", "Result", "Trace", "Undo", "Unpin", "Verdict",
     "__version__", "check", "check_explicit", "check_many", "diff", "explain", "load_policy", "parse_policy", "repair",
     "replay",
 ]

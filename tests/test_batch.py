@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from prunecheck.checker.commands.batch import (BatchItem, CheckOptions, batch_item, check_many,
+from prunecheck.checker.commands.batch import (BatchItem, batch_item, check_many,
                                       exit_code, expand_policy_paths, options_from_args, run_batch_cli, summary_table,
                                       summary_text)
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.cache import ReportCache, ReportFormatError, cache_key, cacheable, report_from_json
 from prunecheck.checker.language.document import policy_hash
 from prunecheck.checker.cli import UsageError, build_parser

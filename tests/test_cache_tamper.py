@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import z3
 
-from prunecheck.checker.commands.batch import CheckOptions, batch_item
+from prunecheck.checker.commands.batch import batch_item
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.cache import FORMAT, CacheStatus, cache_key
 from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.language.document import policy_document, policy_hash

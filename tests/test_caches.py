@@ -3,9 +3,10 @@ changes no report: not its verdicts, traces, certificates or the policy a certif
 
 import json
 
-from prunecheck.checker.engines.certificate import recheck
+from prunecheck.checker.engines.certificate import Status, recheck
 from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.check import check, clear_caches
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.symbolic.model import Model
 from prunecheck.symbolic.template import step_template
@@ -26,24 +27,25 @@ def test_reports_are_the_same_with_caches_cold_and_warm():
     cold = []
     for policy in policies:
         clear_caches()
-        cold.append(_strip_timing(check(policy, depth=6, spans=5, **BOUNDS)))
-    warm = [_strip_timing(check(policy, depth=6, spans=5, **BOUNDS)) for policy in reversed(policies)][::-1]
+        cold.append(_strip_timing(check(policy, CheckOptions(depth=6, spans=5, **BOUNDS))))
+    options = CheckOptions(depth=6, spans=5, **BOUNDS)
+    warm = [_strip_timing(check(policy, options)) for policy in reversed(policies)][::-1]
     assert warm == cold
 
 
 def test_a_shared_proof_certifies_the_policy_it_is_reported_for():
     clear_caches()
-    first = check(load_policy(EXAMPLES / "seed_safe_design.yaml"), depth=4, spans=4, **BOUNDS)
+    first = check(load_policy(EXAMPLES / "seed_safe_design.yaml"), CheckOptions(depth=4, spans=4, **BOUNDS))
     sibling = parse_policy_text(SIBLING, "sibling.yaml")
-    second = check(sibling, depth=4, spans=4, **BOUNDS)
-    shared = [r for r in second.results if r.engine and "free predicate" in r.engine]
+    second = check(sibling, CheckOptions(depth=4, spans=4, **BOUNDS))
+    shared = [r for r in second.results if r.engine.abstracted]
     assert shared, "the sibling should reuse a proof with the policy abstracted"
     for result in shared:
         document = json.loads(result.certificate)
         assert document["policy"]["name"] == "sibling" and document["policy_hash"] == second.policy_hash
         assert document["policy_hash"] != first.policy_hash
         encoding = Encoding(sibling, result.condition, free_policy=True)
-        assert recheck(document, encoding, int(HOUR * 1000), RLIMIT).status == "confirmed"
+        assert recheck(document, encoding, int(HOUR * 1000), RLIMIT).status is Status.CONFIRMED
 
 
 def test_a_template_is_shared_by_policies_of_one_shape_and_not_across_shapes():

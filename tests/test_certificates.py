@@ -14,6 +14,7 @@ from prunecheck.checker.engines.certificate import Status, confirm_certificate, 
 from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.engines.certificate_set import certify_set
 from prunecheck.checker.check import check, clear_caches
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.language.document import policy_hash
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.result import Verdict
@@ -31,7 +32,7 @@ SAFE = EXAMPLES / "seed_safe_design.yaml"
 @pytest.fixture(scope="module")
 def flawed():
     policy = load_policy(FLAWED)
-    report = check(policy, depth=4, spans=4, **BOUNDS)
+    report = check(policy, CheckOptions(depth=4, spans=4, **BOUNDS))
     verdicts = {r.condition: r.verdict for r in report.results}
     # The forgeries matter because these three have counterexamples that check replayed on the runtime.
     assert all(verdicts[c] == Verdict.VIOLATED for c in VIOLATED)
@@ -41,7 +42,7 @@ def flawed():
 @pytest.fixture(scope="module")
 def safe():
     policy = load_policy(SAFE)
-    report = check(policy, depth=4, spans=4, **BOUNDS)
+    report = check(policy, CheckOptions(depth=4, spans=4, **BOUNDS))
     return policy, {r.condition: json.loads(r.certificate) for r in report.results if r.certificate}
 
 
@@ -349,7 +350,7 @@ def load_policy_text(doc):
 @pytest.mark.parametrize("path", sorted(EXAMPLES.iterdir()), ids=lambda p: p.name)
 def test_genuine_certificates_of_every_example_are_confirmed(tmp_path, path):
     policy = load_policy(path)
-    report = check(policy, depth=4, spans=4, **BOUNDS)
+    report = check(policy, CheckOptions(depth=4, spans=4, **BOUNDS))
     docs = [r.certificate for r in report.results if r.certificate]
     assert docs, f"{path.name} has no proved condition"
     code, out, _ = certify(tmp_path, docs, "--policy", str(path))

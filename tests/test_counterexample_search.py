@@ -8,9 +8,10 @@ import pytest
 
 from prunecheck import cli
 from prunecheck.checker.engines import variants as variants_module
-from prunecheck.checker.commands.batch import CheckOptions, batch_item
+from prunecheck.checker.commands.batch import batch_item
 from prunecheck.checker.outputs.cache import report_from_json
 from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.engines.explicit import _choices, domains_for
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.render import report_json, report_text
@@ -80,7 +81,7 @@ def test_fewer_than_asked_says_what_the_search_established_and_it_is_true(condit
 def test_a_search_that_stopped_says_why_and_claims_nothing(monkeypatch):
     monkeypatch.setattr(variants_module, "MAX_QUERIES_PER_TRACE", 0)
     policy = load_policy(SEED)
-    report = check(policy, depth=3, spans=3, only=("C2",), prove=False, counterexamples=3, **BOUNDS)
+    report = check(policy, CheckOptions(depth=3, spans=3, only=("C2",), prove=False, counterexamples=3, **BOUNDS))
     variants = report.result("C2").variants
     assert variants.search is Search.QUERIES and not variants.contained
     text = report_text(report)

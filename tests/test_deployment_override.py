@@ -12,6 +12,7 @@ import pytest
 import prunecheck
 from prunecheck.checker.commands import batch
 from prunecheck.checker import cli
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.cache import report_from_json
 from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.html_report import report_html
@@ -97,8 +98,8 @@ def test_a_bad_override_dict_is_a_policy_syntax_error(mapping):
 
 
 def test_the_batch_cache_keys_on_the_override_and_reports_survive_it(tmp_path):
-    options = batch.CheckOptions(depth=4, only=("C1",), prove=False, **BOUNDS)
-    with_override = batch.CheckOptions(depth=4, only=("C1",), prove=False,
+    options = CheckOptions(depth=4, only=("C1",), prove=False, **BOUNDS)
+    with_override = CheckOptions(depth=4, only=("C1",), prove=False,
                                        deployment=DeploymentOverride.of({"records": "window"}), **BOUNDS)
     digest = "0" * 64
     assert options.settings(digest) != with_override.settings(digest)

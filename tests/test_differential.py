@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.engines.explicit import DEFAULT_REPEATS, DEFAULT_TOKENS, domains_for, explore
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.policy import Deployment
@@ -122,7 +123,7 @@ def test_default_domains_agree_on_every_large_constant_policy(template, c, deplo
 def test_nothing_proved_safe_is_found_violated(template, c):
     # The seed's safe design: what the symbolic engine proves holds, the explicit engine must not refute.
     policy = large(template, c, Deployment())
-    report = check(policy, depth=3, spans=SPANS, **BOUNDS)
+    report = check(policy, CheckOptions(depth=3, spans=SPANS, **BOUNDS))
     proved = {r.condition for r in report.results if r.verdict == Verdict.HOLDS}
     explicit = explore(policy, 3, SPANS, domains=domains_for(policy), time_limit=math.inf, max_states=STATES)
     assert proved and not [r.condition for r in explicit if r.verdict == Verdict.VIOLATED and r.condition in proved]

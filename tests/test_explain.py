@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prunecheck.checker.check import check, check_explicit
+from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions, Engine
 from prunecheck.checker.cli import main
 from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.emit import write_pytest_files
@@ -35,7 +36,7 @@ SEED = EXAMPLES / "seed_flawed.yaml"
 @functools.lru_cache(maxsize=None)
 def _report(name, depth=8):
     policy = load_policy(EXAMPLES / name)
-    return policy, check(policy, depth=depth, spans=6, prove=False, **BOUNDS)
+    return policy, check(policy, CheckOptions(depth=depth, spans=6, prove=False, **BOUNDS))
 
 
 def _text_at(path, line, col):
@@ -76,7 +77,8 @@ def test_reduced_traces_are_no_longer_than_the_explicit_engines_shortest(name):
             pytest.skip(f"{name} {r.condition}: {length} steps is beyond the explicit engine's fast range "
                         "(covered by the slow variant)")
         tokens = tuple(sorted({1, 2} | {a.tokens for a in r.trace.actions if isinstance(a, Append)}))
-        explicit = check_explicit(policy, depth=length, spans=6, only=(r.condition,), tokens=tokens, time_limit=HOUR)
+        explicit = check(policy, CheckOptions(engine=Engine.EXPLICIT, depth=length, spans=6, only=(r.condition,),
+                                              tokens=tokens, timeout=HOUR))
         other = explicit.result(r.condition)
         assert other.verdict == Verdict.VIOLATED
         assert length <= len(other.trace.actions)
@@ -86,8 +88,8 @@ def test_reduced_traces_are_no_longer_than_the_explicit_engines_shortest(name):
 def test_the_long_example_trace_is_no_longer_than_the_explicit_engines_shortest():
     policy, report = _report("rationale_in_window.yaml")
     r = report.result("P1")
-    explicit = check_explicit(policy, depth=len(r.trace.actions), spans=6, only=("P1",), tokens=(1,),
-                              time_limit=HOUR)
+    explicit = check(policy, CheckOptions(engine=Engine.EXPLICIT, depth=len(r.trace.actions), spans=6, only=("P1",),
+                                          tokens=(1,), timeout=HOUR))
     assert explicit.result("P1").verdict == Verdict.VIOLATED
     assert len(r.trace.actions) <= len(explicit.result("P1").trace.actions)
 
@@ -178,7 +180,7 @@ def test_explain_refuses_a_non_trace_with_one_positioned_line(tmp_path):
 def test_distinct_counterexamples_differ_in_their_action_sequences():
     policy = parse_policy_text("name: v\nevict: idle > 1 or tokens > 3\ndeployment:\n  records: window\n"
                                "  rationale: window\n  pins: self\n", "v.yaml")
-    first = check(policy, depth=6, spans=6, only=("C2",), prove=False, **BOUNDS).result("C2").trace
+    first = check(policy, CheckOptions(depth=6, spans=6, only=("C2",), prove=False, **BOUNDS)).result("C2").trace
     found = distinct_counterexamples(policy, "C2", first, 3, 6, HOUR, RLIMIT)
     assert len(found) == 3 and found[0] == first
     names = [tuple(a.name for a in t.actions) for t in found]
@@ -191,7 +193,7 @@ def test_distinct_counterexamples_differ_in_their_action_sequences():
 def test_variants_first_look_for_traces_that_do_not_contain_each_other():
     policy = parse_policy_text("name: v\nevict: reads > 0 or pinned\ndeployment:\n  records: window\n"
                                "  pins: self\n", "v.yaml")
-    first = check(policy, depth=6, spans=6, only=("C1",), prove=False, **BOUNDS).result("C1").trace
+    first = check(policy, CheckOptions(depth=6, spans=6, only=("C1",), prove=False, **BOUNDS)).result("C1").trace
     found = distinct_counterexamples(policy, "C1", first, 2, 6, HOUR, RLIMIT)
     names = [tuple(a.name for a in t.actions) for t in found]
     assert len(found) == 2
@@ -207,7 +209,7 @@ def test_emitted_pytest_module_asserts_the_violation_and_becomes_a_regression_te
     policy_file = tmp_path / "p.yaml"
     policy_file.write_text(SEED.read_text())
     policy = load_policy(policy_file)
-    report = check(policy, depth=4, spans=6, only=("C2",), prove=False, **BOUNDS)
+    report = check(policy, CheckOptions(depth=4, spans=6, only=("C2",), prove=False, **BOUNDS))
     tests = tmp_path / "regress"
     (path,) = write_pytest_files(findings_of(policy, report), tests)
     compile(path.read_text(), str(path), "exec")
@@ -226,13 +228,15 @@ def test_emitted_pytest_module_asserts_the_violation_and_becomes_a_regression_te
 def test_a_trace_does_not_depend_on_what_the_process_solved_before():
     target = EXAMPLES / "rationale_in_window.yaml"
     script = ("import sys; from prunecheck.checker.check import check; from prunecheck.checker.language.loader import "
-              "load_policy; print(repr(check(load_policy(sys.argv[1]), depth=6, spans=6, only=('P1',), "
-              f"prove=False, timeout={HOUR}, rlimit={RLIMIT}).result('P1').trace.actions))")
+              "load_policy; from prunecheck.checker.options import CheckOptions; "
+              "print(repr(check(load_policy(sys.argv[1]), CheckOptions(depth=6, spans=6, only=('P1',), "
+              f"prove=False, timeout={HOUR}, rlimit={RLIMIT})).result('P1').trace.actions))")
     fresh = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True,
                            timeout=HANG_GUARD)
     for name in ("seed_flawed.yaml", "budget_truncates_records.yaml", "blind_undo.yaml"):
-        check(load_policy(EXAMPLES / name), depth=6, spans=6, prove=False, **BOUNDS)
-    after = check(load_policy(target), depth=6, spans=6, only=("P1",), prove=False, **BOUNDS).result("P1").trace.actions
+        check(load_policy(EXAMPLES / name), CheckOptions(depth=6, spans=6, prove=False, **BOUNDS))
+    options = CheckOptions(depth=6, spans=6, only=("P1",), prove=False, **BOUNDS)
+    after = check(load_policy(target), options).result("P1").trace.actions
     assert fresh.stdout.strip() == repr(after)
 
 
@@ -247,7 +251,8 @@ def test_a_host_budget_is_raised_to_the_largest_that_still_violates():
 
 def test_a_truncation_at_a_host_budget_is_explained_by_that_budget():
     policy = load_policy(EXAMPLES / "kind_excludes_records.json")
-    result = {r.condition: r for r in check_explicit(policy, depth=3, spans=4, time_limit=HOUR).results}["C2"]
+    options = CheckOptions(engine=Engine.EXPLICIT, depth=3, spans=4, timeout=HOUR)
+    result = {r.condition: r for r in check(policy, options).results}["C2"]
     assert result.verdict == Verdict.VIOLATED and result.trace.actions[-1].budget is not None
     explanation = explain(policy, result.trace.actions, "C2", 4)
     budget = result.trace.actions[-1].budget

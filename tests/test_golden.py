@@ -4,7 +4,7 @@ import pytest
 
 from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.language.loader import load_policy
-from prunecheck.checker.engines.spacer import spacer_invariant
+from prunecheck.checker.engines.spacer import Found, spacer_invariant
 
 from conftest import EXAMPLES, HOUR, RLIMIT
 from golden import differences, example_policies, generate, normalise, stored
@@ -54,5 +54,5 @@ def test_spacer_does_not_depend_on_what_the_process_solved_before():
     first = spacer_invariant(Encoding(policy, "C2", True), HOUR, RLIMIT)
     spacer_invariant(Encoding(policy, "C1", True), HOUR, RLIMIT)
     again = spacer_invariant(Encoding(policy, "C2", True), HOUR, RLIMIT)
-    assert first[0] == again[0] == "proved"
+    assert first[0] is again[0] is Found.PROVED
     assert first[1].sexpr() == again[1].sexpr()

@@ -15,6 +15,7 @@ import pytest
 
 from prunecheck.checker.commands import graph as graph_command
 from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.cli import main
 from prunecheck.checker.findings.graph import (
     GraphvizMissing, RenderError, dot_string, edit_graph, edit_node, graph_dot, picture, span_node,
@@ -53,7 +54,7 @@ def run_cli(*argv):
 @pytest.fixture(scope="module")
 def seed():
     policy = load_policy(SEED)
-    return policy, check(policy, depth=6, spans=5, **BOUNDS)
+    return policy, check(policy, CheckOptions(depth=6, spans=5, **BOUNDS))
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +265,7 @@ def test_html_lists_results_steps_and_policy_and_uses_step_labels(seed):
 def test_html_escapes_hostile_policy_names_sources_and_descriptions():
     policy = parse_policy_text(hostile_yaml(), "<b>evil</b>.yaml")
     assert policy.name == HOSTILE_NAME
-    report = check(policy, depth=3, spans=4, only=("C1",), prove=False, **BOUNDS)
+    report = check(policy, CheckOptions(depth=3, spans=4, only=("C1",), prove=False, **BOUNDS))
     page = report_html(findings_of(policy, report))
     parsed = elements(page)
     assert not any(t in ("script", "img", "b") for t, _ in parsed.tags)
@@ -354,7 +355,7 @@ def test_report_in_headless_chromium_has_rows_pictures_and_a_nonblank_screenshot
 
 def test_hostile_report_runs_nothing_in_chromium(tmp_path):
     policy = parse_policy_text(hostile_yaml(), "evil.yaml")
-    report = check(policy, depth=3, spans=4, only=("C1",), prove=False, **BOUNDS)
+    report = check(policy, CheckOptions(depth=3, spans=4, only=("C1",), prove=False, **BOUNDS))
     page = tmp_path / "hostile.html"
     page.write_text(report_html(findings_of(policy, report)), encoding="utf-8")
     dom = chromium(tmp_path, "--dump-dom", page.as_uri()).stdout.decode("utf-8")

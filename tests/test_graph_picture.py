@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.findings.graph import edit_graph, graph_dot, picture
 from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.engines.replay import replay
@@ -45,7 +46,7 @@ def example_graphs():
     """(name, graph) of every counterexample of the seed at small bounds, and of hand-written runs with a restored
     span, a stale revert and a truncated record."""
     seed = load_policy(EXAMPLES / "seed_flawed.yaml")
-    report = check(seed, depth=6, spans=4, prove=False, **BOUNDS)
+    report = check(seed, CheckOptions(depth=6, spans=4, prove=False, **BOUNDS))
     out = [(f"seed {r.condition}", edit_graph(seed, replay(seed, r.trace.actions, r.trace.spans)))
            for r in report.results if r.trace is not None]
     restore = parse_policy_text("name: restore\nevict: edited\ndeployment:\n  undo: blind\n", "restore.yaml")

@@ -9,6 +9,7 @@ from html import unescape
 import pytest
 
 from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.cli import main
 from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.html_report import report_html
@@ -61,7 +62,7 @@ def test_a_file_changed_since_the_check_is_shown_as_it_was_checked(tmp_path):
     text = (EXAMPLES / "seed_flawed.yaml").read_text(encoding="utf-8")
     path.write_text(text, encoding="utf-8")
     policy = load_policy(path)
-    report = check(policy, depth=2, spans=3, only=("C1",), prove=False, **BOUNDS)
+    report = check(policy, CheckOptions(depth=2, spans=3, only=("C1",), prove=False, **BOUNDS))
     path.write_text("name: other\nevict: pinned\n", encoding="utf-8")
     page = report_html(findings_of(policy, report))
     shown = [unescape(line) for _p, _n, _number, line in SHOWN.findall(page)]

@@ -5,10 +5,11 @@ import io
 from prunecheck.checker.commands import policydiff
 from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.check import check
+from prunecheck.checker.options import DIFF_DEFAULTS, CheckOptions, options_with
 from prunecheck.checker.cli import main
 from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.result import Verdict
-from prunecheck.checker.engines.spacer import spacer_invariant
+from prunecheck.checker.engines.spacer import Found, spacer_invariant
 
 from conftest import EXAMPLES, HOUR, RLIMIT
 
@@ -16,7 +17,8 @@ STARVED = 1  # resource unit: less than any query needs
 
 
 def test_a_starved_check_is_unknown_in_every_engine_and_names_the_limit():
-    report = check(load_policy(EXAMPLES / "seed_flawed.yaml"), depth=3, spans=4, timeout=HOUR, rlimit=STARVED)
+    options = CheckOptions(depth=3, spans=4, timeout=HOUR, rlimit=STARVED)
+    report = check(load_policy(EXAMPLES / "seed_flawed.yaml"), options)
     for r in report.results:
         assert r.verdict == Verdict.UNKNOWN and r.certificate is None and r.trace is None
         # the bounded search, induction and Spacer each ran out of resources
@@ -25,16 +27,16 @@ def test_a_starved_check_is_unknown_in_every_engine_and_names_the_limit():
 
 def test_spacer_is_bounded_by_its_own_rlimit():
     enc = Encoding(load_policy(EXAMPLES / "seed_safe_design.yaml"), "C1", True)
-    assert spacer_invariant(enc, HOUR, STARVED)[0] == "unknown"
-    assert spacer_invariant(enc, HOUR, RLIMIT)[0] == "proved"
+    assert spacer_invariant(enc, HOUR, STARVED)[0] is Found.UNKNOWN
+    assert spacer_invariant(enc, HOUR, RLIMIT)[0] is Found.PROVED
 
 
 def test_a_starved_diff_is_unknown_never_equivalent():
     old = parse_policy_text("name: a\nevict: age > 1\n", "a.yaml")
     new = parse_policy_text("name: b\nevict: age >= 2\n", "b.yaml")
-    assert policydiff.diff_policies(old, new, depth=2, spans=2, timeout=HOUR, rlimit=RLIMIT).outcome == \
-        policydiff.EQUIVALENT
-    diff = policydiff.diff_policies(old, new, depth=2, spans=2, timeout=HOUR, rlimit=STARVED)
+    fed, starved = (options_with(DIFF_DEFAULTS, depth=2, spans=2, timeout=HOUR, rlimit=r) for r in (RLIMIT, STARVED))
+    assert policydiff.diff_policies(old, new, fed).outcome == policydiff.EQUIVALENT
+    diff = policydiff.diff_policies(old, new, starved)
     assert diff.outcome == policydiff.UNKNOWN
     assert "resource limit" in diff.equivalence.reason
     assert "resource limit" in diff.new_evicts.reason and "resource limit" in diff.old_evicts.reason

@@ -20,7 +20,7 @@ from prunecheck.checker.outputs.render import state_lines
 from prunecheck.checker.commands.repair import available_changes, candidate_sets
 from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.result import Verdict
-from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.checker.engines.spacer import prove_with_spacer
 from prunecheck.checker.language.typecheck import MAX_NODES, check_bounds, check_expr
 from prunecheck.spec.errors import PolicySyntaxError, ReplayMismatch
@@ -109,7 +109,7 @@ def test_a_query_that_runs_out_of_resources_is_unknown():
     solver = _limited(HOUR * 1000)
     solver.add(x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z + 1)
     answer = query(solver)
-    assert answer.status == "unknown" and answer.reason
+    assert answer.status == Status.UNKNOWN and answer.reason
 
 
 def test_houdini_that_gives_up_proves_nothing(monkeypatch):

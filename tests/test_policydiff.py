@@ -13,6 +13,7 @@ from prunecheck.checker.commands.policydiff import (
     DIFFERENT, EQUIVALENT, NEW_EVICTS, OLD_EVICTS, UNKNOWN, diff_policies, equivalence, replayed_witness,
 )
 from prunecheck.checker.language.printer import policy_python
+from prunecheck.checker.options import DIFF_DEFAULTS, options_with
 from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.runtime import Compact, State, enabled_actions, span_env, step
@@ -89,7 +90,7 @@ def test_commuted_conjunction_is_proved_equivalent(tmp_path):
 def test_yaml_and_python_forms_of_the_seed_are_proved_equivalent():
     old, new = load_policy(EXAMPLES / "seed_flawed.yaml"), load_policy(EXAMPLES / "seed_flawed.py")
     assert old.evict != new.evict  # different syntax trees: `not p and e` against `False if p else e`
-    diff = diff_policies(old, new, depth=4, spans=3, **BOUNDS)
+    diff = diff_policies(old, new, options_with(DIFF_DEFAULTS, depth=4, spans=3, **BOUNDS))
     assert diff.outcome == EQUIVALENT and diff.equivalence.proved
     assert diff.new_evicts.witness is None and diff.old_evicts.witness is None and diff.deployment_keys == ()
 
@@ -127,7 +128,7 @@ def test_every_policy_is_proved_equivalent_to_its_python_form(p):
 def test_a_strictly_stronger_predicate_differs_in_exactly_one_direction():
     old = policy("name: a\nevict: not pinned and age > 2\n")
     new = policy("name: c\nevict: not pinned and age > 2 and reads == 0\n")
-    diff = diff_policies(old, new, depth=6, spans=4, **BOUNDS)
+    diff = diff_policies(old, new, options_with(DIFF_DEFAULTS, depth=6, spans=4, **BOUNDS))
     assert_directions(old, new, diff, {OLD_EVICTS, NEW_EVICTS}, 4)
     w = diff.old_evicts.witness
     assert (w.old.evict, w.new.evict, w.old.fate, w.new.fate) == (True, False, "evicted", "kept")
@@ -143,7 +144,8 @@ def test_unrelated_predicates_differ_in_both_directions(tmp_path):
     code, out, err = run(old, new, "--depth", "5", "--spans", "3")
     assert (code, err) == (1, "")
     assert out.count("replayed on the runtime") == 2 and "outcome: different" in out
-    diff = diff_policies(load_policy(old), load_policy(new), depth=5, spans=3, **BOUNDS)
+    options = options_with(DIFF_DEFAULTS, depth=5, spans=3, **BOUNDS)
+    diff = diff_policies(load_policy(old), load_policy(new), options)
     assert_directions(load_policy(old), load_policy(new), diff, {NEW_EVICTS, OLD_EVICTS}, 3)
     # Shortest: append a tool output and compact.
     assert len(diff.new_evicts.witness.actions) == 2
@@ -152,7 +154,7 @@ def test_unrelated_predicates_differ_in_both_directions(tmp_path):
 def test_adding_a_budget_truncates_what_the_old_policy_keeps():
     old = policy("name: d\nevict: kind == 'tool_output'\n")
     new = policy("name: e\nevict: kind == 'tool_output'\nbudget: 10\n")
-    diff = diff_policies(old, new, depth=5, spans=3, **BOUNDS)
+    diff = diff_policies(old, new, options_with(DIFF_DEFAULTS, depth=5, spans=3, **BOUNDS))
     assert_directions(old, new, diff, {NEW_EVICTS}, 3)
     w = diff.new_evicts.witness
     assert (w.new.evict, w.new.fate, w.old.fate) == (False, "truncated", "kept")
@@ -173,7 +175,8 @@ def test_reversing_the_rank_changes_which_candidate_goes_first(tmp_path):
         assert w["old"]["evict"] and w["new"]["evict"]  # both candidates: the rank alone decides
         assert int(w["old"]["rank"]) == -int(w["new"]["rank"])
     assert "rank differs" in doc["equivalence"]["reason"]
-    diff = diff_policies(load_policy(old), load_policy(new), depth=3, spans=3, **BOUNDS)
+    options = options_with(DIFF_DEFAULTS, depth=3, spans=3, **BOUNDS)
+    diff = diff_policies(load_policy(old), load_policy(new), options)
     assert_directions(load_policy(old), load_policy(new), diff, {NEW_EVICTS, OLD_EVICTS}, 3)
 
 
@@ -184,7 +187,8 @@ def test_a_deployment_change_is_named_and_its_divergence_witnessed(tmp_path):
     code, out, _ = run(seed, moved, "--depth", "3", "--spans", "3")
     assert code == 1
     assert "deployment differs: records window -> undo_region" in out
-    diff = diff_policies(load_policy(seed), load_policy(moved), depth=3, spans=3, **BOUNDS)
+    options = options_with(DIFF_DEFAULTS, depth=3, spans=3, **BOUNDS)
+    diff = diff_policies(load_policy(seed), load_policy(moved), options)
     assert diff.deployment_keys == ("records",)
     assert diff.old_evicts.witness is not None
     w = diff.old_evicts.witness
@@ -207,7 +211,7 @@ def test_a_difference_beyond_the_depth_is_unknown_not_equivalent(tmp_path):
 def test_a_difference_only_on_unreachable_valuations_stays_unknown():
     # idle > age never holds in a reachable state, but only a proof over reachable states could say so.
     old, new = policy("name: a\nevict: false\n"), policy("name: b\nevict: idle > age\n")
-    diff = diff_policies(old, new, depth=2, spans=2, **BOUNDS)
+    diff = diff_policies(old, new, options_with(DIFF_DEFAULTS, depth=2, spans=2, **BOUNDS))
     assert diff.outcome == UNKNOWN and not diff.equivalence.proved
     assert diff.new_evicts.witness is None and diff.old_evicts.witness is None
 
@@ -218,7 +222,7 @@ def test_a_difference_only_on_unreachable_valuations_stays_unknown():
 def test_a_witness_the_runtime_does_not_reproduce_is_rejected():
     old = policy("name: a\nevict: kind == 'tool_output'\n")
     new = policy("name: b\nevict: kind == 'message'\n")
-    diff = diff_policies(old, new, depth=2, spans=2, **BOUNDS)
+    diff = diff_policies(old, new, options_with(DIFF_DEFAULTS, depth=2, spans=2, **BOUNDS))
     w = diff.new_evicts.witness
     with pytest.raises(ReplayMismatch):
         replayed_witness(old, new, OLD_EVICTS, w.actions, w.span, 2)  # wrong direction
@@ -272,7 +276,7 @@ def test_defaults_on_the_seed_against_a_safer_revision(tmp_path):
     revised = write(tmp_path, "revised.yaml",
                     "name: revised\nevict: kind not in ['record', 'rationale'] and recency * frequency < 0.25\n"
                     "deployment: {records: window, pins: self, audit: policy}\n")
-    diff = diff_policies(load_policy(seed), load_policy(revised), **BOUNDS)
+    diff = diff_policies(load_policy(seed), load_policy(revised), options_with(DIFF_DEFAULTS, **BOUNDS))
     assert diff.outcome == DIFFERENT and diff.old_evicts.witness is not None
     runtime_difference(load_policy(seed), load_policy(revised), OLD_EVICTS, diff.old_evicts.witness, 5)
 
@@ -306,7 +310,7 @@ def test_generated_pairs_never_blur_the_outcomes_and_agree_with_explicit_search(
     old = data.draw(policies(max_depth=2))
     same_deployment = data.draw(st.booleans())
     new = data.draw(policies(max_depth=2, deployment=old.deployment if same_deployment else None))
-    diff = diff_policies(old, new, depth=4, spans=3, **BOUNDS)
+    diff = diff_policies(old, new, options_with(DIFF_DEFAULTS, depth=4, spans=3, **BOUNDS))
     witnesses = [d for d in (NEW_EVICTS, OLD_EVICTS) if diff.direction(d).witness is not None]
     if diff.outcome == EQUIVALENT:
         assert diff.equivalence.proved and not witnesses

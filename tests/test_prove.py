@@ -12,6 +12,7 @@ from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.engines.certificate import Status, recheck
 from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.engines.prove import prove
@@ -44,7 +45,7 @@ def test_prover_proves_exactly_the_conditions_expected_to_hold(name, path, text,
 @pytest.mark.parametrize("name,path,text,expected", ROWS, ids=[r[0] for r in ROWS])
 def test_check_combines_both_engines(name, path, text, expected):
     policy = load_policy(path) if path is not None else parse_policy_text(text, name)
-    report = check(policy, **BOUNDS)
+    report = check(policy, CheckOptions(**BOUNDS))
     for condition, want in expected.items():
         got = report.result(condition).verdict
         assert str(got) == want, f"{name} {condition}: {report.result(condition).reason}"
@@ -74,7 +75,7 @@ def _certificate(name="host_pins_records.yaml", condition="C1"):
 def test_an_untouched_certificate_is_confirmed_by_cvc5():
     policy, document = _certificate()
     check = _recheck(document, Encoding(policy, "C1", document["free_policy"]))
-    assert check.status == "confirmed" and [o.cvc5 for o in check.obligations] == ["unsat"] * 3
+    assert check.status is Status.CONFIRMED and [o.cvc5 for o in check.obligations] == ["unsat"] * 3
 
 
 @pytest.mark.parametrize("tamper,failing", [
@@ -86,7 +87,7 @@ def test_an_altered_invariant_is_rejected(tamper, failing):
     policy, document = _certificate()
     document["invariant_smt2"] = tamper(document["invariant_smt2"])
     check = _recheck(document, Encoding(policy, "C1", document["free_policy"]))
-    assert check.status == "refuted"
+    assert check.status is Status.REFUTED
     assert failing in check.reason
 
 

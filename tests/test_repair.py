@@ -12,8 +12,9 @@ from prunecheck.checker.commands import repair_text
 from prunecheck.checker.cli import main
 from prunecheck.checker.language.loader import expected_verdicts, load_policy, parse_policy_text
 from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.commands.repair import (
-    Bounds, add_parser, available_changes, candidate_sets, check_candidate, preference, repair, run as run_repair,
+    add_parser, available_changes, candidate_sets, check_candidate, preference, repair, run as run_repair,
     run_violations,
 )
 from prunecheck.checker.commands.repair_text import Change, edited_text, repaired_policy, repaired_text, unified_diff
@@ -240,7 +241,7 @@ def test_json_repair_moves_rationale_out_of_the_window():
     text = ('{"name": "j", "evict": "kind != \'record\' and not edited and age >= 3",\n'
             ' "deployment": {"rationale": "window"}}\n')
     policy = parse_policy_text(text, "p.json")
-    result = repair(policy, text, "p.json", alternatives=0, **BOUNDS)
+    result = repair(policy, text, "p.json", alternatives=0, options=CheckOptions(**BOUNDS))
     assert_proved(result)
     # Excluding rationale from evict is not enough: a host budget truncates it (P1).
     assert result.changes == (flip("rationale", "decision_log"),)
@@ -284,7 +285,7 @@ def unsafe_examples():
 @pytest.mark.parametrize("path", unsafe_examples(), ids=lambda p: p.name)
 def test_every_unsafe_example_has_a_proved_repair(path):
     policy = load_policy(path)
-    result = repair(policy, path.read_text(), str(path), **BOUNDS)
+    result = repair(policy, path.read_text(), str(path), options=CheckOptions(**BOUNDS))
     assert_proved(result)
     # Records and rationale both in the window need both moved out: no text keeps them from a host budget.
     assert not result.reprinted and len(result.changes) <= 2
@@ -366,10 +367,10 @@ def test_the_budget_is_not_dropped_to_get_past_a_set_that_keeps_it_and_is_undeci
 
 def test_candidates_get_the_verdicts_check_gives_them():
     policy = load_policy(EXAMPLES / "seed_flawed.yaml")
-    bounds = Bounds(timeout=HOUR, rlimit=BOUNDS["rlimit"])
+    bounds = CheckOptions(timeout=HOUR, rlimit=BOUNDS["rlimit"])
     for changes in ((flip("records", "undo_region"),), (RECORDS,)):  # proved; C2 and C4 still violated
         candidate = repaired_policy(policy, changes, "yaml")
-        mine, theirs = check_candidate(candidate, bounds), check(candidate, **BOUNDS)
+        mine, theirs = check_candidate(candidate, bounds), check(candidate, CheckOptions(**BOUNDS))
         assert [(r.condition, r.verdict, r.trace) for r in mine.results] == \
                [(r.condition, r.verdict, r.trace) for r in theirs.results]
         assert (mine.policy_hash, mine.depth, mine.spans) == (theirs.policy_hash, theirs.depth, theirs.spans)
@@ -382,7 +383,7 @@ def test_a_superset_of_the_repair_is_not_named_an_alternative_though_proved():
     records = flip("records", "undo_region")
     assert result.status == "repaired" and result.changes == (records,) and result.undecided == ()
     superset = repaired_policy(load_policy(path), (records, DROP_BUDGET), "yaml")
-    assert all(r.verdict == Verdict.HOLDS for r in check_candidate(superset, Bounds(**BOUNDS)).results)
+    assert all(r.verdict == Verdict.HOLDS for r in check_candidate(superset, CheckOptions(**BOUNDS)).results)
     assert result.alternatives == ()  # it drops the budget on top of the repair: it names nothing new
 
 

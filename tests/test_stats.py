@@ -8,12 +8,13 @@ from dataclasses import replace
 import pytest
 
 from prunecheck.checker.outputs.cache import ReportFormatError, report_from_json
-from prunecheck.checker.check import check, check_explicit, clear_caches
+from prunecheck.checker.check import check, clear_caches
 from prunecheck.checker.findings.finding import findings_of
+from prunecheck.checker.options import CheckOptions, Engine
 from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.render import report_json, report_text, run_text
-from prunecheck.checker.result import Outcome, Verdict
+from prunecheck.checker.result import Method, Outcome, Verdict
 
 from conftest import BOUNDS, EXAMPLES, RLIMIT
 
@@ -24,13 +25,13 @@ DEPTH, SPANS = 5, 3
 def seed():
     policy = load_policy(EXAMPLES / "seed_flawed.yaml")
     clear_caches()  # a proof shared from an earlier check in this process asks no queries
-    return policy, check(policy, depth=DEPTH, spans=SPANS, **BOUNDS)
+    return policy, check(policy, CheckOptions(depth=DEPTH, spans=SPANS, **BOUNDS))
 
 
 @pytest.fixture(scope="module")
 def explicit():
     policy = load_policy(EXAMPLES / "seed_flawed.yaml")
-    return check_explicit(policy, depth=3, spans=SPANS, tokens=[1, 2], repeats=[1])
+    return check(policy, CheckOptions(engine=Engine.EXPLICIT, depth=3, spans=SPANS, tokens=[1, 2], repeats=[1]))
 
 
 def test_every_condition_has_plausible_engine_statistics(seed):
@@ -41,13 +42,13 @@ def test_every_condition_has_plausible_engine_statistics(seed):
         assert r.stats.queries >= 1, r.condition
         for run in r.stats.runs:
             assert run.queries >= 1 and run.seconds >= 0, (r.condition, run)
-            if run.engine == "bmc":
+            if run.engine is Method.BMC:
                 assert 0 <= run.depth <= DEPTH
         if r.verdict == Verdict.VIOLATED:
-            (bmc,) = [run for run in r.stats.runs if run.engine == "bmc"]
+            (bmc,) = [run for run in r.stats.runs if run.engine is Method.BMC]
             assert bmc.outcome is Outcome.COUNTEREXAMPLE and bmc.depth == r.depth
         if r.verdict == Verdict.HOLDS:
-            assert r.stats.runs[-1].outcome is Outcome.PROVED and r.stats.runs[-1].engine in ("induction", "spacer")
+            assert r.stats.runs[-1].outcome is Outcome.PROVED and r.stats.runs[-1].engine in (Method.INDUCTION, Method.SPACER)
     assert report.bounds.rlimit == RLIMIT and report.bounds.timeout == BOUNDS["timeout"]
     assert report.bounds.tokens is None and report.bounds.repeats is None
 
@@ -55,7 +56,7 @@ def test_every_condition_has_plausible_engine_statistics(seed):
 def test_explicit_engine_counts_states_within_its_depth(explicit):
     for r in explicit.results:
         (run,) = r.stats.runs
-        assert run.engine == "explicit" and run.states > 0 and run.depth <= 3
+        assert run.engine is Method.EXPLICIT and run.states > 0 and run.depth <= 3
     assert explicit.bounds.tokens == (1, 2) and explicit.bounds.repeats == (1,)
 
 
@@ -81,7 +82,7 @@ def test_json_stats_carry_the_same_figures(seed):
     for r in report.results:
         runs = doc["stats"]["conditions"][r.condition]
         assert [(x["engine"], x["outcome"], x["depth"], x["queries"]) for x in runs] == \
-            [(run.engine, run.outcome.value, run.depth, run.queries) for run in r.stats.runs]
+            [(str(run.engine), run.outcome.value, run.depth, run.queries) for run in r.stats.runs]
 
 
 def test_cache_reads_stats_back_and_refuses_malformed_ones(seed):
@@ -108,7 +109,8 @@ def test_further_counterexamples_count_in_the_bmc_statistics(seed):
     runs = []
     for count in (1, 2):
         clear_caches()
-        (result,) = check(policy, depth=3, spans=SPANS, only=("C1",), counterexamples=count, **BOUNDS).results
+        options = CheckOptions(depth=3, spans=SPANS, only=("C1",), counterexamples=count, **BOUNDS)
+        (result,) = check(policy, options).results
         runs.append(result.stats.runs)
-    assert [run.engine for run in runs[1]] == ["bmc"] and runs[1][0].depth == runs[0][0].depth
+    assert [run.engine for run in runs[1]] == [Method.BMC] and runs[1][0].depth == runs[0][0].depth
     assert runs[1][0].queries > runs[0][0].queries

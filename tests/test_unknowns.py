@@ -5,6 +5,7 @@ import z3
 
 from conftest import BOUNDS
 from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.result import Stop, Verdict
 from prunecheck.checker.engines.unknowns import solver_words
@@ -28,7 +29,7 @@ def test_solver_reasons_are_plain_words(raw, words):
 
 def test_a_search_bounded_short_of_the_violation_says_what_would_decide_it():
     policy = parse_policy_text(POLICY, "u.yaml")
-    result = check(policy, depth=1, only=["C1"], **BOUNDS).result("C1")
+    result = check(policy, CheckOptions(depth=1, only=["C1"], **BOUNDS)).result("C1")
     assert result.verdict == Verdict.UNKNOWN and result.stop is Stop.BOUND
     reason = result.reason
     assert reason.startswith("bounded search: no violation within 1 action over 6 spans")
@@ -36,11 +37,11 @@ def test_a_search_bounded_short_of_the_violation_says_what_would_decide_it():
     # The policy compares window_tokens, so more spans come first; the violation needs 2 actions.
     assert reason.endswith("to decide it, try --spans 10 (a violation may need more spans in the window at once) "
                            "or --depth 2 (a violation may need more actions)")
-    assert check(policy, depth=2, only=["C1"], **BOUNDS).result("C1").verdict == Verdict.VIOLATED
+    assert check(policy, CheckOptions(depth=2, only=["C1"], **BOUNDS)).result("C1").verdict == Verdict.VIOLATED
 
 
 def test_a_solver_out_of_resources_is_told_to_take_more():
     policy = parse_policy_text(POLICY, "u.yaml")
-    result = check(policy, depth=3, only=["C1"], timeout=3600.0, rlimit=1).result("C1")
+    result = check(policy, CheckOptions(depth=3, only=["C1"], timeout=3600.0, rlimit=1)).result("C1")
     assert result.verdict == Verdict.UNKNOWN and result.stop is Stop.LIMIT
     assert "limit" in result.reason and "--timeout" in result.reason and "--rlimit" in result.reason

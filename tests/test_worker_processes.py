@@ -7,7 +7,8 @@ import sys
 import pytest
 
 import prunecheck
-from prunecheck.checker.commands.batch import BatchItem, CheckOptions, check_many
+from prunecheck.checker.commands.batch import BatchItem, check_many
+from prunecheck.checker.options import CheckOptions
 
 from conftest import BOUNDS, EXAMPLES, HANG_GUARD
 
@@ -19,7 +20,8 @@ SMALL = {"depth": 3, "spans": 2, "only": ["C1"]}
 UNGUARDED = """\
 import json, sys
 import prunecheck
-from prunecheck.checker.commands.batch import BatchItem, CheckOptions, check_many
+from prunecheck.checker.commands.batch import BatchItem, check_many
+from prunecheck.checker.options import CheckOptions
 print("MARKER", flush=True)
 paths, options = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 for item in prunecheck.check_many(paths, jobs=2, **options):

@@ -14,48 +14,14 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch
 from prunecheck.spec.policy import DeploymentOverride
 
-from prunecheck.checker.engines.bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT
+from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions, options_with
 from prunecheck.checker.outputs.cache import MISS, CacheStatus, ReportCache, default_cache_dir
 from prunecheck.checker.result import Report, Verdict
 
 POLICY_SUFFIXES = (".yaml", ".yml", ".json", ".py")
 EXECUTORS = ("process", "dask")
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3, 4
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    """Everything check/check_explicit take besides the policy; deployment sets its keys in every policy's own."""
-
-    depth: int = DEFAULT_DEPTH
-    spans: int = DEFAULT_SPANS
-    only: tuple = CONDITIONS
-    timeout: float = DEFAULT_TIMEOUT
-    prove: bool = True
-    tokens: Optional[tuple] = None
-    repeats: Optional[tuple] = None
-    engine: str = "symbolic"
-    memory_mb: int = 0
-    deployment: Optional[DeploymentOverride] = None
-    counterexamples: int = 1
-    cache_unknown: bool = False
-    rlimit: int = 0
-
-    def __post_init__(self):
-        from prunecheck.checker.language.loader import as_override
-        object.__setattr__(self, "deployment", as_override(self.deployment))  # a Deployment: every key
-
-    def settings(self, policy_hash: str) -> dict:
-        """The cache key's fields: what changes the answer, including the budgets that can turn an answer into
-        `unknown`, as JSON values."""
-        from prunecheck.checker.versions import versions
-        return {"policy_hash": policy_hash, "depth": self.depth, "spans": self.spans,
-                "only": [c for c in CONDITIONS if c in set(self.only)], "timeout": float(self.timeout),
-                "memory_mb": int(self.memory_mb), "rlimit": int(self.rlimit),
-                "prove": bool(self.prove), "tokens": None if self.tokens is None else sorted(self.tokens),
-                "repeats": None if self.repeats is None else sorted(self.repeats),
-                "engine": self.engine, "counterexamples": self.counterexamples, "versions": dict(versions()),
-                "deployment_override": None if self.deployment is None else self.deployment.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -122,18 +88,6 @@ def expand_policy_paths(args: Iterable[str]) -> tuple:
     return tuple(out)
 
 
-def report_for(policy, options: CheckOptions) -> Report:
-    from prunecheck.checker.check import check, check_explicit
-
-    if options.engine == "explicit":
-        return check_explicit(policy, options.depth, options.spans, options.only, float(options.timeout),
-                              options.tokens, options.repeats)
-    extra = {"counterexamples": options.counterexamples} if options.counterexamples > 1 else {}
-    return check(policy, options.depth, options.spans, options.only, float(options.timeout), options.memory_mb,
-                 options.prove, token_domain=options.tokens, repeat_domain=options.repeats, rlimit=options.rlimit,
-                 **extra)
-
-
 def batch_item(path: str, options: CheckOptions, cache_dir: Optional[str] = None) -> BatchItem:
     """Load, parse and check one policy file (in a worker), through the cache; never raises. A cache entry is used
     only if it verifies against the policy; a rejected one is solved afresh and overwritten (or removed)."""
@@ -151,7 +105,7 @@ def batch_item(path: str, options: CheckOptions, cache_dir: Optional[str] = None
             # The hash covers the parsed policy, not where it was read from.
             return BatchItem(path, replace(read.report, source=policy.source), cache=CacheStatus.HIT,
                              seconds=time.perf_counter() - started, accepts=policy.accepts)
-        report = report_for(policy, options)
+        report = check(policy, options)
         if cache is not None and not cache.store(settings, report, options.cache_unknown) \
                 and read.status is CacheStatus.REJECTED:
             cache.discard(settings)
@@ -381,17 +335,16 @@ def add_batch_arguments(check_parser) -> None:
 
 
 def options_from_args(args) -> CheckOptions:
+    """The options the `check` command's arguments give (an option the parser lacks keeps its default)."""
     from prunecheck.checker.language.loader import load_deployment
 
     deployment = getattr(args, "deployment", None)
-    return CheckOptions(depth=args.depth, spans=args.spans, only=tuple(args.only), timeout=float(args.timeout),
-                        prove=bool(args.prove), tokens=None if args.tokens is None else tuple(args.tokens),
-                        repeats=None if getattr(args, "repeats", None) is None else tuple(args.repeats),
-                        engine=args.engine, memory_mb=getattr(args, "memory", 0) or 0,
+    return options_with(depth=args.depth, spans=args.spans, only=args.only, timeout=args.timeout, prove=args.prove,
+                        tokens=args.tokens, repeats=getattr(args, "repeats", None), engine=args.engine,
+                        memory_mb=getattr(args, "memory", None), rlimit=getattr(args, "rlimit", None),
                         deployment=load_deployment(deployment) if deployment else None,
-                        counterexamples=getattr(args, "max_counterexamples", 1) or 1,
-                        cache_unknown=bool(getattr(args, "cache_unknown", False)),
-                        rlimit=getattr(args, "rlimit", 0) or 0)
+                        counterexamples=getattr(args, "max_counterexamples", None),
+                        cache_unknown=getattr(args, "cache_unknown", None))
 
 
 def run_batch_cli(args, stdout, stderr) -> int:
@@ -509,6 +462,6 @@ def override_line(override: DeploymentOverride) -> str:
     return f"deployment override on every policy: {settings} (their other deployment keys are their own)"
 
 
-__all__ = ["BatchItem", "CheckOptions", "add_batch_arguments", "batch_item", "check_many", "exit_code",
+__all__ = ["BatchItem", "add_batch_arguments", "batch_item", "check_many", "exit_code",
            "expand_policy_paths", "options_from_args", "run_batch_cli", "summary_table", "summary_text", "tally",
            "with_policies"]

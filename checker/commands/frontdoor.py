@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
+from prunecheck.checker.options import DEFAULTS
+
 COMMON_EXITS = {2: "usage or input error (one line, never a traceback)", 4: "internal error (a checker bug)"}
 EXIT_MEANINGS = {
     None: {0: "success (check: every condition holds)", 1: "a violation, or the command's failure",
@@ -55,6 +57,6 @@ def bounded_int(low: int, high: int):
 
 
 def add_rlimit_argument(parser) -> None:
-    parser.add_argument("--rlimit", type=bounded_int(0, 10**12), default=0, metavar="N",
+    parser.add_argument("--rlimit", type=bounded_int(0, 10**12), default=DEFAULTS.rlimit, metavar="N",
                         help="also bound every solver query by N resource units (z3 rlimit, cvc5 rlimit-per), which "
                              "unlike --timeout a loaded machine cannot change (0: none)")

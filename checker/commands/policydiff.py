@@ -24,12 +24,9 @@ from prunecheck.checker.engines.invariants import houdini
 from prunecheck.checker.language.printer import number_text, to_text
 from prunecheck.spec.runtime import action_text
 from prunecheck.checker.engines.replay import decode_action, decode_state, replay
-from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.checker.engines.unknowns import solver_words
-
-DEFAULT_DEPTH = 8
-DEFAULT_SPANS = 5
-DEFAULT_TIMEOUT = 30.0
+from prunecheck.checker.options import DIFF_DEFAULTS, CheckOptions, options_with
 
 EQUIVALENT, DIFFERENT, UNKNOWN = "equivalent", "different", "unknown"
 NEW_EVICTS, OLD_EVICTS = "new_evicts", "old_evicts"
@@ -152,9 +149,9 @@ def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraint
     solver.add(constraints)
     solver.add(guard, z3.Not(same))
     answer = query(solver)
-    if answer.status == "unsat":
+    if answer.status == Status.UNSAT:
         return None
-    if answer.status == "unknown":
+    if answer.status == Status.UNKNOWN:
         return f"equality of the {what} expressions not decided ({solver_words(answer.reason)})"
     values = _valuation(solver.model(), ints, env, budget)
     left, right = evaluate(old_expr, values), evaluate(new_expr, values)
@@ -165,7 +162,7 @@ def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraint
     return f"{what} differs on some attribute valuation ({shown}: OLD {_value_text(left)}, NEW {_value_text(right)})"
 
 
-def equivalence(old: Policy, new: Policy, timeout: float = DEFAULT_TIMEOUT, rlimit: int = 0) -> Equivalence:
+def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout, rlimit: int = 0) -> Equivalence:
     """Proved when deployment and budget are equal, the ranks agree on every candidate (or no budget makes the rank
     matter), and the evict predicates agree on every valuation of the attribute vocabulary within its intervals:
     then every compaction has the same candidates and order, so every run is the same run under both."""
@@ -240,13 +237,13 @@ def _pair_invariant(m_old: Model, m_new: Model, timeout: float, rlimit: int) -> 
         solver = new_solver(timeout * 1000, rlimit)
         solver.add(step + [before[name] for name in invariant.names])
         solver.add(z3.Or([_witness(a, pre_old, pre_new, post_old, post_new, d, i) for i in range(n)]))
-        if query(solver).status == "unsat":
+        if query(solver).status == Status.UNSAT:
             impossible.append(d)
     return frozenset(invariant.names), tuple(impossible)
 
 
-def lockstep_directions(old: Policy, new: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
-                        timeout: float = DEFAULT_TIMEOUT, rlimit: int = 0) -> tuple:
+def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.depth, spans: int = DIFF_DEFAULTS.spans,
+                        timeout: float = DIFF_DEFAULTS.timeout, rlimit: int = 0) -> tuple:
     """(NEW evicts what OLD keeps, OLD evicts what NEW keeps): per direction a shortest replayed witness within
     `depth` steps and `spans` slots, or none and why. Both policies run on one shared action sequence; every step
     must be enabled in both runs. `timeout` is each direction's solver time; `rlimit` bounds each query by z3's
@@ -279,10 +276,10 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DEFAULT_DEPTH, sp
             left = timeout - spent[d]
             answer = query(solver, [literal], int(left * 1000)) if left > 0 else None
             spent[d] += answer.seconds if answer is not None else 0.0
-            if answer is not None and answer.status == "unsat":
+            if answer is not None and answer.status == Status.UNSAT:
                 continue
             pending.remove(d)
-            if answer is None or answer.status == "unknown":
+            if answer is None or answer.status == Status.UNKNOWN:
                 why = answer.reason if answer is not None else "timeout"
                 answers[d] = Direction(d, None, f"the solver stopped at depth {k} ({solver_words(why)}); none up to "
                                                 f"depth {k - 1}, {spans} spans", spent[d])
@@ -338,11 +335,12 @@ def replayed_witness(old: Policy, new: Policy, direction: str, actions: tuple, s
                    _view(old, last_old, span_id), _view(new, last_new, span_id))
 
 
-def diff_policies(old: Policy, new: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
-                  timeout: float = DEFAULT_TIMEOUT, rlimit: int = 0) -> PolicyDiff:
+def diff_policies(old: Policy, new: Policy, options: CheckOptions = DIFF_DEFAULTS) -> PolicyDiff:
     """`equivalent` only when proved (no search needed then); otherwise the lockstep search in both directions:
-    `different` with a replayed witness in at least one, or `unknown` (no difference within depth and spans)."""
+    `different` with a replayed witness in at least one, or `unknown` (no difference within depth and spans).
+    Of the options, the bounds count: depth, spans, timeout (per direction) and rlimit."""
     started = time.perf_counter()
+    depth, spans, timeout, rlimit = options.depth, options.spans, options.timeout, options.rlimit
     keys = differing_deployment_keys(old, new)
     proof = equivalence(old, new, timeout, rlimit)
     if proof.proved:
@@ -460,12 +458,12 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("diff", help="compare two policies: where does one evict what the other keeps")
     p.add_argument("old", metavar="OLD", help="the deployed policy (.yaml, .yml, .json or .py)")
     p.add_argument("new", metavar="NEW", help="the proposed policy")
-    p.add_argument("--depth", type=bounded_int(0, 200), default=DEFAULT_DEPTH,
-                   help=f"bounded search depth (default {DEFAULT_DEPTH})")
-    p.add_argument("--spans", type=bounded_int(2, 32), default=DEFAULT_SPANS,
-                   help=f"span slots (default {DEFAULT_SPANS})")
-    p.add_argument("--timeout", type=bounded_int(1, 3600), default=int(DEFAULT_TIMEOUT),
-                   help=f"solver seconds per direction (default {int(DEFAULT_TIMEOUT)})")
+    p.add_argument("--depth", type=bounded_int(0, 200), default=DIFF_DEFAULTS.depth,
+                   help=f"bounded search depth (default {DIFF_DEFAULTS.depth})")
+    p.add_argument("--spans", type=bounded_int(2, 32), default=DIFF_DEFAULTS.spans,
+                   help=f"span slots (default {DIFF_DEFAULTS.spans})")
+    p.add_argument("--timeout", type=bounded_int(1, 3600), default=int(DIFF_DEFAULTS.timeout),
+                   help=f"solver seconds per direction (default {DIFF_DEFAULTS.timeout:g})")
     add_rlimit_argument(p)
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text (default: each direction with its witness) or json (one document)")
@@ -476,7 +474,9 @@ def run(args, stdout, stderr) -> int:
     from prunecheck.checker.language.loader import load_policy
 
     old, new = load_policy(args.old), load_policy(args.new)
-    diff = diff_policies(old, new, args.depth, args.spans, float(args.timeout), args.rlimit)
+    options = options_with(DIFF_DEFAULTS, depth=args.depth, spans=args.spans, timeout=args.timeout,
+                           rlimit=args.rlimit)
+    diff = diff_policies(old, new, options)
     if args.format == "json":
         print(json.dumps(diff_json(diff, old, new), indent=2), file=stdout)
     else:

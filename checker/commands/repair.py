@@ -7,7 +7,7 @@ import itertools
 import json
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -16,14 +16,14 @@ from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Policy
 from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, step
 
-from prunecheck.checker.engines.bmc import DEFAULT_DEPTH, DEFAULT_SPANS, DEFAULT_TIMEOUT
 from prunecheck.checker.check import check, new_report
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.language.loader import decode_policy_bytes, expected_verdicts, load_policy, parse_policy_text
-from prunecheck.checker.engines.prove import prove_all
+from prunecheck.checker.engines.prove import RECHECKED, prove_all
+from prunecheck.checker.options import DEFAULTS, CheckOptions, options_with
 from prunecheck.spec.runtime import action_text
 from prunecheck.checker.commands.repair_text import EXCLUSIONS, SAFE_DEPLOYMENT, Change, form_of, repaired_policy, repaired_text, unified_diff
-from prunecheck.checker.result import Report, Trace, Verdict
+from prunecheck.checker.result import Report, Result, Trace, Verdict
 from prunecheck.checker.language.typecheck import check_policy
 
 MAX_ALTERNATIVES = 0  # further proved repairs to name after the preferred one (each may cost full checks)
@@ -43,16 +43,6 @@ class Outcome(enum.Enum):
     VIOLATED = "violated"  # the full checker found a (replayed) counterexample
     UNDECIDED = "unknown"  # nothing violated, something unknown within the bounds
     PROVED = "proved"
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """The bounds of every full check a repair makes (those of `prunecheck check` with the same options)."""
-
-    depth: int = DEFAULT_DEPTH
-    spans: int = DEFAULT_SPANS
-    timeout: float = DEFAULT_TIMEOUT
-    rlimit: int = 0
 
 
 @dataclass(frozen=True)
@@ -172,19 +162,18 @@ def _outcome(report: Report) -> Outcome:
     return Outcome.VIOLATED if report.verdict == Verdict.VIOLATED else Outcome.UNDECIDED
 
 
-def check_candidate(candidate: Policy, bounds: Bounds) -> Report:
+def check_candidate(candidate: Policy, options: CheckOptions) -> Report:
     """The report `check` gives the candidate, found proofs first: a candidate that survived the replays is usually
     safe, and a proof of all five conditions makes the bounded search superfluous. The conditions left open go on
     to the rest of the full checker (bounded search, Spacer), as `check --only` would take them."""
     digest = policy_hash(candidate)
-    proofs = prove_all(candidate, CONDITIONS, policy_document(candidate), digest, bounds.timeout, bounds.rlimit)
+    proofs = prove_all(candidate, CONDITIONS, policy_document(candidate), digest, options.timeout, options.rlimit)
     open_conditions = [c for c in CONDITIONS if proofs[c].verdict != Verdict.HOLDS]
     if open_conditions:
-        rest = check(candidate, depth=bounds.depth, spans=bounds.spans, only=open_conditions,
-                     timeout=bounds.timeout, prove=True, rlimit=bounds.rlimit,
+        rest = check(candidate, replace(options, only=tuple(open_conditions), prove=True),
                      proofs={c: proofs[c] for c in open_conditions})
         proofs.update((r.condition, r) for r in rest.results)
-    return new_report(candidate, digest, bounds.depth, bounds.spans, tuple(proofs[c] for c in CONDITIONS))
+    return new_report(candidate, digest, options.depth, options.spans, tuple(proofs[c] for c in CONDITIONS))
 
 
 @dataclass
@@ -193,7 +182,7 @@ class _Search:
 
     policy: Policy
     form: str
-    bounds: Bounds
+    options: CheckOptions
     pool: list
     proved: list = field(default_factory=list)  # (changes, candidate, report), in preference order
     undecided: list = field(default_factory=list)  # Undecided sets preferred to the first proved one
@@ -214,7 +203,7 @@ class _Search:
             self.failed[(min(broken, key=CONDITIONS.index), Verdict.VIOLATED)] += 1
             return Outcome.REPLAYED_OUT
         self.checked += 1
-        report = check_candidate(candidate, self.bounds)
+        report = check_candidate(candidate, self.options)
         self.pool += _traces(report)
         return self._record(changes, candidate, report)
 
@@ -242,27 +231,27 @@ class _Search:
                     checked=self.checked, undecided=tuple(self.undecided))
 
 
-def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True, timeout: float = DEFAULT_TIMEOUT,
-           depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS, alternatives: int = MAX_ALTERNATIVES,
-           original: Optional[Report] = None, rlimit: int = 0) -> RepairResult:
+def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True, options: CheckOptions = DEFAULTS,
+           alternatives: int = MAX_ALTERNATIVES, original: Optional[Report] = None) -> RepairResult:
     """Search change sets in preference order (`preference`) for the first under which every condition is proved
     (HOLDS with a certificate); candidates a known counterexample still breaks on the runtime are dropped without
     a solver. Then up to `alternatives` more proved repairs are named, each not containing an earlier one. Every
-    check has `timeout` seconds and `rlimit` (z3 resources per query, 0: none) per condition; `original`, when
-    given, must be `check`'s report of policy at these bounds (it is what the result says of the policy)."""
+    check is made with `options` (its bounds: depth, spans, `timeout` seconds and `rlimit` per condition), proofs
+    on; `original`, when given, must be `check`'s report of policy at these bounds (it is what the result says of
+    the policy)."""
     started = time.perf_counter()
     form = form_of(source)
     if parse_policy_text(text, source) != policy:
         raise PolicySyntaxError("the policy differs from its text (a deployment override?): repair edits the text",
                                 source, 1, 1)
-    bounds = Bounds(depth, spans, timeout, rlimit)
+    options = replace(options, only=CONDITIONS, prove=True)
     if original is not None:
-        _require_own_report(original, policy, bounds)
-    original = original or check(policy, depth=depth, spans=spans, timeout=timeout, prove=True, rlimit=rlimit)
+        _require_own_report(original, policy, options)
+    original = original or check(policy, options)
     if _proved(original):
         return RepairResult(original, (), policy, text, "", original, "every condition already holds", form,
                             seconds=time.perf_counter() - started)
-    search = _Search(policy, form, bounds, [*SCHEMAS, *_traces(original)])
+    search = _Search(policy, form, options, [*SCHEMAS, *_traces(original)])
     for changes in candidate_sets(available_changes(policy, allow_deployment)):
         if len(search.proved) > alternatives:
             break
@@ -280,9 +269,9 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
                         seconds=time.perf_counter() - started, **search.stats())
 
 
-def _require_own_report(original: Report, policy: Policy, bounds: Bounds) -> None:
+def _require_own_report(original: Report, policy: Policy, options: CheckOptions) -> None:
     same = (original.policy_hash == policy_hash(policy)
-            and (original.depth, original.spans) == (bounds.depth, bounds.spans)
+            and (original.depth, original.spans) == (options.depth, options.spans)
             and tuple(r.condition for r in original.results) == tuple(CONDITIONS))
     if not same:
         raise ValueError("the report given is not check's report of this policy (all five conditions) at these bounds")
@@ -343,12 +332,14 @@ def _valid(policy: Policy) -> bool:
 # --------------------------------------------------------------------------- output
 
 
-def _certificate_note(reason: str) -> str:
-    return reason.rsplit("; ", 1)[-1] if "; " in reason else reason
+def _evidence_note(r: Result) -> str:
+    """What stands behind a result: for a `holds` (the only verdict a repair's reports show), its re-checked
+    certificate; otherwise the whole reason."""
+    return RECHECKED if r.verdict == Verdict.HOLDS and r.certificate is not None else r.reason
 
 
 def _condition_lines(report: Report) -> list:
-    return [f"  {r.condition}  {r.verdict}  {r.engine}; {_certificate_note(r.reason)}" for r in report.results]
+    return [f"  {r.condition}  {r.verdict}  {r.engine}; {_evidence_note(r)}" for r in report.results]
 
 
 def verdict_line(report: Report) -> str:
@@ -416,7 +407,7 @@ def result_json(result: RepairResult) -> dict:
                    "seconds": round(result.seconds, 3)},
     }
     if result.repaired:
-        doc["conditions"] = {r.condition: {"verdict": str(r.verdict), "engine": r.engine, "reason": r.reason}
+        doc["conditions"] = {r.condition: {"verdict": str(r.verdict), "engine": str(r.engine), "reason": r.reason}
                              for r in result.report.results}
         doc.update(reprinted=result.reprinted, diff=result.diff, text=result.text)
     return doc
@@ -446,12 +437,13 @@ def add_parser(subparsers) -> None:
                         help="text (default: the change, its proof and the unified diff) or json (one document)")
     parser.add_argument("--alternatives", type=bounded_int(0, 64), default=MAX_ALTERNATIVES, metavar="N",
                         help=ALTERNATIVES_HELP)
-    parser.add_argument("--timeout", type=bounded_int(1, 3600), default=30, help="seconds per condition (default 30)")
+    parser.add_argument("--timeout", type=bounded_int(1, 3600), default=int(DEFAULTS.timeout),
+                        help=f"seconds per condition (default {DEFAULTS.timeout:g})")
     add_rlimit_argument(parser)
-    parser.add_argument("--depth", type=bounded_int(1, 200), default=DEFAULT_DEPTH,
-                        help=f"bounded search depth (default {DEFAULT_DEPTH})")
-    parser.add_argument("--spans", type=bounded_int(2, 32), default=DEFAULT_SPANS,
-                        help=f"span slots (default {DEFAULT_SPANS})")
+    parser.add_argument("--depth", type=bounded_int(1, 200), default=DEFAULTS.depth,
+                        help=f"bounded search depth (default {DEFAULTS.depth})")
+    parser.add_argument("--spans", type=bounded_int(2, 32), default=DEFAULTS.spans,
+                        help=f"span slots (default {DEFAULTS.spans})")
 
 
 def _read_text(path: str) -> str:
@@ -463,8 +455,9 @@ def _read_text(path: str) -> str:
 def run(args, stdout, stderr) -> int:
     policy = load_policy(args.policy)
     text = _read_text(args.policy)
-    result = repair(policy, text, args.policy, allow_deployment=not args.text_only, timeout=float(args.timeout),
-                    depth=args.depth, spans=args.spans, alternatives=args.alternatives, rlimit=args.rlimit)
+    options = options_with(depth=args.depth, spans=args.spans, timeout=args.timeout, rlimit=args.rlimit)
+    result = repair(policy, text, args.policy, allow_deployment=not args.text_only, options=options,
+                    alternatives=args.alternatives)
     stale = ()
     if result.repaired:
         expect = expected_verdicts(args.policy)
@@ -487,6 +480,6 @@ def _has_bom(path: str) -> bool:
         return handle.read(3) == b"\xef\xbb\xbf"
 
 
-__all__ = ["RepairResult", "Change", "Bounds", "Outcome", "Undecided", "repair", "available_changes",
+__all__ = ["RepairResult", "Change", "Outcome", "Undecided", "repair", "available_changes",
            "candidate_sets", "preference", "check_candidate", "run_violations", "verdict_line", "result_text",
            "result_json", "add_parser", "run"]

@@ -13,13 +13,14 @@ from prunecheck.spec.runtime import (
 )
 
 from prunecheck.checker.check import check
+from prunecheck.checker.options import options_with
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.spec.runtime import action_text
 from prunecheck.checker.result import Verdict
 
 # The seeds' observations are fixed: bounded by solver resources (per query) rather than seconds, they are re-found
 # alike on every machine, however loaded; the time limit only cuts off a hang.
-BOUNDS = {"timeout": 600.0, "rlimit": 100_000_000}
+BOUNDS = options_with(timeout=600.0, rlimit=100_000_000)
 
 SEED_POLICY = """
 name: seed-recency-frequency
@@ -95,7 +96,7 @@ def observed_failure(out: TextIO) -> bool:
     except IrreversibleEditError as exc:
         ok &= _row(out, "asked to undo edit 1, the instance confabulated a plausible stack trace",
                    f"undo of edit 1 raises IrreversibleEditError ({exc}); nothing is reconstructed", True)
-    report = check(policy, **BOUNDS)
+    report = check(policy, BOUNDS)
     c1 = report.result("C1")
     ok &= _row(out, "no individual step violated the policy; the policy consumed its own safety net",
                _checker_line(report, "C1") + f"; also C2 {report.result('C2').verdict}, "
@@ -123,7 +124,7 @@ def safe_demonstration(out: TextIO) -> bool:
     ok &= _row(out, "safe_undo(w, 'e1') returns 'full_trace'",
                f"undo of edit 1 (record #{e1}) restores span #{trace} to kind '{restored.span(trace).kind}' at v"
                f"{restored.span(trace).version}", restored.span(trace).kind == "stack_trace")
-    report = check(policy, **BOUNDS)
+    report = check(policy, BOUNDS)
     worst = report.verdict
     proved = [r.condition for r in report.results if r.verdict == Verdict.HOLDS]
     ok &= _row(out, "below the boundary, self-editing is genuinely reversible",
@@ -147,7 +148,7 @@ def provenance_loss(out: TextIO) -> bool:
               f"compaction evicted {sorted(compaction.evicted)}, including rationale #{edit.rationale} of the live "
               f"edit (record #{edit.record}); P1 violated on the runtime: {'P1' in violations(policy, compaction)}",
               gone and "P1" in violations(policy, compaction))
-    report = check(policy, **BOUNDS)
+    report = check(policy, BOUNDS)
     ok &= _row(out, "the justification did not survive the edit", _checker_line(report, "P1"),
                report.result("P1").verdict == Verdict.VIOLATED)
     return ok

@@ -19,17 +19,13 @@ from prunecheck.spec.errors import ReplayMismatch
 
 from prunecheck.checker.engines.minimize import minimize
 from prunecheck.checker.engines.replay import confirm, decode_action, decode_state, first_violation
-from prunecheck.checker.result import EngineRun, Outcome, Result, Stats, Stop, Trace, Verdict
-from prunecheck.symbolic.solver import new_solver, queries_asked, query
+from prunecheck.checker.options import DEFAULTS
+from prunecheck.checker.result import EngineRun, Method, Outcome, Result, Stats, Stop, Trace, Verdict
+from prunecheck.symbolic.solver import Status, new_solver, queries_asked, query
 from prunecheck.checker.engines.unknowns import bound_words, limit_words
 
-DEFAULT_DEPTH = 12
-DEFAULT_SPANS = 6
-DEFAULT_TIMEOUT = 30.0
-
-
-def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAULT_SPANS,
-                  conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULT_TIMEOUT,
+def check_bounded(policy: Policy, depth: int = DEFAULTS.depth, spans: int = DEFAULTS.spans,
+                  conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULTS.timeout,
                   assume: Iterable[str] = (), token_domain=None, lemmas: bool = True, rlimit: int = 0,
                   accelerate: bool = True, repeat_domain=None, clock_targets=()) -> tuple:
     """Per condition: `violated` with a replayed shortest trace, or `unknown` with why (never `holds`).
@@ -41,86 +37,115 @@ def check_bounded(policy: Policy, depth: int = DEFAULT_DEPTH, spans: int = DEFAU
     With `accelerate` (the default) a step may repeat a read or an audit any number of times, so `depth` counts
     actions, not steps: a violation after 3 actions and 10^6 steps is found at depth 3 (spec/SPEC.md §7).
     `token_domain` and `repeat_domain` (with `clock_targets`) restrict appends' tokens and repetitions, to compare
-    with the explicit engine (checker/engines/explicit.py `Domains`).
+    with the explicit engine (checker/explicit.py `Domains`).
     """
     pending = [c for c in CONDITIONS if c in set(conditions)]
     if not pending:
         return ()
-    assume = tuple(assume)
     model = Model(policy, spans, token_domain=token_domain, accelerate=accelerate, repeat_domain=repeat_domain,
                   clock_targets=clock_targets)
     before = queries_asked()
     invariant = inductive_lemmas(model, timeout, rlimit) if lemmas else None
-    asked = {c: queries_asked() - before for c in pending}  # the lemmas serve every condition
-    solver = new_solver(timeout * 1000, rlimit)
-    states, actions, steps = [model.state(0)], [], []
-    solver.add(model.encode_init(states[0]))
-    spent = {c: 0.0 for c in pending}
-    results = {}
+    search = _Unrolling(policy, model, pending, tuple(assume), timeout, rlimit)
+    search.asked = {c: queries_asked() - before for c in pending}  # the lemmas serve every condition
     for k in range(depth + 1):
         if k > 0:
-            actions.append(model.action(k - 1))
-            states.append(model.state(k))
-            step = model.encode_step(states[k - 1], actions[k - 1], states[k])
-            steps.append(step)
-            solver.add(step.constraints)
-            if invariant is not None:
-                solver.add(lemma_terms(model, states[k], invariant))
-        for c in assume:
-            held = violation_at(model, c, states, actions, steps, k)
+            search.extend(invariant)
+        search.ask(k)
+        if not search.pending:
+            break
+    for c in search.pending:
+        search.results[c] = Result(c, Verdict.UNKNOWN, depth, bound_words(depth, spans, accelerate),
+                                   seconds=search.spent[c], stop=Stop.BOUND,
+                                   stats=_stats(Outcome.BOUND, depth, search.asked[c], search.spent[c]))
+    return tuple(search.results[c] for c in CONDITIONS if c in search.results)
+
+
+class _Unrolling:
+    """One incremental solver over the model unrolled step by step, asked at each depth whether the pending
+    conditions can be violated there (jointly first, one by one where a joint query gives up)."""
+
+    def __init__(self, policy, model: Model, pending: list, assume: tuple, timeout: float, rlimit: int):
+        self.policy, self.model, self.pending, self.assume = policy, model, pending, assume
+        self.timeout, self.spans = timeout, model.n
+        self.solver = new_solver(timeout * 1000, rlimit)
+        self.states, self.actions, self.steps = [model.state(0)], [], []
+        self.solver.add(model.encode_init(self.states[0]))
+        self.spent = {c: 0.0 for c in pending}
+        self.asked, self.results = {}, {}
+
+    def extend(self, invariant) -> None:
+        """One more step, with the structural lemmas on its post-state."""
+        k, model = len(self.states), self.model
+        self.actions.append(model.action(k - 1))
+        self.states.append(model.state(k))
+        step = model.encode_step(self.states[k - 1], self.actions[k - 1], self.states[k])
+        self.steps.append(step)
+        self.solver.add(step.constraints)
+        if invariant is not None:
+            self.solver.add(lemma_terms(model, self.states[k], invariant))
+
+    def bad(self, condition: str, k: int):
+        return violation_at(self.model, condition, self.states, self.actions, self.steps, k)
+
+    def ask(self, k: int) -> None:
+        """Settle every pending condition violable at depth k."""
+        for c in self.assume:
+            held = self.bad(c, k)
             if held is not None:
-                solver.add(z3.Not(held))
-        bads = {c: violation_at(model, c, states, actions, steps, k) for c in pending}
+                self.solver.add(z3.Not(held))
+        bads = {c: self.bad(c, k) for c in self.pending}
         groups = [{c: term for c, term in bads.items() if term is not None}]
         while groups:
             group = groups.pop()
-            if not group:
-                continue
-            literal = z3.Bool(f"check_{'_'.join(group)}@{k}")
-            solver.add(z3.Implies(literal, z3.Or(list(group.values()))))
-            left = timeout - max(spent[c] for c in group)
-            answer = query(solver, [literal], int(left * 1000)) if left > 0 else None
-            for c in group:
-                spent[c] += answer.seconds if answer is not None else 0.0
-                asked[c] += answer is not None
-            if answer is not None and answer.status == "unsat":
-                continue
-            if answer is None or answer.status == "unknown":
-                if len(group) > 1:
-                    # A joint query may give up where single ones do not: ask each condition alone.
-                    groups.extend({c: term} for c, term in group.items())
-                    continue
-                why = answer.reason if answer is not None else "timeout"
-                searched = f"; {bound_words(k - 1, spans, accelerate)}" if k else ""
-                (c,) = group
-                results[c] = Result(c, Verdict.UNKNOWN, max(k - 1, 0), f"{limit_words(why, k)}{searched}",
-                                    seconds=spent[c], stop=Stop.LIMIT,
-                                    stats=_stats(Outcome.LIMIT, max(k - 1, 0), asked[c], spent[c]))
-                pending.remove(c)
-                continue
-            zmodel = solver.model()
-            hit = [c for c, term in group.items() if z3.is_true(zmodel.eval(term, model_completion=True))]
-            for c in hit:
-                started, before = time.monotonic(), queries_asked()
-                least = least_model(solver, [literal, group[c]], actions[:k], zmodel, spans,
-                                    started + max(0.0, timeout - spent[c]), states[k].clock)
-                spent[c] += time.monotonic() - started
-                asked[c] += queries_asked() - before
-                found = _counterexample(policy, least, c, states, actions, spans, k, spent[c], assume)
-                results[c] = replace(found, stats=_stats(Outcome.COUNTEREXAMPLE, k, asked[c], spent[c]))
-                pending.remove(c)
-            groups.append({c: term for c, term in group.items() if c not in hit})
-        if not pending:
-            break
-    for condition in pending:
-        results[condition] = Result(condition, Verdict.UNKNOWN, depth, bound_words(depth, spans, accelerate),
-                                    seconds=spent[condition], stop=Stop.BOUND,
-                                    stats=_stats(Outcome.BOUND, depth, asked[condition], spent[condition]))
-    return tuple(results[c] for c in CONDITIONS if c in results)
+            if group:
+                groups.extend(self._ask_group(group, k))
+
+    def _ask_group(self, group: dict, k: int) -> list:
+        """Ask whether some condition of the group is violable at depth k; the groups still to ask."""
+        literal = z3.Bool(f"check_{'_'.join(group)}@{k}")
+        self.solver.add(z3.Implies(literal, z3.Or(list(group.values()))))
+        left = self.timeout - max(self.spent[c] for c in group)
+        answer = query(self.solver, [literal], int(left * 1000)) if left > 0 else None
+        for c in group:
+            self.spent[c] += answer.seconds if answer is not None else 0.0
+            self.asked[c] += answer is not None
+        if answer is not None and answer.status == Status.UNSAT:
+            return []
+        if answer is None or answer.status == Status.UNKNOWN:
+            if len(group) > 1:
+                # A joint query may give up where single ones do not: ask each condition alone.
+                return [{c: term} for c, term in group.items()]
+            self._gave_up(*group, answer.reason if answer is not None else "timeout", k)
+            return []
+        zmodel = self.solver.model()
+        hit = [c for c, term in group.items() if z3.is_true(zmodel.eval(term, model_completion=True))]
+        for c in hit:
+            self._found(c, [literal, group[c]], zmodel, k)
+        return [{c: term for c, term in group.items() if c not in hit}]
+
+    def _gave_up(self, c: str, why, k: int) -> None:
+        searched = f"; {bound_words(k - 1, self.spans, self.model.accelerate)}" if k else ""
+        self.results[c] = Result(c, Verdict.UNKNOWN, max(k - 1, 0), f"{limit_words(why, k)}{searched}",
+                                 seconds=self.spent[c], stop=Stop.LIMIT,
+                                 stats=_stats(Outcome.LIMIT, max(k - 1, 0), self.asked[c], self.spent[c]))
+        self.pending.remove(c)
+
+    def _found(self, c: str, assumptions: list, zmodel, k: int) -> None:
+        """The canonical counterexample to c at depth k, replayed and reduced."""
+        started, before = time.monotonic(), queries_asked()
+        least = least_model(self.solver, assumptions, self.actions[:k], zmodel, self.spans,
+                            started + max(0.0, self.timeout - self.spent[c]), self.states[k].clock)
+        self.spent[c] += time.monotonic() - started
+        self.asked[c] += queries_asked() - before
+        found = _counterexample(self.policy, least, c, self.states, self.actions, self.spans, k, self.spent[c],
+                                self.assume)
+        self.results[c] = replace(found, stats=_stats(Outcome.COUNTEREXAMPLE, k, self.asked[c], self.spent[c]))
+        self.pending.remove(c)
 
 
 def _stats(outcome: Outcome, depth: int, queries: int, seconds: float) -> Stats:
-    return Stats((EngineRun("bmc", outcome, depth, queries, None, seconds),))
+    return Stats((EngineRun(Method.BMC, outcome, depth, queries, None, seconds),))
 
 
 def _counterexample(policy, zmodel, condition, states, actions, spans, k, seconds, assume=()) -> Result:

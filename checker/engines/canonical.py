@@ -9,7 +9,7 @@ import z3
 
 from prunecheck.symbolic.model import ACT, CONTENT, SymAction, slot_sort
 
-from prunecheck.symbolic.solver import query
+from prunecheck.symbolic.solver import Status, query
 
 USES_SLOT = ("edit", "read", "pin", "unpin", "undo")
 # Waiting reads best as audits, so an audit is preferred to a read wherever either will do.
@@ -51,7 +51,7 @@ def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymA
             left = deadline - time.monotonic()
             if z3.eq(value, current) or left <= 0:
                 break
-            if query(solver, fixed + [variable == value], int(left * 1000)).status == "sat":
+            if query(solver, fixed + [variable == value], int(left * 1000)).status == Status.SAT:
                 model = solver.model()
                 break
         fixed.append(variable == model.eval(variable, model_completion=True))
@@ -63,10 +63,10 @@ def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymA
             middle = (low + high) // 2
             left = deadline - time.monotonic()
             answer = query(solver, fixed + [variable <= middle], int(left * 1000)) if left > 0 else None
-            if answer is not None and answer.status == "sat":
+            if answer is not None and answer.status == Status.SAT:
                 model = solver.model()
                 high = model.eval(variable, model_completion=True).as_long()
-            elif answer is not None and answer.status == "unsat":
+            elif answer is not None and answer.status == Status.UNSAT:
                 low = middle + 1
             else:
                 break

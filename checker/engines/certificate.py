@@ -242,7 +242,7 @@ def _z3(script: str, timeout_ms: int, rlimit: int = 0) -> str:
         solver.from_string(script)
     except z3.Z3Exception as exc:
         return f"error: {' '.join(str(exc).split())[:200]}"
-    return query(solver).status
+    return str(query(solver).status)  # an obligation's z3 column: its answer, an error or "not asked"
 
 
 def check_obligations(invariant_smt2: str, model: ModelFacts, timeout_ms: int = 10000, rlimit: int = 0) -> Recheck:

@@ -14,7 +14,7 @@ from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, Attr, Binary, En
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
 from prunecheck.checker.engines.replay import confirm
-from prunecheck.checker.result import EngineRun, Outcome, Result, Stats, Trace, Verdict
+from prunecheck.checker.result import EngineRun, Method, Outcome, Result, Stats, Trace, Verdict
 
 DEFAULT_TOKENS = (1, 2)
 DEFAULT_REPEATS = (1,)
@@ -158,10 +158,10 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
                     confirm(policy, actions, c, spans)
                     trace = Trace(c, actions, spans)
                     seconds = time.perf_counter() - started
-                    run = EngineRun("explicit", Outcome.COUNTEREXAMPLE, level, 0, explored + len(following), seconds)
+                    run = EngineRun(Method.EXPLICIT, Outcome.COUNTEREXAMPLE, level, 0, explored + len(following), seconds)
                     results[c] = Result(c, Verdict.VIOLATED, level, f"violated after {trace.length()} (shortest "
                                         f"within {spans} spans, {domains.describe()}); explicit search",
-                                        engine="explicit", trace=trace, seconds=seconds, stats=Stats((run,)))
+                                        engine=Method.EXPLICIT, trace=trace, seconds=seconds, stats=Stats((run,)))
                     pending.remove(c)
                 if transition.after not in parent:
                     parent[transition.after] = (state, action)
@@ -185,7 +185,7 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
                    f"(explicit search, {explored} states)")
             reached = depth
         seconds = time.perf_counter() - started
-        run = EngineRun("explicit", Outcome.BOUND if stopped is None else Outcome.LIMIT, reached, 0, explored, seconds)
-        results[c] = Result(c, Verdict.UNKNOWN, reached, why, engine="explicit", seconds=seconds,
+        run = EngineRun(Method.EXPLICIT, Outcome.BOUND if stopped is None else Outcome.LIMIT, reached, 0, explored, seconds)
+        results[c] = Result(c, Verdict.UNKNOWN, reached, why, engine=Method.EXPLICIT, seconds=seconds,
                             stats=Stats((run,)))
     return tuple(results[c] for c in CONDITIONS if c in results)

@@ -11,7 +11,7 @@ from prunecheck.symbolic.lemmas import candidate_lemmas
 from prunecheck.symbolic.model import Model
 from prunecheck.symbolic.template import step_template
 
-from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.symbolic.solver import Status, new_solver, query
 
 
 @dataclass(frozen=True)
@@ -40,10 +40,10 @@ def houdini(init, at_init, step: Sequence, before: dict, after: dict, timeout: f
                 solver.add([before[name] for name in alive])
             solver.add(z3.Not(z3.And([goal[name] for name in alive])))
             answer = query(solver)
-            if answer.status == "unknown":
+            if answer.status == Status.UNKNOWN:
                 solver.pop()
                 return Invariant((), rounds, False, answer.reason)
-            if answer.status == "unsat":
+            if answer.status == Status.UNSAT:
                 solver.pop()
                 break
             m = solver.model()

@@ -13,15 +13,21 @@ from prunecheck.spec.conditions import STEP_CONDITIONS
 from prunecheck.checker.engines.certificate import Status, certificate_document, dumps, recheck
 from prunecheck.checker.engines.certificate_model import Encoding, free_shape
 from prunecheck.checker.engines.invariants import houdini
-from prunecheck.checker.result import EngineRun, Outcome, Result, Stats, Stop, Verdict
-from prunecheck.symbolic.solver import new_solver, queries_asked, query
+from prunecheck.checker.result import EngineRun, Method, Outcome, Result, Stats, Stop, Verdict
+from prunecheck.symbolic.solver import Status as Solved, new_solver, queries_asked, query
 from prunecheck.checker.engines.unknowns import limit_words, scoped
 
 
+RECHECKED = "certificate re-checked by cvc5"  # what stands behind every `holds`
 _SHARED_SIZE = 32
 # Attempts with the policy abstracted to a free predicate depend only on the deployment and on whether the policy
 # ranks and budgets, not on its expressions: one per shape serves every policy checked in this process.
 _shared: dict = {}
+
+
+def clear_shared() -> None:
+    """Forget the attempts with the policy abstracted that this process shares between checks."""
+    _shared.clear()
 
 
 class _Attempts:
@@ -91,19 +97,19 @@ class _Attempts:
             solver.add(enc.trans)
         solver.add(enc.bad)
         answer = query(solver)
-        if answer.status == "unsat":
+        if answer.status == Solved.UNSAT:
             return (enc, names, True, "", False), True
-        if answer.status == "unknown":
+        if answer.status == Solved.UNKNOWN:
             return (enc, names, False, f"the safety check {limit_words(answer.reason)}", True), False
         return (enc, names, False, "no inductive invariant among its lemma templates", False), True
 
 
-def certified_result(condition: str, engine: str, document: dict, check, seconds: float) -> Result:
+def certified_result(condition: str, engine: Method, document: dict, check, seconds: float) -> Result:
     """`holds` with the certificate if cvc5 confirmed it; otherwise `unknown`, saying why (a refuted or rejected
     certificate of prunecheck's own proof is a checker fault)."""
     if check.status == Status.CONFIRMED:
         return Result(condition, Verdict.HOLDS, None, f"proved for every depth and window size ({engine}); "
-                      "certificate re-checked by cvc5", engine=engine, certificate=dumps(document), seconds=seconds)
+                      f"{RECHECKED}", engine=engine, certificate=dumps(document), seconds=seconds)
     if check.status == Status.UNCHECKED:
         return Result(condition, Verdict.UNKNOWN, None, f"proved ({engine}) but the certificate is not confirmed: "
                       f"{check.reason}", engine=engine, seconds=seconds)
@@ -132,7 +138,7 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
     def stats(outcome: Outcome) -> Stats:
         # The Houdini runs this attempt relied on count for every condition they served.
         queries = queries_asked() - before + sum(attempts.asked[f] for f in used if f in built)
-        return Stats((EngineRun("induction", outcome, None, queries, None, time.perf_counter() - started),))
+        return Stats((EngineRun(Method.INDUCTION, outcome, None, queries, None, time.perf_counter() - started),))
 
     for free_policy in (True, False):
         used.append(free_policy)
@@ -142,11 +148,11 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
             limited = limited or limit
             continue
         invariant, readable = attempts.invariant(free_policy, names)
-        engine = "induction" + (", policy abstracted to a free predicate" if free_policy else "")
-        document = certificate_document(policy_doc, policy_hash, enc, invariant, readable, engine)
+        engine = Method.INDUCTION_ABSTRACTED if free_policy else Method.INDUCTION
+        document = certificate_document(policy_doc, policy_hash, enc, invariant, readable, str(engine))
         check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
         result = certified_result(condition, engine, document, check, time.perf_counter() - started)
         return replace(result, stats=stats(Outcome.PROVED))
-    return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine="induction",
+    return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine=Method.INDUCTION,
                   seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF,
                   stats=stats(Outcome.LIMIT if limited else Outcome.NO_PROOF))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import time
 from dataclasses import replace
 
@@ -11,13 +12,21 @@ from prunecheck.spec.conditions import STEP_CONDITIONS
 from prunecheck.checker.engines.certificate import certificate_document, recheck
 from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.engines.prove import certified_result
-from prunecheck.checker.result import EngineRun, Outcome, Result, Stats, Stop, Verdict
+from prunecheck.checker.result import EngineRun, Method, Outcome, Result, Stats, Stop, Verdict
 from prunecheck.symbolic.solver import RANDOM_SEED, queries_asked
 from prunecheck.checker.engines.unknowns import limit_words, scoped
 
 
+class Found(enum.Enum):
+    """What one Spacer query found."""
+
+    PROVED = "proved"  # an inductive invariant
+    REFUTED = "refuted"  # a violation of the two-span abstraction (not of any real window)
+    UNKNOWN = "unknown"  # a limit or an error
+
+
 def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
-    """(status, invariant over enc.param or None, reason): status is 'proved', 'refuted' (abstractly) or 'unknown'.
+    """(Found, invariant over enc.param or None, reason): the invariant when PROVED, the reason otherwise.
     `rlimit` bounds the query by z3's resource count as well as by time (Fixedpoint's own `rlimit`, per query)."""
     # Spacer gets a context of its own: on the process-wide one its search depends on the terms earlier checks made.
     ctx = z3.Context()
@@ -40,15 +49,15 @@ def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
     try:
         answer = fp.query(z3.And(inv(*pre), *step, enc.bad.translate(ctx)))
     except z3.Z3Exception as exc:
-        return "unknown", None, limit_words(exc)
+        return Found.UNKNOWN, None, limit_words(exc)
     if answer == z3.sat:
         # Not a counterexample: the two-span abstraction also has runs no real window has.
-        return "refuted", None, "the two-span abstraction reaches a violation, so no invariant exists there"
+        return Found.REFUTED, None, "the two-span abstraction reaches a violation, so no invariant exists there"
     if answer != z3.unsat:
-        return "unknown", None, limit_words(fp.reason_unknown())
+        return Found.UNKNOWN, None, limit_words(fp.reason_unknown())
     body = fp.get_cover_delta(-1, inv)
     param = [v.translate(ctx) for v in enc.param.variables()]
-    return "proved", z3.substitute_vars(body, *param).translate(z3.main_ctx()), ""
+    return Found.PROVED, z3.substitute_vars(body, *param).translate(z3.main_ctx()), ""
 
 
 def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
@@ -58,7 +67,7 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
 
     def stats(outcome: Outcome) -> Stats:
         queries = spacer_queries + queries_asked() - before  # Spacer's own, then z3's in the certificate re-check
-        return Stats((EngineRun("spacer", outcome, None, queries, None, time.perf_counter() - started),))
+        return Stats((EngineRun(Method.SPACER, outcome, None, queries, None, time.perf_counter() - started),))
 
     reasons, limited = [], False
     for free_policy in (True, False):
@@ -71,15 +80,15 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
         status, invariant, why = spacer_invariant(enc, left, rlimit)
         spacer_queries += 1
         scope = "policy abstracted" if free_policy else "policy as written"
-        if status != "proved":
+        if status is not Found.PROVED:
             reasons.append((scope, why))
-            limited = limited or status == "unknown"
+            limited = limited or status is Found.UNKNOWN
             continue
-        engine = "spacer" + (", policy abstracted to a free predicate" if free_policy else "")
-        document = certificate_document(policy_doc, policy_hash, enc, invariant, [str(invariant)], engine)
+        engine = Method.SPACER_ABSTRACTED if free_policy else Method.SPACER
+        document = certificate_document(policy_doc, policy_hash, enc, invariant, [str(invariant)], str(engine))
         check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
         result = certified_result(condition, engine, document, check, time.perf_counter() - started)
         return replace(result, stats=stats(Outcome.PROVED))
-    return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine="spacer",
+    return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine=Method.SPACER,
                   seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF,
                   stats=stats(Outcome.LIMIT if limited else Outcome.NO_PROOF))

@@ -15,7 +15,7 @@ from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
 from prunecheck.checker.engines.minimize import minimize
 from prunecheck.checker.engines.replay import confirm, decode_action, decode_state
 from prunecheck.checker.result import Search, Trace, Variants
-from prunecheck.symbolic.solver import new_solver, query
+from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.checker.engines.unknowns import solver_words
 
 
@@ -117,9 +117,9 @@ def _search(policy, condition, found, count, reach, deadline, timeout, rlimit, s
             if queries < 0:
                 return Search.QUERIES, (), ""
             answer = query(solver, [literal], int(left * 1000))
-            if answer.status == "unknown":
+            if answer.status == Status.UNKNOWN:
                 return Search.LIMIT, (), solver_words(answer.reason)
-            if answer.status != "sat":
+            if answer.status != Status.SAT:
                 break
             zmodel = solver.model()
             raw = tuple(decode_action(zmodel, a) for a in actions[:k])

@@ -27,6 +27,7 @@ from prunecheck.checker.language.pyform import check_python_arithmetic, parse_py
 from prunecheck.checker.language.source_text import (EXTENSIONS, SourceText, decode_policy_bytes, display_name,
                                                      form_of, read_policy_file)
 from prunecheck.checker.language.typecheck import MAX_DIGITS, check_policy, suggestion
+from prunecheck.checker.options import override_of
 
 TOP_KEYS = ("name", "description", "evict", "rank", "budget", "deployment", "expect", "accept")
 ACCEPT_KEYS = ("condition", "reason")
@@ -270,11 +271,7 @@ def _parse(data, filename: str, deployment_override) -> Tuple[Policy, Dict[str, 
 
 def as_override(override, filename: str = "<deployment>") -> Optional[DeploymentOverride]:
     """None, a DeploymentOverride, or a complete Deployment (an override of every key) as a DeploymentOverride."""
-    if override is None or isinstance(override, DeploymentOverride):
-        return override
-    if isinstance(override, Deployment):
-        return DeploymentOverride.whole(override)
-    raise PolicySyntaxError("a deployment override must be a Deployment or a DeploymentOverride", filename, 1, 1)
+    return override_of(override, filename)
 
 
 # --------------------------------------------------------------------------- public API

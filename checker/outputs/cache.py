@@ -17,10 +17,10 @@ from prunecheck.spec.errors import PrunecheckError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES
 from prunecheck.spec.runtime import ACTION_TYPES
 
-from prunecheck.checker.engines.certificate import dumps
+from prunecheck.checker.engines.certificate import Status, dumps
 from prunecheck.checker.outputs.itf import MAX_TIMES_DIGITS
 from prunecheck.checker.outputs.render import report_json
-from prunecheck.checker.result import VERSION_KEYS, Bounds, EngineRun, Outcome, Report, Result, Search, Stats, Trace, Variants, Verdict
+from prunecheck.checker.result import VERSION_KEYS, Bounds, EngineRun, Method, Outcome, Report, Result, Search, Stats, Trace, Variants, Verdict
 
 FORMAT = 3  # 2: reports name their deployment and the keys an override set; 3: a certificate is an object
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
@@ -67,6 +67,7 @@ def _result(condition: str, entry, spans: int) -> Result:
     _expect(depth is None or _integer(depth), f"{condition}: bad depth")
     _expect(isinstance(entry.get("reason"), str) and isinstance(entry.get("engine"), str),
             f"{condition}: reason and engine must be strings")
+    _expect(entry["engine"] in {m.value for m in Method}, f"{condition}: unknown engine")
     seconds = entry.get("seconds", 0.0)
     _expect(isinstance(seconds, (int, float)) and not isinstance(seconds, bool), f"{condition}: bad seconds")
     extra = {}
@@ -82,7 +83,7 @@ def _result(condition: str, entry, spans: int) -> Result:
     _expect(certificate is None or isinstance(certificate, dict), f"{condition}: certificate is not an object")
     if certificate is not None:
         certificate = dumps(certificate)  # the text prove wrote: the cache re-confirms exactly this text
-    return Result(condition, Verdict[verdict.upper()], depth, entry["reason"], engine=entry["engine"],
+    return Result(condition, Verdict[verdict.upper()], depth, entry["reason"], engine=Method(entry["engine"]),
                   certificate=certificate, seconds=float(seconds), **extra)
 
 
@@ -137,11 +138,11 @@ def _stats(condition: str, runs) -> Stats:
     out = []
     for run in runs:
         outcome, seconds = run.get("outcome"), run.get("seconds")
-        _expect(isinstance(run.get("engine"), str) and outcome in {o.value for o in Outcome}
+        _expect(run.get("engine") in {m.value for m in Method} and outcome in {o.value for o in Outcome}
                 and all(run.get(k) is None or _integer(run[k]) for k in ("depth", "states"))
                 and _integer(run.get("queries")) and isinstance(seconds, (int, float))
                 and not isinstance(seconds, bool), f"{condition}: bad stats")
-        out.append(EngineRun(run["engine"], Outcome(outcome), run["depth"], run["queries"], run["states"],
+        out.append(EngineRun(Method(run["engine"]), Outcome(outcome), run["depth"], run["queries"], run["states"],
                              float(seconds)))
     return Stats(tuple(out))
 
@@ -226,7 +227,7 @@ def _certificate_problem(text: str, policy, condition: str, settings: dict) -> O
     from prunecheck.checker.engines.certificate import confirm_certificate
 
     recheck = confirm_certificate(text, policy, condition, int(settings["timeout"] * 1000), settings["rlimit"])
-    if recheck.status != "confirmed":
+    if recheck.status is not Status.CONFIRMED:
         return f"its certificate is {recheck.status}: {recheck.reason}"
     return None
 

@@ -8,7 +8,7 @@ from typing import Sequence
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.runtime import State, Transition, action_args, action_text, status
 
-from prunecheck.checker.result import EngineRun, Outcome, Report, Result, Search
+from prunecheck.checker.result import EngineRun, Method, Outcome, Report, Result, Search
 
 
 def span_line(span) -> str:
@@ -98,7 +98,7 @@ def run_text(run: EngineRun) -> str:
         parts[0] += f" at depth {run.depth}" if run.outcome is Outcome.COUNTEREXAMPLE else f", depth {run.depth}"
     if run.states is not None:
         parts.append(f"{run.states} states")
-    if run.engine != "explicit":
+    if run.engine is not Method.EXPLICIT:
         parts.append(f"{run.queries} quer{'y' if run.queries == 1 else 'ies'}")
     parts.append(f"{run.seconds:.2f} s")
     return ", ".join(parts)
@@ -117,7 +117,7 @@ def stats_json(report: Report) -> dict:
         bounds.update(timeout=b.timeout, rlimit=b.rlimit, memory_mb=b.memory_mb,
                       tokens=None if b.tokens is None else list(b.tokens),
                       repeats=None if b.repeats is None else list(b.repeats))
-    runs = {r.condition: [{"engine": run.engine, "outcome": run.outcome.value, "depth": run.depth,
+    runs = {r.condition: [{"engine": str(run.engine), "outcome": run.outcome.value, "depth": run.depth,
                            "queries": run.queries, "states": run.states, "seconds": round(run.seconds, 4)}
                           for run in r.stats.runs] for r in report.results}
     return {"bounds": bounds, "conditions": runs}
@@ -171,7 +171,7 @@ def report_json(report: Report, findings=None) -> dict:
 
     conditions = {}
     for r in report.results:
-        entry = {"verdict": str(r.verdict), "depth": r.depth, "reason": r.reason, "engine": r.engine,
+        entry = {"verdict": str(r.verdict), "depth": r.depth, "reason": r.reason, "engine": str(r.engine),
                  "seconds": round(r.seconds, 4)}
         if r.trace is not None:
             entry["trace"] = [{"action": a.name, "args": action_args(a)} for a in r.trace.actions]

@@ -63,7 +63,7 @@ def _violation(policy: Policy, report: Report, r, finding: Finding) -> dict:
         "codeFlows": [{"message": {"text": "counterexample, replayed on the reference runtime"},
                        "threadFlows": [{"locations": steps}]}],
         "partialFingerprints": {"prunecheck/v1": fingerprint(report, r.condition)},
-        "properties": {"depth": r.depth, "engine": r.engine, "steps": r.trace.steps,
+        "properties": {"depth": r.depth, "engine": str(r.engine), "steps": r.trace.steps,
                        "trace": [{"action": a.name, **{k: v for k, v in vars(a).items() if k != "times" or v != 1}}
                                  for a in r.trace.actions]},
     }
