@@ -64,7 +64,8 @@ UNIT_MODULES = frozenset({
     "test_itf_py", "test_layers", "test_limits", "test_output_paths", "test_parser", "test_policy_schema",
     "test_pyform_arith", "test_python_scripts", "test_replay_policy", "test_runtime", "test_sarif",
     "test_schema_command", "test_stats", "test_suite", "test_trace_locations", "test_unknowns", "test_conditions",
-    "test_walker", "test_findings",
+    "test_walker", "test_findings", "test_options",
+    "test_structure",
 })
 
 

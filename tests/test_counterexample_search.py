@@ -12,7 +12,7 @@ from prunecheck.checker.commands.batch import batch_item
 from prunecheck.checker.outputs.cache import report_from_json
 from prunecheck.checker.check import check
 from prunecheck.checker.options import CheckOptions
-from prunecheck.checker.engines.explicit import _choices, domains_for
+from prunecheck.checker.engines.explicit import action_choices, domains_for
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.render import report_json, report_text
 from prunecheck.checker.outputs.report_schema import report_schema
@@ -40,7 +40,7 @@ def _counterexamples(policy, condition: str, depth: int, spans: int) -> list:
     def walk(state, names):
         if len(names) == depth:
             return
-        for action in _choices(policy, state, spans, domains):
+        for action in action_choices(policy, state, spans, domains):
             transition = step(policy, state, action, spans)
             if condition in violations(policy, transition):
                 found.append(names + (action.name,))

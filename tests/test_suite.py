@@ -42,3 +42,11 @@ def test_test_modules_share_helpers_only_through_the_helper_modules():
             if module.startswith("test_") or (module in HELPERS and imported.startswith("_")):
                 wrong.append(f"tests/{name}.py:{line}: {module} {imported}".strip())
     assert not wrong, "import shared helpers from tests/support.py or conftest.py:\n" + "\n".join(wrong)
+
+
+def test_tests_use_no_private_name_of_the_package():
+    """A test that imports `prunecheck...._name` freezes an implementation detail; what a test needs is public."""
+    wrong = [f"tests/{name}.py:{line}: {module} {imported}" for name in MODULES + list(HELPERS)
+             for line, module, imported in _imports(TESTS / f"{name}.py")
+             if module.startswith("prunecheck") and imported.startswith("_") and not imported.startswith("__")]
+    assert not wrong, "\n".join(wrong)

@@ -119,7 +119,7 @@ def domains_for(policy: Policy, tokens: Optional[Iterable[int]] = None,
                    tuple(sorted(targets)))
 
 
-def _choices(policy: Policy, state: State, spans: int, domains: Domains) -> list:
+def action_choices(policy: Policy, state: State, spans: int, domains: Domains) -> list:
     """The enabled actions within the domains, audits first (waiting reads best as an audit, as in the symbolic
     engine's canonical traces)."""
     repeats = set(domains.repeats) | {t - state.step for t in domains.clock_targets if t > state.step}
@@ -151,7 +151,7 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
     for level in range(1, depth + 1):
         following = []
         for state in frontier:
-            for action in _choices(policy, state, spans, domains):
+            for action in action_choices(policy, state, spans, domains):
                 transition = step(policy, state, action, spans)
                 for c in [c for c in pending if c in violations(policy, transition)]:
                     actions = trace_to(state, action)
@@ -177,15 +177,20 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
         if not pending or stopped is not None:
             break
     for c in pending:
-        if stopped is not None:
-            why = f"explicit search stopped in depth {stopped} after {explored} states ({limit})"
-            reached = stopped - 1
-        else:
-            why = (f"no violation up to depth {depth} over {spans} spans, {domains.describe()} "
-                   f"(explicit search, {explored} states)")
-            reached = depth
-        seconds = time.perf_counter() - started
-        run = EngineRun(Method.EXPLICIT, Outcome.BOUND if stopped is None else Outcome.LIMIT, reached, 0, explored, seconds)
-        results[c] = Result(c, Verdict.UNKNOWN, reached, why, engine=Method.EXPLICIT, seconds=seconds,
-                            stats=Stats((run,)))
+        results[c] = _undecided(c, depth, spans, domains, explored, (stopped, limit) if stopped is not None else None, started)
     return tuple(results[c] for c in CONDITIONS if c in results)
+
+
+def _undecided(c: str, depth: int, spans: int, domains: Domains, explored: int, stop, started: float) -> Result:
+    """`unknown` for a condition the search did not violate: every run up to `depth` explored, or `stop` = (the
+    level it stopped in, the limit that stopped it)."""
+    if stop is not None:
+        why = f"explicit search stopped in depth {stop[0]} after {explored} states ({stop[1]})"
+        reached = stop[0] - 1
+    else:
+        why = (f"no violation up to depth {depth} over {spans} spans, {domains.describe()} "
+               f"(explicit search, {explored} states)")
+        reached = depth
+    seconds = time.perf_counter() - started
+    run = EngineRun(Method.EXPLICIT, Outcome.BOUND if stop is None else Outcome.LIMIT, reached, 0, explored, seconds)
+    return Result(c, Verdict.UNKNOWN, reached, why, engine=Method.EXPLICIT, seconds=seconds, stats=Stats((run,)))
