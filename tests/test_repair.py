@@ -176,6 +176,20 @@ def test_python_form_gets_a_first_if_and_literal_edits():
     assert surgery(crlf, "p.py", (RECORDS,)) == surgery(text, "p.py", (RECORDS,)).replace("\n", "\r\n")
 
 
+def test_python_edits_count_characters_where_ast_counts_bytes():
+    # Python reads the full-width names as BUDGET and DEPLOYMENT; each of their letters is 3 bytes in ast's columns.
+    text = ('NAME = "p"\nＢＵＤＧＥＴ = 500  # é\nＤＥＰＬＯＹＭＥＮＴ = {"records": "window", "pins": "self"}\n\n'
+            "def evict(span, window):\n    return span.idle > 3\n")
+    new = surgery(text, "p.py", (RECORDS, flip("pins", "host"), DROP_BUDGET))
+    assert changed_lines(text, new) == [
+        "-ＢＵＤＧＥＴ = 500  # é",
+        '-ＤＥＰＬＯＹＭＥＮＴ = {"records": "window", "pins": "self"}',
+        '+ＤＥＰＬＯＹＭＥＮＴ = {"records": "window", "pins": "host"}',
+        "+    if span.kind == \"record\":",
+        "+        return False",
+    ]
+
+
 def test_a_shape_without_a_minimal_edit_is_reprinted_whole():
     text = "NAME = 'p'\nDEPLOYMENT = {'records': 'window'}\n\ndef evict(span, window): return span.idle > 3\n"
     policy = parse_policy_text(text, "p.py")

@@ -20,6 +20,7 @@ from prunecheck.spec.policy import Attr, Binary, BoolLit, Cond, Deployment, Enum
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.language.loader import EXTENSIONS, parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
+from prunecheck.checker.language.pyscan import SourceText
 
 SAFE_DEPLOYMENT = Deployment()
 EXCLUSIONS = (("record",), ("rationale",), ("record", "rationale"))
@@ -185,22 +186,6 @@ def _yaml_edits(text: str, form: str, policy: Policy, changes: tuple) -> list:
 # --------------------------------------------------------------------------- restricted Python
 
 
-class _Lines:
-    """(line, UTF-8 byte column) from ast to an index into the text."""
-
-    def __init__(self, text: str):
-        self.lines = text.split("\n")
-        self.starts = []
-        pos = 0
-        for line in self.lines:
-            self.starts.append(pos)
-            pos += len(line) + 1
-
-    def index(self, lineno: int, byte_col: int) -> int:
-        line = self.lines[lineno - 1]
-        return self.starts[lineno - 1] + len(line.encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
-
-
 def _assignment(tree, name: str):
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and [getattr(t, "id", None) for t in stmt.targets] == [name]:
@@ -214,7 +199,7 @@ def _python_quote(text: str) -> str:
 
 def _python_edits(text: str, changes: tuple) -> list:
     tree = ast.parse(text, filename="<policy>", mode="exec")  # positions only: the module is never run
-    lines = _Lines(text)
+    lines = SourceText(text)
     edits = []
     for change in changes:
         if change.kind == "exclude":
