@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from prunecheck.checker.check import check
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.cli import main
 from prunecheck.checker.findings import explain as explain_module
 from prunecheck.checker.engines.replay import first_violation
@@ -73,7 +74,7 @@ def test_no_output_reads_the_policy_file_after_it_was_loaded(tmp_path):
     path = tmp_path / "p.yaml"
     shutil.copy(EXAMPLES / "seed_flawed.yaml", path)
     policy = load_policy(path)
-    report = check(policy, depth=3, spans=3, only=("C1", "C2"), prove=False, **BOUNDS)
+    report = check(policy, CheckOptions(depth=3, spans=3, only=("C1", "C2"), prove=False, **BOUNDS))
     checked = Checked(str(path), policy, report)
     before = _outputs(checked, tmp_path / "before")
     _shift(path)
@@ -99,7 +100,7 @@ def test_every_output_of_a_check_reads_findings_explained_once(tmp_path, monkeyp
 
 def test_a_finding_per_counterexample_replayed_to_its_violation():
     policy = load_policy(EXAMPLES / "seed_flawed.yaml")
-    checked = check(policy, depth=3, spans=3, only=("C1",), prove=False, **BOUNDS)
+    checked = check(policy, CheckOptions(depth=3, spans=3, only=("C1",), prove=False, **BOUNDS))
     (result,) = checked.results
     other = Trace("C1", (Append("message", 2), Edit(0, "transform")), 3)  # a further one, as the search may give
     report = replace(checked, results=(replace(result, others=(other,)),))
