@@ -152,7 +152,7 @@ def section_explicit(lines: list, quick: bool) -> None:
         started = time.perf_counter()
         explicit = explore(policy, depth, spans, domains=domains, time_limit=EXPLICIT_LIMIT)
         exp = time.perf_counter() - started
-        finished = all("time limit" not in r.reason for r in explicit)
+        finished = all(r.reason.clauses[0].time_limit is None for r in explicit)
         same = [(r.verdict, r.depth if r.verdict == Verdict.VIOLATED else None) for r in symbolic] == \
                [(r.verdict, r.depth if r.verdict == Verdict.VIOLATED else None) for r in explicit]
         ratio = exp / sym
@@ -179,7 +179,7 @@ def section_explicit(lines: list, quick: bool) -> None:
             check_bounded(policy, d, spans, **same_domains(domains))
             sym = time.perf_counter() - started
             print(f"  {policy.name} depth {d}: explicit {exp:.1f} s, symbolic {sym:.2f} s", flush=True)
-            if any("time limit" in r.reason for r in explicit):
+            if any(r.reason.clauses[0].time_limit is not None for r in explicit):
                 lines.append(f"| {policy.name} | {d} | > {EXPLICIT_LIMIT:.0f} (stopped) | {sym:.2f} |")
                 break
         else:

@@ -71,7 +71,7 @@ def _explicit(policy, domains):
     """The explicit search to DEPTH, or to the deepest level it completes within STATES states."""
     depth = DEPTH
     results = explore(policy, depth, SPANS, domains=domains, time_limit=math.inf, max_states=STATES)
-    stopped = [r.depth for r in results if "state limit" in r.reason]
+    stopped = [r.depth for r in results if r.reason.clauses[0].state_limit is not None]
     if stopped:
         depth = stopped[0]
         results = explore(policy, depth, SPANS, domains=domains, time_limit=math.inf, max_states=STATES)

@@ -505,6 +505,7 @@ def _timed_check(policy) -> tuple:
 def _check_one(path, mode: str) -> dict:
     from prunecheck.checker.check import clear_caches
     from prunecheck.checker.language.loader import load_policy
+    from prunecheck.checker.outputs.reasons import reason_text
     from prunecheck.spec.runtime import action_text
 
     policy = load_policy(path)
@@ -517,7 +518,8 @@ def _check_one(path, mode: str) -> dict:
         out["warm_same"] = [(r.verdict, r.trace) for r in again.results] == [(r.verdict, r.trace) for r in report.results]
     explicit = _explicit_agreement(policy, report)
     for r in report.results:
-        entry = {"verdict": str(r.verdict), "reason": r.reason, "engine": str(r.engine), "seconds": r.seconds}
+        entry = {"verdict": str(r.verdict), "reason": reason_text(r.reason), "engine": str(r.engine),
+                 "seconds": r.seconds}
         if r.trace is not None:
             entry["length"] = (len(r.trace.actions), r.trace.steps)
             entry["trace"] = [action_text(a) for a in r.trace.actions]
@@ -538,6 +540,7 @@ def _explicit_agreement(policy, report) -> dict:
     EXPLICIT_STATES states: per condition, a disagreement (a violation it misses or finds longer, or one it finds where
     the symbolic engine proved `holds`) or that it stopped at its state limit first. Agreed conditions get no entry."""
     from prunecheck.checker.engines.explicit import domains_for, explore
+    from prunecheck.checker.outputs.reasons import reason_text
 
     lengths = [len(r.trace.actions) for r in report.results if r.trace is not None]
     depth = max(lengths, default=EXPLICIT_DEPTH)
@@ -546,14 +549,14 @@ def _explicit_agreement(policy, report) -> dict:
     out = {}
     for r in report.results:
         other = found[r.condition]
-        if other.verdict.name == "UNKNOWN" and "state limit" in other.reason:
+        if other.verdict.name == "UNKNOWN" and other.reason.clauses[0].state_limit is not None:
             out[r.condition] = ["limit"]
         elif r.verdict.name == "VIOLATED" and (other.verdict.name != "VIOLATED"
                                                or len(other.trace.actions) != len(r.trace.actions)):
             out[r.condition] = [f"explicit engine at its default domains: {other.verdict} at depth {other.depth} "
-                                f"({other.reason})"]
+                                f"({reason_text(other.reason)})"]
         elif r.verdict.name == "HOLDS" and other.verdict.name == "VIOLATED":
-            out[r.condition] = [f"explicit engine violates a proved condition: {other.reason}"]
+            out[r.condition] = [f"explicit engine violates a proved condition: {reason_text(other.reason)}"]
     return out
 
 

@@ -18,10 +18,11 @@ from prunecheck.checker.engines.certificate import clear_memos
 from prunecheck.checker.engines.prove import clear_shared, prove_all
 from prunecheck.checker.engines.spacer import prove_with_spacer
 from prunecheck.checker.options import DEFAULTS, CheckOptions, Engine
-from prunecheck.checker.result import Bounds, EngineRun, Method, Outcome, Report, Result, Stats, Stop, Verdict
+from prunecheck.checker.result import (Bounds, Clause, EngineRun, Found, Method, Note, Outcome, Reason, Report, Result,
+                                       Stats, Stop, Verdict)
 from prunecheck.symbolic.solver import queries_asked
 from prunecheck.symbolic.template import clear_templates
-from prunecheck.checker.engines.unknowns import attempt_of, unknown_reason
+from prunecheck.checker.engines.unknowns import part_of, unknown_reason
 from prunecheck.checker.engines.variants import search_counterexamples
 
 
@@ -70,8 +71,8 @@ def check(policy: Policy, options: CheckOptions = DEFAULTS, proofs: Optional[dic
     except z3.Z3Exception as exc:
         if "memory" not in str(exc):
             raise
-        results = tuple(Result(c, Verdict.UNKNOWN, None, f"solver memory limit of {memory_mb} MB reached")
-                        for c in options.conditions)
+        memory = Reason((Clause(Method.BMC, Found.MEMORY, megabytes=int(memory_mb)),))
+        results = tuple(Result(c, Verdict.UNKNOWN, None, memory) for c in options.conditions)
         return new_report(policy, policy_hash(policy), options.depth, options.spans, results, bounds)
     finally:
         if memory_mb > 0:
@@ -118,17 +119,17 @@ def _decide(policy, c, proofs, bounded, options: CheckOptions, document: tuple) 
         return proofs[c]
     r = bounded[c]
     if not options.prove and r.verdict == Verdict.UNKNOWN:
-        reason = unknown_reason(policy, [attempt_of(r, "bounded search")], *limits)
-        return replace(r, reason=f"{reason}; no proof attempted (--no-prove: bounded search only)")
+        reason = unknown_reason(policy, [part_of(r, Method.BMC)], *limits)
+        return replace(r, reason=replace(reason, note=Note.NO_PROVE))
     if r.verdict != Verdict.UNKNOWN or c not in proofs:
         return r
     # Neither proved by induction nor refuted within the bound: give Spacer the condition's time.
     spacer = prove_with_spacer(policy, c, *document, options.timeout, rlimit=options.rlimit)
     if spacer.verdict == Verdict.HOLDS:
         return spacer
-    attempts = [attempt_of(r, "bounded search"), attempt_of(proofs[c], "induction"), attempt_of(spacer, "Spacer")]
-    stop = Stop.LIMIT if any(a.stop is Stop.LIMIT for a in attempts) else r.stop
-    reason = unknown_reason(policy, attempts, *limits)
+    parts = [part_of(r, Method.BMC), part_of(proofs[c], Method.INDUCTION), part_of(spacer, Method.SPACER)]
+    stop = Stop.LIMIT if any(p.stop is Stop.LIMIT for p in parts) else r.stop
+    reason = unknown_reason(policy, parts, *limits)
     return Result(c, Verdict.UNKNOWN, r.depth, reason, engine=Method.COMBINED,
                   seconds=r.seconds + proofs[c].seconds + spacer.seconds, stop=stop, stats=spacer.stats)
 

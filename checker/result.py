@@ -158,14 +158,148 @@ class Method(enum.Enum):
         """Whether the proof held with the policy abstracted to a free predicate (for every policy of its shape)."""
         return self in (Method.INDUCTION_ABSTRACTED, Method.SPACER_ABSTRACTED)
 
+class Found(enum.Enum):
+    """What one engine's clause of a reason found."""
+
+    VIOLATED = "violated"
+    PROVED = "proved"
+    UNCONFIRMED = "proved, certificate not confirmed"
+    FAULT = "checker fault"
+    BOUND = "nothing within the bounds"
+    LIMIT = "stopped at a limit"
+    NO_PROOF = "no proof"
+    MEMORY = "memory limit"
+
+
+class Scope(enum.Enum):
+    """Which attempt of a proof engine a clause is about."""
+
+    ABSTRACTED = "policy abstracted"
+    AS_WRITTEN = "policy as written"
+    TIME = "time"  # no time was left for the attempt
+
+
+class Tried(enum.Enum):
+    """What part of a proof attempt a clause is about."""
+
+    LEMMAS = "lemmas"  # induction's search for lemmas
+    SAFETY = "safety"  # induction's safety check
+    TEMPLATES = "templates"  # induction: no inductive invariant among the lemma templates
+    ABSTRACTION = "abstraction"  # Spacer: the two-span abstraction reaches a violation
+
+
+class SolverStop(enum.Enum):
+    """Why a solver stopped without an answer; its value is the plain words every output prints (OTHER adds the
+    solver's own)."""
+
+    TIME_OR_RESOURCE = "its time or resource limit ran out"
+    TIME = "its time limit ran out"
+    RLIMIT = "its resource limit (rlimit) ran out"
+    MEMORY = "its memory limit ran out"
+    NONLINEAR = "the arithmetic is beyond its decision procedures (non-linear)"
+    OTHER = "it answered unknown"
+
+
+@dataclass(frozen=True)
+class SolverSaid:
+    """A solver's stop, with its own printable words when it is OTHER."""
+
+    stop: SolverStop
+    words: str = ""
+
+
+@dataclass(frozen=True)
+class Domains:
+    """The finite choices the explorer tries: an append's token counts and content kinds, a read's or an audit's
+    repetitions (a count, or up to a clock value); `derived` names the domains taken from the policy's constants
+    rather than given."""
+
+    tokens: tuple
+    kinds: tuple
+    repeats: tuple = (1,)
+    derived: tuple = ()
+    # Clock values a read or audit may also repeat up to (from `step` constants): times = target - the clock.
+    clock_targets: tuple = ()
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One engine's finding and its facts: depth and spans searched, a trace's actions and steps, whether reads
+    repeat, where a search stopped (`at`), the solver's stop, the proof attempt and part, a certificate's status and
+    the re-check's words, the states explored, the explicit search's limits and domains, a memory limit."""
+
+    engine: Method
+    found: Found
+    depth: Optional[int] = None
+    spans: Optional[int] = None
+    actions: Optional[int] = None
+    steps: Optional[int] = None
+    repeats: Optional[bool] = None
+    at: Optional[int] = None
+    solver: Optional[SolverSaid] = None
+    scope: Optional[Scope] = None
+    tried: Optional[Tried] = None
+    certificate: Optional[str] = None
+    detail: Optional[str] = None
+    states: Optional[int] = None
+    time_limit: Optional[float] = None
+    state_limit: Optional[int] = None
+    domains: Optional[Domains] = None
+    megabytes: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Part:
+    """One engine's part of an unknown that several engines tried: how it stopped and its clauses."""
+
+    engine: Method  # BMC, INDUCTION or SPACER
+    stop: Stop
+    clauses: tuple
+
+
+class Need(enum.Enum):
+    """Why an option would help decide a condition; its value is the words every output prints."""
+
+    TIME = "more solver time"
+    RESOURCES = "more solver resources"
+    SPANS = "a violation may need more spans in the window at once"
+    ACTIONS = "a violation may need more actions"
+
+
+@dataclass(frozen=True)
+class Advice:
+    """An option that would help decide a condition: `option value` (value None: a larger one)."""
+
+    option: str
+    value: Optional[float]
+    why: Need
+
+
+class Note(enum.Enum):
+    """A remark after a reason."""
+
+    NO_PROVE = "no proof attempted (--no-prove: bounded search only)"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a result is what it is: one engine's clauses, or the parts of several engines, then advice and a note;
+    checker/outputs/reasons.py renders it."""
+
+    clauses: tuple = ()  # Clause, ...
+    parts: tuple = ()  # Part, ...
+    advice: tuple = ()  # Advice, ...
+    note: Optional[Note] = None
+
+
 @dataclass(frozen=True)
 class Result:
-    """One condition's verdict, with its evidence (trace or certificate) and a one-line reason."""
+    """One condition's verdict, with its evidence (trace or certificate) and why."""
 
     condition: str
     verdict: Verdict
     depth: Optional[int]
-    reason: str
+    reason: Reason
     engine: Method = Method.BMC
     trace: Optional[Trace] = None
     certificate: Optional[str] = None

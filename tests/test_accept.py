@@ -13,7 +13,7 @@ from prunecheck.checker.language.document import policy_hash
 from prunecheck.checker.cli import main
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.outputs.report_schema import report_schema
-from prunecheck.checker.result import Report, Result, Verdict
+from prunecheck.checker.result import Clause, Found, Method, Reason, Report, Result, Verdict
 from prunecheck.spec.errors import PolicySyntaxError
 
 from conftest import CLI_BOUNDS, EXAMPLES
@@ -34,8 +34,11 @@ def run(*argv):
     return code, out.getvalue(), err.getvalue()
 
 
+BOUND = Reason((Clause(Method.BMC, Found.BOUND, 1, 1, repeats=True),))
+
+
 def report(*verdicts, digest="ab" * 32) -> Report:
-    results = tuple(Result(c, v, None, "r") for c, v in zip(("C1", "C2", "C3", "C4", "P1"), verdicts))
+    results = tuple(Result(c, v, None, BOUND) for c, v in zip(("C1", "C2", "C3", "C4", "P1"), verdicts))
     return Report("p", digest, "p.yaml", 3, 4, results)
 
 

@@ -19,6 +19,7 @@ from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.render import report_json
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.errors import PolicySyntaxError
+from prunecheck.checker.outputs.reason_doc import reasons_json
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, RLIMIT
 
@@ -83,7 +84,7 @@ def test_warm_run_reads_equal_reports_and_never_unknown_ones(batch):
 def test_report_from_json_inverts_report_json(batch):
     _, _, cold, _ = batch
     for item in cold:
-        back = report_from_json(json.loads(json.dumps(report_json(item.report))))
+        back = report_from_json(json.loads(json.dumps(report_json(item.report))), reasons_json(item.report))
         assert back == item.report
     traced = [r for item in cold for r in item.report.results if r.trace is not None]
     proved = [r for item in cold for r in item.report.results if r.certificate is not None]
@@ -91,7 +92,7 @@ def test_report_from_json_inverts_report_json(batch):
     doc = report_json(cold[0].report)
     doc["conditions"]["C1"]["trace"][0]["args"]["tokens"] = True
     with pytest.raises(ReportFormatError):
-        report_from_json(doc)
+        report_from_json(doc, reasons_json(cold[0].report))
 
 
 def test_reports_do_not_depend_on_worker_history(batch):
@@ -211,7 +212,8 @@ def test_cli_text_json_and_exit_codes(batch, tmp_path):
     assert run_batch_cli(_check_args([str(p) for p in paths[:2]] + common + ["--format", "json"]), out, err) == 1
     doc = json.loads(out.getvalue())
     assert doc["verdict"] == "violated" and doc["tool"] == "prunecheck"
-    assert [report_from_json(d) for d in doc["policies"]] == [item.report for item in cold[:2]]
+    assert [report_from_json(d, reasons_json(item.report)) for d, item in zip(doc["policies"], cold)] == \
+        [item.report for item in cold[:2]]
     out, err = io.StringIO(), io.StringIO()
     assert run_batch_cli(_check_args([str(paths[1]), str(tmp_path / "*.none")] + common), out, err) == 2
     assert out.getvalue() == "" and err.getvalue().count("\n") == 1 and "no file matches" in err.getvalue()

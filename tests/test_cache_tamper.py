@@ -15,10 +15,12 @@ from prunecheck.checker.commands.batch import batch_item
 from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.cache import FORMAT, CacheStatus, cache_key
 from prunecheck.checker.engines.certificate_model import Encoding
+from prunecheck.checker.outputs.reason_doc import reason_json
+from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.cli import main
 from prunecheck.checker.language.loader import load_policy
-from prunecheck.checker.result import Verdict
+from prunecheck.checker.result import Clause, Found, Method, Reason, Verdict
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES
 
@@ -81,11 +83,12 @@ def _reseal(entry: dict) -> dict:
 
 def _claim_holds(entry: dict, certificates: dict) -> dict:
     """seed_flawed's violated conditions relabelled `holds`, with the given certificate per condition (if any)."""
-    report = entry["report"]
+    report, proved = entry["report"], Reason((Clause(Method.INDUCTION, Found.PROVED),))
     for condition in FLAWED_VIOLATED:
         result = report["conditions"][condition]
-        result.update(verdict="holds", depth=None, engine="induction",
-                      reason="proved for every depth and window size; certificate re-checked by cvc5")
+        # The structured reason forged to match, as whoever can write the entry can.
+        result.update(verdict="holds", depth=None, engine="induction", reason=reason_text(proved))
+        entry["reasons"][condition] = reason_json(proved)
         result.pop("trace", None)
         if condition in certificates:
             result["certificate"] = certificates[condition]
@@ -369,3 +372,45 @@ def test_an_entry_that_is_not_a_regular_file_is_rejected_without_blocking(clean,
      "device": lambda: entry.symlink_to("/dev/zero")}[kind]()
     item = batch_item(str(_flawed_file(clean)), OPTIONS, str(cache))
     assert item.cache is CacheStatus.REJECTED and item.report == clean.fresh
+
+
+def _c1_reason(clean, edit) -> dict:
+    """seed_flawed's entry with C1's structured reason (a bounded search's violation) edited."""
+    entry = json.loads(json.dumps(clean.flawed_entry))
+    reasons = entry["reasons"]
+    reasons["C1"] = edit(reasons["C1"], reasons["C1"]["clauses"][0])
+    return entry
+
+
+REASON_EDITS = {
+    "not an object": lambda r, c: "violated",
+    "a missing key": lambda r, c: {k: v for k, v in r.items() if k != "note"},
+    "an unknown clause key": lambda r, c: c.update(colour=1) or r,
+    "an unknown finding": lambda r, c: c.update(found="maybe") or r,
+    "a count that is a boolean": lambda r, c: c.update(depth=True) or r,
+    "a negative count": lambda r, c: c.update(spans=-1) or r,
+    "a violation without its length": lambda r, c: c.pop("actions") and r,
+    "a proof engine's violation": lambda r, c: c.update(engine="spacer") or r,
+    "solver words with control characters": lambda r, c: c.update(solver={"stop": "it answered unknown",
+                                                                          "words": "\x1b[2J"}) or r,
+    "neither clauses nor parts": lambda r, c: r.update(clauses=[]) or r,
+    "advice naming no option": lambda r, c: r.update(advice=[{"option": "--rm", "value": 1,
+                                                              "why": "more solver time"}]) or r,
+    "a deep nesting": lambda r, c: r.update(clauses=[[[[[]]]]]) or r,
+    "facts that render otherwise": lambda r, c: c.update(spans=c["spans"] + 1) or r,
+}
+
+
+@pytest.mark.parametrize("edit", REASON_EDITS.values(), ids=REASON_EDITS.keys())
+def test_a_malformed_structured_reason_is_a_rejected_entry(clean, tmp_path, edit):
+    cache = _tampered_cache(clean, tmp_path, _c1_reason(clean, edit))
+    item = batch_item(str(_flawed_file(clean)), OPTIONS, str(cache))
+    assert item.cache is CacheStatus.REJECTED and "C1: " in item.rejection and "\n" not in item.rejection
+    assert item.report == clean.fresh
+
+
+def test_a_reason_text_that_its_structure_does_not_render_is_rejected(clean, tmp_path):
+    entry = json.loads(json.dumps(clean.flawed_entry))
+    entry["report"]["conditions"]["C1"]["reason"] += " (checked by hand)"
+    item = batch_item(str(_flawed_file(clean)), OPTIONS, str(_tampered_cache(clean, tmp_path, entry)))
+    assert item.cache is CacheStatus.REJECTED and "does not render as the report's text" in item.rejection

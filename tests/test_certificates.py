@@ -18,6 +18,7 @@ from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.language.document import policy_hash
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.result import Verdict
+from prunecheck.checker.outputs.reasons import reason_text
 
 from conftest import BOUNDS, EXAMPLES, HOUR
 
@@ -465,7 +466,8 @@ def test_a_proof_only_z3_rechecks_is_unknown_not_holds(monkeypatch, safe):
     result = prove(policy, "C1", policy_document(policy), policy_hash(policy), **BOUNDS)
     clear_caches()
     assert result.verdict == Verdict.UNKNOWN and result.certificate is None
-    assert "not confirmed: cvc5 gave up on initiation, consecution, safety; z3 alone proves them" in result.reason
+    said = reason_text(result.reason)
+    assert "not confirmed: cvc5 gave up on initiation, consecution, safety; z3 alone proves them" in said
 
 
 @pytest.mark.parametrize("condition", ["C1", "P1"])
@@ -475,6 +477,6 @@ def test_spacer_certificates_with_datatype_testers_are_confirmed(safe, condition
 
     policy, _ = safe
     result = prove_with_spacer(policy, condition, policy_document(policy), policy_hash(policy), **BOUNDS)
-    assert result.verdict == Verdict.HOLDS, result.reason
+    assert result.verdict == Verdict.HOLDS, reason_text(result.reason)
     assert "(_ is " in json.loads(result.certificate)["invariant_smt2"]
     assert confirm_certificate(result.certificate, policy, condition, **CERT_BOUNDS).status == Status.CONFIRMED

@@ -19,6 +19,7 @@ from prunecheck.checker.outputs.report_schema import report_schema
 from prunecheck.checker.result import Search
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.runtime import State, step
+from prunecheck.checker.outputs.reason_doc import reasons_json
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES
 
@@ -88,7 +89,7 @@ def test_a_search_that_stopped_says_why_and_claims_nothing(monkeypatch):
     assert "1 of 3 counterexamples asked: the search stopped (its fixed budget of 0 solver queries was spent); " \
            "others may exist within depth 3 and 3 spans" in text
     assert "no other" not in text
-    assert report_from_json(json.loads(json.dumps(report_json(report)))) == report
+    assert report_from_json(json.loads(json.dumps(report_json(report))), reasons_json(report)) == report
 
 
 def test_the_search_outcome_survives_the_cache(tmp_path):

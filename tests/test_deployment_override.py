@@ -20,6 +20,7 @@ from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.render import report_json, report_text
 from prunecheck.checker.outputs.sarif import sarif_log
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, NOWHERE, Deployment, DeploymentOverride
+from prunecheck.checker.outputs.reason_doc import reasons_json
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HANG_GUARD, ROOT
 
@@ -109,7 +110,8 @@ def test_the_batch_cache_keys_on_the_override_and_reports_survive_it(tmp_path):
     (third,) = batch.check_many([SEED], with_override, cache_dir=tmp_path)
     assert first.cache is second.cache is batch.CacheStatus.MISS and third.cached
     assert second.report.overridden == third.report.overridden == ("records",) and first.report.overridden == ()
-    assert report_from_json(json.loads(json.dumps(report_json(third.report)))) == third.report
+    assert report_from_json(json.loads(json.dumps(report_json(third.report))), reasons_json(third.report)) == \
+        third.report
 
 
 def test_every_report_format_names_the_deployment_checked():

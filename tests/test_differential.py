@@ -15,6 +15,7 @@ from prunecheck.checker.result import Verdict
 from prunecheck.spec.policy import Deployment
 
 from prunecheck.strategies import policies
+from prunecheck.checker.outputs.reasons import domains_text
 
 from conftest import BOUNDS, HOUR
 from support import POLICIES, deployments, model_policy
@@ -50,7 +51,7 @@ def _summary(results):
 def _explore(policy, depth, domains, states=STATES):
     """The explicit search to `depth`, or to the deepest level it completes within `states` states."""
     results = explore(policy, depth, SPANS, domains=domains, time_limit=HOUR, max_states=states)
-    stopped = [r.depth for r in results if "state limit" in r.reason]
+    stopped = [r.depth for r in results if r.reason.clauses[0].state_limit is not None]
     if stopped:
         depth = stopped[0]
         results = explore(policy, depth, SPANS, domains=domains, time_limit=HOUR, max_states=states)
@@ -140,10 +141,10 @@ def test_domains_come_from_the_policys_constants_and_overrides_replace_them():
     # (5244.75, 5250, 5255.25, 5260.5: an integer gives its neighbours, a fraction its floor and ceiling)
     held = {5244, 5245, 5249, 5250, 5251, 5255, 5256, 5260, 5261}
     assert domains.repeats == tuple(sorted({*DEFAULT_REPEATS, 3, 5, 6, 21, 998, 999, 1000, 1001} | held))
-    assert "(given)" not in domains.describe()
+    assert "(given)" not in domains_text(domains)
     given_ = domains_for(policy, tokens=(5,), repeats=(7, 8))
     assert (given_.tokens, given_.repeats) == ((5,), (7, 8))
-    assert given_.describe().count("(given)") == 2
+    assert domains_text(given_).count("(given)") == 2
     assert domains_for(model_policy("evict: age > 12.5", Deployment())).repeats == (1, 12, 13)
     # the clock is absolute: `step == 1000` after two single steps needs audit(times=998), a clock target
     clock = domains_for(model_policy("evict: step == 1000", Deployment()))

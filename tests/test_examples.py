@@ -7,6 +7,7 @@ from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.result import Stop, Verdict
 from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.checker.outputs.reasons import reason_text
 
 from conftest import BOUNDS
 from policy_table import EXAMPLES, example_table
@@ -28,12 +29,13 @@ def test_example_verdicts(engine, name, path, text, expected):
     for condition, want in expected.items():
         got = results[condition]
         if got.verdict == Verdict.VIOLATED:
-            assert want == "violated", f"{name} {condition}: {got.reason}"
+            assert want == "violated", f"{name} {condition}: {reason_text(got.reason)}"
             confirm(policy, got.trace.actions, condition, got.trace.spans)
         else:
             # The bounded engine cannot prove `holds`; a safe condition is unknown, searched to the bound.
-            assert want == "holds", f"{name} {condition}: {got.reason}"
-            assert got.verdict == Verdict.UNKNOWN and got.stop is Stop.BOUND and "no violation within" in got.reason
+            assert want == "holds", f"{name} {condition}: {reason_text(got.reason)}"
+            assert got.verdict == Verdict.UNKNOWN and got.stop is Stop.BOUND
+            assert "no violation within" in reason_text(got.reason)
 
 
 def test_seed_flawed_policy_violates_c1_within_8_steps():

@@ -10,6 +10,7 @@ from prunecheck.checker.cli import main
 from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.result import Verdict
 from prunecheck.checker.engines.spacer import Found, spacer_invariant
+from prunecheck.checker.outputs.reasons import reason_text
 
 from conftest import EXAMPLES, HOUR, RLIMIT
 
@@ -22,7 +23,7 @@ def test_a_starved_check_is_unknown_in_every_engine_and_names_the_limit():
     for r in report.results:
         assert r.verdict == Verdict.UNKNOWN and r.certificate is None and r.trace is None
         # the bounded search, induction and Spacer each ran out of resources
-        assert r.reason.count("resource limit") >= 3, r.reason
+        assert reason_text(r.reason).count("resource limit") >= 3, reason_text(r.reason)
 
 
 def test_spacer_is_bounded_by_its_own_rlimit():

@@ -29,6 +29,7 @@ from prunecheck.symbolic.conditions import TERMS
 from prunecheck.spec.policy import ATTRS, BOOL, KIND, NAMESPACE, Attr, Binary, BoolLit, Deployment, Num, Unary
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, State, Undo, step
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac
+from prunecheck.checker.outputs.reasons import reason_text
 
 from conftest import BOUNDS, EXAMPLES, HOUR, RLIMIT
 from support import agree, model_policy  # the model-against-runtime check of every state and condition
@@ -137,7 +138,7 @@ def test_spacer_proves_with_a_confirmed_certificate(name, condition):
     """C2 by a non-trivial invariant over the abstracted policy; C1 only with the policy's own expressions."""
     policy = load_policy(EXAMPLES / name)
     result = prove_with_spacer(policy, condition, policy_document(policy), policy_hash(policy), **BOUNDS)
-    assert result.verdict == Verdict.HOLDS and result.certificate is not None, result.reason
+    assert result.verdict == Verdict.HOLDS and result.certificate is not None, reason_text(result.reason)
 
 
 def test_the_policy_hash_covers_every_field_that_changes_a_verdict():

@@ -121,3 +121,56 @@ def test_no_code_compares_an_outcome_with_text():
 def test_check_takes_only_the_policy_and_its_options():
     assert list(inspect.signature(check).parameters) == ["policy", "options", "proofs"]
     assert not hasattr(check_module, "check_explicit")
+
+
+TEXT_METHODS = {"count", "startswith", "endswith", "find", "index", "split", "splitlines", "lower", "upper", "strip",
+                "replace", "format"}
+
+
+def _is_text(node) -> bool:
+    """A node that builds text: a string, an f-string, `%` or `+` on text, a .format() or a reason_text() call."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp):
+        return _is_text(node.left) or _is_text(node.right)
+    return isinstance(node, ast.Call) and _called(node) in ("format", "reason_text")
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _reason_text_handled(tree) -> list:
+    """Lines that give a Result (or replace()) its reason as text, or read text out of a reason: a comparison, a
+    string method or a subscript on reason_text(...) or on a `.reason`, or `"..." in x.reason`."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _called(node) in ("Result", "replace"):
+            given = [k.value for k in node.keywords if k.arg == "reason"]
+            given += node.args[3:4] if _called(node) == "Result" else []
+            found += [node.lineno for g in given if _is_text(g)]
+        rendered = [n for n in ast.iter_child_nodes(node) if isinstance(n, ast.Call) and _called(n) == "reason_text"]
+        if rendered and isinstance(node, (ast.Compare, ast.Subscript)) or \
+                rendered and isinstance(node, ast.Attribute) and node.attr in TEXT_METHODS:
+            found.append(node.lineno)
+        if isinstance(node, ast.Attribute) and node.attr in TEXT_METHODS and isinstance(node.value, ast.Attribute) \
+                and node.value.attr == "reason":
+            found.append(node.lineno)
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and \
+                any(isinstance(s, ast.Attribute) and s.attr == "reason" for s in node.comparators):
+            found.append(node.lineno)
+    return found
+
+
+def test_no_code_outside_the_renderer_formats_or_inspects_reason_text():
+    renderer = ROOT / "checker" / "outputs" / "reasons.py"
+    sources = [p for p in ROOT.rglob("*.py") if "tests" not in p.parts and p != renderer]
+    found = {str(p.relative_to(ROOT)): _reason_text_handled(ast.parse(p.read_text(encoding="utf-8")))
+             for p in sources}
+    assert {path: lines for path, lines in found.items() if lines} == {}
+    planted = ast.parse('Result("C1", v, 1, f"violated after {n}")\nreplace(r, reason=reason_text(r.reason) + "!")\n'
+                        '"limit" in r.reason\nreason_text(r.reason).startswith("x")\nr.reason.count("x")')
+    assert _reason_text_handled(planted) == [1, 2, 3, 4, 5]

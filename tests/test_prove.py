@@ -18,6 +18,7 @@ from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.engines.prove import prove
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.checker.outputs.reasons import reason_text
 
 from conftest import BOUNDS, CLI_BOUNDS, HOUR, RLIMIT
 from policy_table import EXAMPLES, example_table
@@ -36,8 +37,8 @@ def test_prover_proves_exactly_the_conditions_expected_to_hold(name, path, text,
     for condition, want in expected.items():
         result = _prove(policy, condition)
         if want == "holds":
-            assert result.verdict == Verdict.HOLDS, f"{name} {condition}: {result.reason}"
-            assert "cvc5" in result.reason and result.certificate
+            assert result.verdict == Verdict.HOLDS, f"{name} {condition}: {reason_text(result.reason)}"
+            assert "cvc5" in reason_text(result.reason) and result.certificate
         else:
             assert result.verdict == Verdict.UNKNOWN, f"{name} {condition} is violated but was proved"
 
@@ -48,7 +49,7 @@ def test_check_combines_both_engines(name, path, text, expected):
     report = check(policy, CheckOptions(**BOUNDS))
     for condition, want in expected.items():
         got = report.result(condition).verdict
-        assert str(got) == want, f"{name} {condition}: {report.result(condition).reason}"
+        assert str(got) == want, f"{name} {condition}: {reason_text(report.result(condition).reason)}"
 
 
 @settings(max_examples=30)
@@ -138,7 +139,7 @@ def test_violations_after_any_threshold_are_found_in_a_few_actions(template, dep
                                                      timeout=3600.0, rlimit=200_000_000)}
     for condition in violated:
         r = results[condition]
-        assert r.verdict == Verdict.VIOLATED and r.depth <= 4, f"{condition}: {r.reason}"
+        assert r.verdict == Verdict.VIOLATED and r.depth <= 4, f"{condition}: {reason_text(r.reason)}"
         # The threshold is passed by waiting (or reading) in one repeated step, not by `threshold` steps.
         assert r.trace.steps > threshold and len(r.trace.actions) <= 4
     for condition in early:

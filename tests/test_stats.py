@@ -15,6 +15,7 @@ from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.render import report_json, report_text, run_text
 from prunecheck.checker.result import Method, Outcome, Verdict
+from prunecheck.checker.outputs.reason_doc import reasons_json
 
 from conftest import BOUNDS, EXAMPLES, RLIMIT
 
@@ -88,13 +89,13 @@ def test_json_stats_carry_the_same_figures(seed):
 def test_cache_reads_stats_back_and_refuses_malformed_ones(seed):
     _, report = seed
     doc = json.loads(json.dumps(report_json(report)))
-    back = report_from_json(doc)
+    back = report_from_json(doc, reasons_json(report))
     assert back.bounds == report.bounds
     assert [r.stats.queries for r in back.results] == [r.stats.queries for r in report.results]
     for bad in ({"conditions": {"C1": [{"engine": "bmc"}]}}, {"conditions": []}, "x",
                 {"conditions": {}, "bounds": {"timeout": "30", "rlimit": 0, "memory_mb": 0}}):
         with pytest.raises(ReportFormatError):
-            report_from_json({**doc, "stats": bad})
+            report_from_json({**doc, "stats": bad}, reasons_json(report))
 
 
 def test_html_header_shows_bounds_and_statistics(seed):

@@ -12,6 +12,7 @@ from prunecheck.checker.engines.prove import prove
 from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.checker.outputs.reasons import reason_text
 
 from conftest import ROOT
 
@@ -61,7 +62,7 @@ def test_violations_are_found_with_the_derived_shortest_length(tmp_path, name):
     results = {r.condition: r for r in found}
     for c in violated:
         r = results[c]
-        assert r.verdict == Verdict.VIOLATED, f"{name} {c}: {r.reason}"
+        assert r.verdict == Verdict.VIOLATED, f"{name} {c}: {reason_text(r.reason)}"
         confirm(policy, r.trace.actions, c, r.trace.spans)
         length = expected[c][1]
         if length is not None:
@@ -75,4 +76,4 @@ def test_safe_conditions_are_proved(tmp_path, name):
     safe = [c for c, (verdict, _) in family_module.expectations(spec).items() if verdict == "holds"]
     for c in safe:
         result = prove(policy, c, policy_document(policy), policy_hash(policy), timeout=3600.0, rlimit=RLIMIT)
-        assert result.verdict == Verdict.HOLDS and result.certificate, f"{name} {c}: {result.reason}"
+        assert result.verdict == Verdict.HOLDS and result.certificate, f"{name} {c}: {reason_text(result.reason)}"

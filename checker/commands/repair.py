@@ -19,7 +19,8 @@ from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State,
 from prunecheck.checker.check import check, new_report
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.language.loader import decode_policy_bytes, expected_verdicts, load_policy, parse_policy_text
-from prunecheck.checker.engines.prove import RECHECKED, prove_all
+from prunecheck.checker.engines.prove import prove_all
+from prunecheck.checker.outputs.reasons import RECHECKED, reason_text
 from prunecheck.checker.options import DEFAULTS, CheckOptions, options_with
 from prunecheck.spec.runtime import action_text
 from prunecheck.checker.commands.repair_text import EXCLUSIONS, SAFE_DEPLOYMENT, Change, form_of, repaired_policy, repaired_text, unified_diff
@@ -335,7 +336,7 @@ def _valid(policy: Policy) -> bool:
 def _evidence_note(r: Result) -> str:
     """What stands behind a result: for a `holds` (the only verdict a repair's reports show), its re-checked
     certificate; otherwise the whole reason."""
-    return RECHECKED if r.verdict == Verdict.HOLDS and r.certificate is not None else r.reason
+    return RECHECKED if r.verdict == Verdict.HOLDS and r.certificate is not None else reason_text(r.reason)
 
 
 def _condition_lines(report: Report) -> list:
@@ -407,7 +408,8 @@ def result_json(result: RepairResult) -> dict:
                    "seconds": round(result.seconds, 3)},
     }
     if result.repaired:
-        doc["conditions"] = {r.condition: {"verdict": str(r.verdict), "engine": str(r.engine), "reason": r.reason}
+        doc["conditions"] = {r.condition: {"verdict": str(r.verdict), "engine": str(r.engine),
+                                           "reason": reason_text(r.reason)}
                              for r in result.report.results}
         doc.update(reprinted=result.reprinted, diff=result.diff, text=result.text)
     return doc

@@ -16,6 +16,7 @@ from prunecheck.checker.check import check
 from prunecheck.checker.options import options_with
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.spec.runtime import action_text
+from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.result import Verdict
 
 # The seeds' observations are fixed: bounded by solver resources (per query) rather than seconds, they are re-found
@@ -64,7 +65,7 @@ def _checker_line(report, condition: str) -> str:
     if r.verdict == Verdict.VIOLATED:
         steps = "; ".join(action_text(a, keywords=True) for a in r.trace.actions)
         return f"checker: {condition} violated in {r.trace.length()}: {steps}"
-    return f"checker: {condition} {r.verdict} ({r.reason})"
+    return f"checker: {condition} {r.verdict} ({reason_text(r.reason)})"
 
 
 def observed_failure(out: TextIO) -> bool:

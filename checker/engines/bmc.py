@@ -20,9 +20,10 @@ from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.checker.engines.minimize import minimize
 from prunecheck.checker.engines.replay import confirm, decode_action, decode_state, first_violation
 from prunecheck.checker.options import DEFAULTS
-from prunecheck.checker.result import EngineRun, Method, Outcome, Result, Stats, Stop, Trace, Verdict
+from prunecheck.checker.result import (Clause, EngineRun, Found, Method, Outcome, Reason, Result, Stats, Stop, Trace,
+                                       Verdict)
 from prunecheck.symbolic.solver import Status, new_solver, queries_asked, query
-from prunecheck.checker.engines.unknowns import bound_words, limit_words
+from prunecheck.checker.engines.unknowns import solver_said
 
 def check_bounded(policy: Policy, depth: int = DEFAULTS.depth, spans: int = DEFAULTS.spans,
                   conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULTS.timeout,
@@ -37,7 +38,7 @@ def check_bounded(policy: Policy, depth: int = DEFAULTS.depth, spans: int = DEFA
     With `accelerate` (the default) a step may repeat a read or an audit any number of times, so `depth` counts
     actions, not steps: a violation after 3 actions and 10^6 steps is found at depth 3 (spec/SPEC.md §7).
     `token_domain` and `repeat_domain` (with `clock_targets`) restrict appends' tokens and repetitions, to compare
-    with the explicit engine (checker/explicit.py `Domains`).
+    with the explicit engine (checker/result.py `Domains`).
     """
     pending = [c for c in CONDITIONS if c in set(conditions)]
     if not pending:
@@ -55,7 +56,7 @@ def check_bounded(policy: Policy, depth: int = DEFAULTS.depth, spans: int = DEFA
         if not search.pending:
             break
     for c in search.pending:
-        search.results[c] = Result(c, Verdict.UNKNOWN, depth, bound_words(depth, spans, accelerate),
+        search.results[c] = Result(c, Verdict.UNKNOWN, depth, _bound(depth, spans, accelerate),
                                    seconds=search.spent[c], stop=Stop.BOUND,
                                    stats=_stats(Outcome.BOUND, depth, search.asked[c], search.spent[c]))
     return tuple(search.results[c] for c in CONDITIONS if c in search.results)
@@ -125,8 +126,9 @@ class _Unrolling:
         return [{c: term for c, term in group.items() if c not in hit}]
 
     def _gave_up(self, c: str, why, k: int) -> None:
-        searched = f"; {bound_words(k - 1, self.spans, self.model.accelerate)}" if k else ""
-        self.results[c] = Result(c, Verdict.UNKNOWN, max(k - 1, 0), f"{limit_words(why, k)}{searched}",
+        stopped = Clause(Method.BMC, Found.LIMIT, max(k - 1, 0), self.spans, repeats=self.model.accelerate, at=k,
+                         solver=solver_said(why))
+        self.results[c] = Result(c, Verdict.UNKNOWN, max(k - 1, 0), Reason((stopped,)),
                                  seconds=self.spent[c], stop=Stop.LIMIT,
                                  stats=_stats(Outcome.LIMIT, max(k - 1, 0), self.asked[c], self.spent[c]))
         self.pending.remove(c)
@@ -144,6 +146,10 @@ class _Unrolling:
         self.pending.remove(c)
 
 
+def _bound(depth: int, spans: int, accelerate: bool) -> Reason:
+    return Reason((Clause(Method.BMC, Found.BOUND, depth, spans, repeats=accelerate),))
+
+
 def _stats(outcome: Outcome, depth: int, queries: int, seconds: float) -> Stats:
     return Stats((EngineRun(Method.BMC, outcome, depth, queries, None, seconds),))
 
@@ -159,5 +165,5 @@ def _counterexample(policy, zmodel, condition, states, actions, spans, k, second
         trace_actions = minimize(policy, trace_actions, condition, spans)
         confirm(policy, trace_actions, condition, spans)
     trace = Trace(condition, trace_actions, spans)
-    return Result(condition, Verdict.VIOLATED, k, f"violated after {trace.length()} (shortest within {spans} spans, "
-                  "reduced); replayed on the runtime", trace=trace, seconds=seconds)
+    found = Clause(Method.BMC, Found.VIOLATED, k, spans, len(trace.actions), trace.steps)
+    return Result(condition, Verdict.VIOLATED, k, Reason((found,)), trace=trace, seconds=seconds)

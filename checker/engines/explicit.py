@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable, Optional
 
@@ -14,36 +13,14 @@ from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, Attr, Binary, En
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
 from prunecheck.checker.engines.replay import confirm
-from prunecheck.checker.result import EngineRun, Method, Outcome, Result, Stats, Trace, Verdict
+from prunecheck.checker.result import (Clause, Domains, EngineRun, Found, Method, Outcome, Reason, Result, Stats, Trace,
+                                       Verdict)
 
 DEFAULT_TOKENS = (1, 2)
 DEFAULT_REPEATS = (1,)
 # Which domain a constant feeds, by the attributes it is compared with (spec/SPEC.md §7c).
 CLOCK_ATTRS = ("age", "idle", "step", "reads", "recency", "frequency")
 TOKEN_ATTRS = ("tokens", "window_tokens", "budget")
-
-
-@dataclass(frozen=True)
-class Domains:
-    """The finite choices the explorer tries: an append's token counts and content kinds, a read's or an audit's
-    repetitions (a count, or up to a clock value); `derived` names the domains taken from the policy's constants
-    rather than given."""
-
-    tokens: tuple
-    kinds: tuple
-    repeats: tuple = DEFAULT_REPEATS
-    derived: tuple = ()
-    # Clock values a read or audit may also repeat up to (from `step` constants): times = target - the clock.
-    clock_targets: tuple = ()
-
-    def describe(self) -> str:
-        def text(name, values):
-            return f"{name} {{{', '.join(map(str, values))}}}{'' if name in self.derived else ' (given)'}"
-        derived = f"; {' and '.join(self.derived)}: the defaults plus what the policy's constants ask for" \
-            if self.derived else ""
-        targets = f" or up to clock {{{', '.join(map(str, self.clock_targets))}}}" if self.clock_targets else ""
-        return (f"{text('tokens', self.tokens)}, {text('repetitions', self.repeats)}{targets}, "
-                f"kinds {{{', '.join(self.kinds)}}}, host budgets: one per distinct compaction{derived}")
 
 
 def kind_representatives(policy: Policy) -> tuple:
@@ -159,18 +136,19 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
                     trace = Trace(c, actions, spans)
                     seconds = time.perf_counter() - started
                     run = EngineRun(Method.EXPLICIT, Outcome.COUNTEREXAMPLE, level, 0, explored + len(following), seconds)
-                    results[c] = Result(c, Verdict.VIOLATED, level, f"violated after {trace.length()} (shortest "
-                                        f"within {spans} spans, {domains.describe()}); explicit search",
-                                        engine=Method.EXPLICIT, trace=trace, seconds=seconds, stats=Stats((run,)))
+                    found = Clause(Method.EXPLICIT, Found.VIOLATED, level, spans, len(actions), trace.steps,
+                                   domains=domains)
+                    results[c] = Result(c, Verdict.VIOLATED, level, Reason((found,)), engine=Method.EXPLICIT,
+                                        trace=trace, seconds=seconds, stats=Stats((run,)))
                     pending.remove(c)
                 if transition.after not in parent:
                     parent[transition.after] = (state, action)
                     following.append(transition.after)
             if time.perf_counter() - started > time_limit:
-                stopped, limit = level, f"time limit {time_limit:g} s"
+                stopped, limit = level, {"time_limit": float(time_limit)}
                 break
             if max_states is not None and explored + len(following) > max_states:
-                stopped, limit = level, f"state limit {max_states}"
+                stopped, limit = level, {"state_limit": max_states}
                 break
         explored += len(following)
         frontier = following
@@ -185,12 +163,12 @@ def _undecided(c: str, depth: int, spans: int, domains: Domains, explored: int, 
     """`unknown` for a condition the search did not violate: every run up to `depth` explored, or `stop` = (the
     level it stopped in, the limit that stopped it)."""
     if stop is not None:
-        why = f"explicit search stopped in depth {stop[0]} after {explored} states ({stop[1]})"
+        why = Clause(Method.EXPLICIT, Found.LIMIT, at=stop[0], states=explored, **stop[1])
         reached = stop[0] - 1
     else:
-        why = (f"no violation up to depth {depth} over {spans} spans, {domains.describe()} "
-               f"(explicit search, {explored} states)")
+        why = Clause(Method.EXPLICIT, Found.BOUND, depth, spans, states=explored, domains=domains)
         reached = depth
     seconds = time.perf_counter() - started
     run = EngineRun(Method.EXPLICIT, Outcome.BOUND if stop is None else Outcome.LIMIT, reached, 0, explored, seconds)
-    return Result(c, Verdict.UNKNOWN, reached, why, engine=Method.EXPLICIT, seconds=seconds, stats=Stats((run,)))
+    return Result(c, Verdict.UNKNOWN, reached, Reason((why,)), engine=Method.EXPLICIT, seconds=seconds,
+                  stats=Stats((run,)))

@@ -13,12 +13,12 @@ from prunecheck.spec.conditions import STEP_CONDITIONS
 from prunecheck.checker.engines.certificate import Status, certificate_document, dumps, recheck
 from prunecheck.checker.engines.certificate_model import Encoding, free_shape
 from prunecheck.checker.engines.invariants import houdini
-from prunecheck.checker.result import EngineRun, Method, Outcome, Result, Stats, Stop, Verdict
+from prunecheck.checker.result import (Clause, EngineRun, Found, Method, Outcome, Reason, Result, Scope, Stats, Stop,
+                                       Tried, Verdict)
 from prunecheck.symbolic.solver import Status as Solved, new_solver, queries_asked, query
-from prunecheck.checker.engines.unknowns import limit_words, scoped
+from prunecheck.checker.engines.unknowns import solver_said
 
 
-RECHECKED = "certificate re-checked by cvc5"  # what stands behind every `holds`
 _SHARED_SIZE = 32
 # Attempts with the policy abstracted to a free predicate depend only on the deployment and on whether the policy
 # ranks and budgets, not on its expressions: one per shape serves every policy checked in this process.
@@ -89,7 +89,7 @@ class _Attempts:
         up)."""
         enc = base.for_condition(condition)
         if not invariant.complete:
-            return (enc, (), False, f"the search for lemmas {limit_words(invariant.reason)}", True), True
+            return (enc, (), False, _why(Found.LIMIT, Tried.LEMMAS, invariant.reason), True), True
         names = invariant.names
         solver = new_solver(self.timeout * 1000, self.rlimit)
         solver.add([before[n] for n in names])
@@ -98,23 +98,28 @@ class _Attempts:
         solver.add(enc.bad)
         answer = query(solver)
         if answer.status == Solved.UNSAT:
-            return (enc, names, True, "", False), True
+            return (enc, names, True, None, False), True
         if answer.status == Solved.UNKNOWN:
-            return (enc, names, False, f"the safety check {limit_words(answer.reason)}", True), False
-        return (enc, names, False, "no inductive invariant among its lemma templates", False), True
+            return (enc, names, False, _why(Found.LIMIT, Tried.SAFETY, answer.reason), True), False
+        return (enc, names, False, _why(Found.NO_PROOF, Tried.TEMPLATES), False), True
+
+
+def _why(found: Found, tried: Tried, solver=None) -> Clause:
+    """Why an induction attempt proved nothing (its scope is set by the caller)."""
+    said = solver_said(solver) if solver is not None else None
+    return Clause(Method.INDUCTION, found, solver=said, tried=tried)
 
 
 def certified_result(condition: str, engine: Method, document: dict, check, seconds: float) -> Result:
     """`holds` with the certificate if cvc5 confirmed it; otherwise `unknown`, saying why (a refuted or rejected
     certificate of prunecheck's own proof is a checker fault)."""
     if check.status == Status.CONFIRMED:
-        return Result(condition, Verdict.HOLDS, None, f"proved for every depth and window size ({engine}); "
-                      f"{RECHECKED}", engine=engine, certificate=dumps(document), seconds=seconds)
-    if check.status == Status.UNCHECKED:
-        return Result(condition, Verdict.UNKNOWN, None, f"proved ({engine}) but the certificate is not confirmed: "
-                      f"{check.reason}", engine=engine, seconds=seconds)
-    return Result(condition, Verdict.UNKNOWN, None, f"checker fault: {engine} certificate {check.status} on re-check "
-                  f"({check.reason})", engine=engine, seconds=seconds)
+        proved = Reason((Clause(engine, Found.PROVED),))
+        return Result(condition, Verdict.HOLDS, None, proved, engine=engine, certificate=dumps(document),
+                      seconds=seconds)
+    found = Found.UNCONFIRMED if check.status == Status.UNCHECKED else Found.FAULT
+    why = Clause(engine, found, certificate=check.status.value, detail=check.reason)
+    return Result(condition, Verdict.UNKNOWN, None, Reason((why,)), engine=engine, seconds=seconds)
 
 
 def prove_all(policy, conditions, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
@@ -144,7 +149,7 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
         used.append(free_policy)
         enc, names, proved, why, limit = attempts.induction(condition, free_policy)
         if not proved:
-            reasons.append(("policy abstracted" if free_policy else "policy as written", why))
+            reasons.append(replace(why, scope=Scope.ABSTRACTED if free_policy else Scope.AS_WRITTEN))
             limited = limited or limit
             continue
         invariant, readable = attempts.invariant(free_policy, names)
@@ -153,6 +158,6 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
         check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
         result = certified_result(condition, engine, document, check, time.perf_counter() - started)
         return replace(result, stats=stats(Outcome.PROVED))
-    return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine=Method.INDUCTION,
+    return Result(condition, Verdict.UNKNOWN, None, Reason(tuple(reasons)), engine=Method.INDUCTION,
                   seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF,
                   stats=stats(Outcome.LIMIT if limited else Outcome.NO_PROOF))

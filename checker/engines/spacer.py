@@ -12,9 +12,10 @@ from prunecheck.spec.conditions import STEP_CONDITIONS
 from prunecheck.checker.engines.certificate import certificate_document, recheck
 from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.engines.prove import certified_result
-from prunecheck.checker.result import EngineRun, Method, Outcome, Result, Stats, Stop, Verdict
+from prunecheck.checker.result import (Clause, EngineRun, Found as Finding, Method, Outcome, Reason, Result, Scope,
+                                       Stats, Stop, Tried, Verdict)
 from prunecheck.symbolic.solver import RANDOM_SEED, queries_asked
-from prunecheck.checker.engines.unknowns import limit_words, scoped
+from prunecheck.checker.engines.unknowns import solver_said
 
 
 class Found(enum.Enum):
@@ -26,7 +27,7 @@ class Found(enum.Enum):
 
 
 def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
-    """(Found, invariant over enc.param or None, reason): the invariant when PROVED, the reason otherwise.
+    """(Found, invariant over enc.param or None, Clause): the invariant when PROVED, why not otherwise.
     `rlimit` bounds the query by z3's resource count as well as by time (Fixedpoint's own `rlimit`, per query)."""
     # Spacer gets a context of its own: on the process-wide one its search depends on the terms earlier checks made.
     ctx = z3.Context()
@@ -49,15 +50,19 @@ def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
     try:
         answer = fp.query(z3.And(inv(*pre), *step, enc.bad.translate(ctx)))
     except z3.Z3Exception as exc:
-        return Found.UNKNOWN, None, limit_words(exc)
+        return Found.UNKNOWN, None, _stopped(exc)
     if answer == z3.sat:
         # Not a counterexample: the two-span abstraction also has runs no real window has.
-        return Found.REFUTED, None, "the two-span abstraction reaches a violation, so no invariant exists there"
+        return Found.REFUTED, None, Clause(Method.SPACER, Finding.NO_PROOF, tried=Tried.ABSTRACTION)
     if answer != z3.unsat:
-        return Found.UNKNOWN, None, limit_words(fp.reason_unknown())
+        return Found.UNKNOWN, None, _stopped(fp.reason_unknown())
     body = fp.get_cover_delta(-1, inv)
     param = [v.translate(ctx) for v in enc.param.variables()]
-    return Found.PROVED, z3.substitute_vars(body, *param).translate(z3.main_ctx()), ""
+    return Found.PROVED, z3.substitute_vars(body, *param).translate(z3.main_ctx()), None
+
+
+def _stopped(solver) -> Clause:
+    return Clause(Method.SPACER, Finding.LIMIT, solver=solver_said(solver))
 
 
 def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
@@ -73,15 +78,14 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
     for free_policy in (True, False):
         left = timeout - (time.perf_counter() - started)
         if left <= 0:
-            reasons.append(("time", "its time limit ran out"))
+            reasons.append(Clause(Method.SPACER, Finding.LIMIT, scope=Scope.TIME))
             limited = True
             break
         enc = Encoding(policy, condition, free_policy)
         status, invariant, why = spacer_invariant(enc, left, rlimit)
         spacer_queries += 1
-        scope = "policy abstracted" if free_policy else "policy as written"
         if status is not Found.PROVED:
-            reasons.append((scope, why))
+            reasons.append(replace(why, scope=Scope.ABSTRACTED if free_policy else Scope.AS_WRITTEN))
             limited = limited or status is Found.UNKNOWN
             continue
         engine = Method.SPACER_ABSTRACTED if free_policy else Method.SPACER
@@ -89,6 +93,6 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
         check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
         result = certified_result(condition, engine, document, check, time.perf_counter() - started)
         return replace(result, stats=stats(Outcome.PROVED))
-    return Result(condition, Verdict.UNKNOWN, None, scoped(reasons), engine=Method.SPACER,
+    return Result(condition, Verdict.UNKNOWN, None, Reason(tuple(reasons)), engine=Method.SPACER,
                   seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF,
                   stats=stats(Outcome.LIMIT if limited else Outcome.NO_PROOF))

@@ -19,10 +19,14 @@ from prunecheck.spec.runtime import ACTION_TYPES
 
 from prunecheck.checker.engines.certificate import Status, dumps
 from prunecheck.checker.outputs.itf import MAX_TIMES_DIGITS
+from prunecheck.checker.outputs.reason_doc import ReasonFormatError, reason_from_json, reasons_json
+from prunecheck.checker.outputs.reasons import renders_as
 from prunecheck.checker.outputs.render import report_json
 from prunecheck.checker.result import VERSION_KEYS, Bounds, EngineRun, Method, Outcome, Report, Result, Search, Stats, Trace, Variants, Verdict
 
-FORMAT = 3  # 2: reports name their deployment and the keys an override set; 3: a certificate is an object
+# 2: reports name their deployment and the keys an override set; 3: a certificate is an object; 4: entries hold each
+# result's structured reason beside the report
+FORMAT = 4
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
 
 
@@ -59,7 +63,17 @@ def _action(entry, where: str):
     return cls(**args)
 
 
-def _result(condition: str, entry, spans: int) -> Result:
+def _reason(condition: str, doc, text: str):
+    """The structured reason stored for condition, which must render as the report's text says."""
+    try:
+        reason = reason_from_json(doc)
+    except ReasonFormatError as exc:
+        raise ReportFormatError(f"not a prunecheck report: {condition}: {exc}") from None
+    _expect(renders_as(reason, text), f"{condition}: its reason does not render as the report's text")
+    return reason
+
+
+def _result(condition: str, entry, spans: int, reason) -> Result:
     _expect(isinstance(entry, dict), f"{condition} is not an object")
     verdict = entry.get("verdict")
     _expect(verdict in ("holds", "unknown", "violated"), f"{condition}: bad verdict {verdict!r}")
@@ -83,7 +97,8 @@ def _result(condition: str, entry, spans: int) -> Result:
     _expect(certificate is None or isinstance(certificate, dict), f"{condition}: certificate is not an object")
     if certificate is not None:
         certificate = dumps(certificate)  # the text prove wrote: the cache re-confirms exactly this text
-    return Result(condition, Verdict[verdict.upper()], depth, entry["reason"], engine=Method(entry["engine"]),
+    reason = _reason(condition, reason, entry["reason"])
+    return Result(condition, Verdict[verdict.upper()], depth, reason, engine=Method(entry["engine"]),
                   certificate=certificate, seconds=float(seconds), **extra)
 
 
@@ -104,8 +119,9 @@ def _trace(condition: str, steps, spans: int, what: str) -> Trace:
     return Trace(condition, tuple(_action(a, f"{condition} {what} step {i}") for i, a in enumerate(steps, 1)), spans)
 
 
-def report_from_json(doc) -> Report:
-    """The Report that render.report_json turned into doc (seconds rounded to 0.1 ms; they do not take part in ==)."""
+def report_from_json(doc, reasons) -> Report:
+    """The Report that render.report_json turned into doc, with the structured reasons reason_doc.reasons_json
+    turned into `reasons` (seconds rounded to 0.1 ms; they do not take part in ==)."""
     _expect(isinstance(doc, dict), "not an object")
     for key in ("policy", "source", "policy_hash"):
         _expect(isinstance(doc.get(key), str), f"{key} is not a string")
@@ -120,7 +136,8 @@ def report_from_json(doc) -> Report:
     _expect(isinstance(overridden, list) and all(k in DEPLOYMENT_CHOICES for k in overridden),
             "bad deployment_overridden")
     deployment = {key: deployment[key] for key in DEPLOYMENT_CHOICES}  # the cache stores keys sorted
-    results = tuple(_result(c, conditions[c], doc["spans"]) for c in conditions)
+    _expect(isinstance(reasons, dict) and set(reasons) == set(conditions), "reasons do not match its conditions")
+    results = tuple(_result(c, conditions[c], doc["spans"], reasons[c]) for c in conditions)
     stats = doc.get("stats", {"conditions": {}})
     _expect(isinstance(stats, dict) and isinstance(stats.get("conditions"), dict), "bad stats")
     results = tuple(replace(r, stats=_stats(r.condition, stats["conditions"].get(r.condition, []))) for r in results)
@@ -176,7 +193,8 @@ def cacheable(report: Report, unknown: bool = False) -> bool:
     if not unknown and any(r.verdict == Verdict.UNKNOWN for r in report.results):
         return False
     try:
-        return report_from_json(json.loads(json.dumps(report_json(report)))) == report
+        back = json.loads(json.dumps({"report": report_json(report), "reasons": reasons_json(report)}))
+        return report_from_json(back["report"], back["reasons"]) == report
     except ReportFormatError:
         return False
 
@@ -297,9 +315,10 @@ def _read_regular_file(path: Path) -> Optional[bytes]:
 
 
 class ReportCache:
-    """A directory of `v1/<key[:2]>/<key>.json` entries, each {"format", "settings", "report", "sha256" of the
-    report}; written atomically. Whoever can write the directory can write any entry (the checksum only catches
-    accidents), so an entry is believed only after verify_report against the policy being checked."""
+    """A directory of `v<FORMAT>/<key[:2]>/<key>.json` entries, each {"format", "settings", "report", "reasons" (each
+    result's structured reason, which must render as the report's text), "sha256" of the report}; written atomically.
+    Whoever can write the directory can write any entry (the checksum only catches accidents), so an entry is believed
+    only after verify_report against the policy being checked."""
 
     def __init__(self, directory):
         self.directory = Path(directory)
@@ -324,7 +343,7 @@ class ReportCache:
         if entry.get("sha256") != _digest(entry.get("report")):
             return _rejected("the entry's checksum does not match its report")
         try:
-            report = report_from_json(entry.get("report"))
+            report = report_from_json(entry.get("report"), entry.get("reasons"))
         except (ReportFormatError, RecursionError) as exc:
             return _rejected(str(exc))
         if not unknown and any(r.verdict == Verdict.UNKNOWN for r in report.results):
@@ -355,7 +374,8 @@ class ReportCache:
         path = self._path(cache_key(settings))
         doc = report_json(report)
         # Keys in the report's own order: a certificate reads back as the very text prove wrote.
-        text = json.dumps({"format": FORMAT, "settings": settings, "report": doc, "sha256": _digest(doc)})
+        text = json.dumps({"format": FORMAT, "settings": settings, "report": doc, "reasons": reasons_json(report),
+                           "sha256": _digest(doc)})
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)

@@ -14,6 +14,7 @@ from prunecheck.checker.findings.finding import Finding, Findings
 from prunecheck.checker.findings.graph import GraphvizMissing, RenderError, edit_graph, graph_dot, picture
 from prunecheck.checker.language.locate import source_lines
 from prunecheck.checker.language.printer import policy_yaml
+from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.outputs.render import bounds_text, deployment_text, run_text
 from prunecheck.spec.runtime import action_text
 from prunecheck.checker.result import Report
@@ -180,9 +181,10 @@ def _report_html(findings: Findings, index: int, step_labels, triage=None) -> st
             sections.append(_counterexample_html(policy, report, findings.first(result.condition), anchor,
                                                  step_labels, links))
         depth = "-" if result.depth is None else str(int(result.depth))
+        reason = links(escape(reason_text(result.reason)))
         rows.append(f'<tr class="{verdict}" data-condition="{escape(result.condition)}"><td>{condition}</td>'
                     f'<td class="verdict">{verdict}</td><td class="depth">{depth}</td>'
-                    f"<td>{links(escape(result.reason))}{_accepted_html(triage, result.condition)}</td></tr>")
+                    f"<td>{reason}{_accepted_html(triage, result.condition)}</td></tr>")
     meta = (f"source {escape(report.source)} · sha256:{escape(report.policy_hash[:12])} · depth {int(report.depth)}, "
             f"{int(report.spans)} spans · verdict <span class=\"verdict\">{escape(str(report.verdict))}</span>"
             f'<br><span class="deployment">deployment {escape(deployment_text(report))}</span>'

@@ -8,6 +8,7 @@ from typing import Sequence
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.runtime import State, Transition, action_args, action_text, status
 
+from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.result import EngineRun, Method, Outcome, Report, Result, Search
 
 
@@ -136,7 +137,7 @@ def report_text(report: Report, findings=None, triage=None) -> str:
     width = max((len(str(r.verdict)) for r in report.results), default=7)
     for r in report.results:
         depth = "-" if r.depth is None else str(r.depth)
-        lines.append(f"  {r.condition}  {str(r.verdict):<{width}}  {depth:>3}  {r.reason}")
+        lines.append(f"  {r.condition}  {str(r.verdict):<{width}}  {depth:>3}  {reason_text(r.reason)}")
         acceptance = triage.acceptance(r.condition) if triage is not None else None
         if acceptance is not None:
             lines.append(f"        {accepted_line(r.condition, acceptance)}")
@@ -171,8 +172,8 @@ def report_json(report: Report, findings=None) -> dict:
 
     conditions = {}
     for r in report.results:
-        entry = {"verdict": str(r.verdict), "depth": r.depth, "reason": r.reason, "engine": str(r.engine),
-                 "seconds": round(r.seconds, 4)}
+        entry = {"verdict": str(r.verdict), "depth": r.depth, "reason": reason_text(r.reason),
+                 "engine": str(r.engine), "seconds": round(r.seconds, 4)}
         if r.trace is not None:
             entry["trace"] = [{"action": a.name, "args": action_args(a)} for a in r.trace.actions]
             entry["length"] = {"actions": len(r.trace.actions), "steps": r.trace.steps}

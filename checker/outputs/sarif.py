@@ -14,6 +14,7 @@ from prunecheck.spec.runtime import action_text
 from prunecheck.checker.findings.finding import Finding, Findings
 from prunecheck.checker.language.locate import key_locations
 from prunecheck.checker.outputs.accept import fingerprint
+from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.result import Report, Verdict
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -77,7 +78,7 @@ def _unknown(policy: Policy, report: Report, r, where: dict) -> dict:
         "ruleIndex": CONDITIONS.index(r.condition),
         "level": "warning",
         "kind": "open",
-        "message": {"text": f"{r.condition} unknown: {r.reason}"},
+        "message": {"text": f"{r.condition} unknown: {reason_text(r.reason)}"},
         "locations": [_location(policy, line, col)],
         "partialFingerprints": {"prunecheck/v1": fingerprint(report, r.condition)},
     }
