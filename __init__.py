@@ -31,6 +31,8 @@ _EXPORTS = {
     "load_policy": ("prunecheck.checker.language.loader", "load_policy"),
     "CheckOptions": ("prunecheck.checker.options", "CheckOptions"),
     "Engine": ("prunecheck.checker.options", "Engine"),
+    "Reason": ("prunecheck.checker.result", "Reason"),
+    "reason_text": ("prunecheck.checker.outputs.reasons", "reason_text"),
     "CONDITIONS": ("prunecheck.spec.conditions", "CONDITIONS"),
     "ActionRefused": ("prunecheck.spec.runtime", "ActionRefused"),
     **{name: ("prunecheck.spec.runtime", name)

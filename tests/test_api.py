@@ -73,9 +73,9 @@ def test_unknown_names_are_attribute_errors():
 
 STABLE_API = [
     "ActionRefused", "Append", "Audit", "CONDITIONS", "CheckOptions", "Compact", "Deployment", "DeploymentOverride",
-    "Edit", "Engine", "Pin", "Policy", "PolicySyntaxError", "PrunecheckError", "Read", "Report", "Result", "Trace", "Undo", "Unpin", "Verdict",
-    "__version__", "check", "check_explicit", "check_many", "diff", "explain", "load_policy", "parse_policy", "repair",
-    "replay",
+    "Edit", "Engine", "Pin", "Policy", "PolicySyntaxError", "PrunecheckError", "Read", "Reason", "Report", "Result",
+    "Trace", "Undo", "Unpin", "Verdict", "__version__", "check", "check_explicit", "check_many", "diff", "explain",
+    "load_policy", "parse_policy", "reason_text", "repair", "replay",
 ]
 
 
