@@ -21,6 +21,7 @@ from prunecheck.checker.commands.repair import available_changes, candidate_sets
 from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.result import Verdict
 from prunecheck.symbolic.solver import Status, new_solver, query
+from prunecheck.checker.engines.certificate import Status as CertificateStatus
 from prunecheck.checker.engines.spacer import prove_with_spacer
 from prunecheck.checker.language.typecheck import MAX_NODES, check_bounds, check_expr
 from prunecheck.spec.errors import PolicySyntaxError, ReplayMismatch
@@ -126,7 +127,7 @@ def test_a_certificate_the_recheck_refutes_is_never_holds(monkeypatch):
     policy = load_policy(EXAMPLES / "host_pins_records.yaml")
     doc, digest = policy_document(policy), policy_hash(policy)
     assert prove_module.prove(policy, "C1", doc, digest, **BOUNDS).verdict == Verdict.HOLDS
-    for status in ("refuted", "unknown"):
+    for status in (CertificateStatus.REFUTED, CertificateStatus.UNCHECKED, CertificateStatus.REJECTED):
         monkeypatch.setattr(prove_module, "recheck",
                             lambda *args, status=status, **kwargs: SimpleNamespace(status=status, reason="forced"))
         result = prove_module.prove(policy, "C1", doc, digest, **BOUNDS)
