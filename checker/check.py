@@ -8,6 +8,7 @@ from typing import Optional
 
 import z3
 
+from prunecheck.spec.errors import SolverUnknown
 from prunecheck.spec.policy import Policy
 
 from prunecheck.checker.engines.bmc import check_bounded
@@ -20,7 +21,7 @@ from prunecheck.checker.engines.spacer import prove_with_spacer
 from prunecheck.checker.options import DEFAULTS, CheckOptions, Engine
 from prunecheck.checker.result import (Bounds, Clause, EngineRun, Found, Method, Note, Outcome, Reason, Report, Result,
                                        Stats, Stop, Verdict)
-from prunecheck.symbolic.solver import queries_asked
+from prunecheck.symbolic.solver import out_of_memory, queries_asked
 from prunecheck.symbolic.template import clear_templates
 from prunecheck.checker.engines.unknowns import part_of, unknown_reason
 from prunecheck.checker.engines.variants import search_counterexamples
@@ -68,8 +69,8 @@ def check(policy: Policy, options: CheckOptions = DEFAULTS, proofs: Optional[dic
     try:
         report = replace(_check(policy, options, proofs or {}), bounds=bounds)
         return with_variants(policy, report, options) if options.counterexamples > 1 else report
-    except z3.Z3Exception as exc:
-        if "memory" not in str(exc):
+    except (SolverUnknown, z3.Z3Exception) as exc:
+        if isinstance(exc, z3.Z3Exception) and not out_of_memory(exc):  # building terms can run out of memory too
             raise
         memory = Reason((Clause(Method.BMC, Found.MEMORY, megabytes=int(memory_mb)),))
         results = tuple(Result(c, Verdict.UNKNOWN, None, memory) for c in options.conditions)

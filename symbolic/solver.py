@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import z3
 
+from prunecheck.spec.errors import SolverUnknown
+
 RANDOM_SEED = 0
 _asked = [0]  # queries asked in this process; engines count their own as differences (statistics only)
 
@@ -48,6 +50,11 @@ def new_solver(timeout_ms: int, rlimit: int = 0) -> z3.Solver:
     return solver
 
 
+def out_of_memory(exc: z3.Z3Exception) -> bool:
+    """Whether z3 gave up for lack of memory (z3 says so only in its exception's words: they are read here alone)."""
+    return "memory" in str(exc)
+
+
 def query(solver: z3.Solver, assumptions=(), timeout_ms: int = 0) -> Answer:
     """Check under assumptions; on `unknown` record reason_unknown(), never treat it as unsat."""
     if timeout_ms > 0:
@@ -57,8 +64,8 @@ def query(solver: z3.Solver, assumptions=(), timeout_ms: int = 0) -> Answer:
     try:
         result = solver.check(*assumptions)
     except z3.Z3Exception as exc:
-        if "memory" in str(exc):
-            raise
+        if out_of_memory(exc):
+            raise SolverUnknown("z3 reached its memory limit") from exc
         message = exc.value.decode("utf-8", "replace") if isinstance(exc.value, bytes) else str(exc.value)
         return Answer(Status.UNKNOWN, f"solver error: {message}", time.perf_counter() - started)
     seconds = time.perf_counter() - started

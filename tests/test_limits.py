@@ -48,3 +48,23 @@ def test_the_command_line_takes_rlimit():
     code = main(["check", str(EXAMPLES / "seed_flawed.yaml"), "--depth", "2", "--no-prove", "--timeout", "3600",
                  "--rlimit", str(STARVED)], out, io.StringIO())
     assert code == 3 and out.getvalue().count("resource limit") >= 5
+
+
+def test_z3_out_of_memory_in_a_query_is_the_solver_phase_error():
+    """The one query function reads z3's exception words once: out of memory becomes SolverUnknown (the check turns it
+    into `unknown`); any other solver error is an `unknown` answer, never `unsat`."""
+    from types import SimpleNamespace
+
+    import z3
+
+    from prunecheck.spec.errors import SolverUnknown
+    from prunecheck.symbolic.solver import Status, query
+
+    def failing(words):
+        def check(*assumptions):
+            raise z3.Z3Exception(words)
+        return SimpleNamespace(check=check, set=lambda *a: None)
+
+    with pytest.raises(SolverUnknown):
+        query(failing("out of memory"))
+    assert query(failing("something else")).status is Status.UNKNOWN
