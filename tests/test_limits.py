@@ -1,6 +1,10 @@
 """A resource limit reaches every engine: too small, everything is `unknown` and says so; never a wrong verdict."""
 
 import io
+from types import SimpleNamespace
+
+import pytest
+import z3
 
 from prunecheck.checker.commands import policydiff
 from prunecheck.checker.engines.certificate_model import Encoding
@@ -11,6 +15,8 @@ from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.result import Verdict
 from prunecheck.checker.engines.spacer import Found, spacer_invariant
 from prunecheck.checker.outputs.reasons import reason_text
+from prunecheck.spec.errors import SolverUnknown
+from prunecheck.symbolic.solver import Status, query
 
 from conftest import EXAMPLES, HOUR, RLIMIT
 
@@ -53,12 +59,6 @@ def test_the_command_line_takes_rlimit():
 def test_z3_out_of_memory_in_a_query_is_the_solver_phase_error():
     """The one query function reads z3's exception words once: out of memory becomes SolverUnknown (the check turns it
     into `unknown`); any other solver error is an `unknown` answer, never `unsat`."""
-    from types import SimpleNamespace
-
-    import z3
-
-    from prunecheck.spec.errors import SolverUnknown
-    from prunecheck.symbolic.solver import Status, query
 
     def failing(words):
         def check(*assumptions):
