@@ -16,7 +16,14 @@ from prunecheck.symbolic.conditions import violation_at
 from prunecheck.symbolic.model import ACT, Model
 from prunecheck.symbolic.terms import ENUM_CODES
 
-from conftest import HOUR, RLIMIT
+from conftest import HOUR, RLIMIT, ROOT
+
+
+def project_sources() -> list:
+    """The project's own Python files: the package's (root modules and spec, symbolic, checker, proofs) and the
+    benchmarks; never a virtual environment or anything else that happens to sit in the clone."""
+    return sorted(ROOT.glob("*.py")) + sorted(p for folder in ("spec", "symbolic", "checker", "proofs", "benchmarks")
+                                              for p in (ROOT / folder).rglob("*.py"))
 
 
 def at(err: PolicySyntaxError, line: int, col: int, *words: str) -> None:

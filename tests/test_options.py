@@ -22,6 +22,7 @@ from prunecheck.spec.policy import Deployment
 from prunecheck.symbolic.solver import Status, new_solver, query
 
 from conftest import BOUNDS, EXAMPLES, HOUR, RLIMIT
+from support import project_sources
 
 ROOT = Path(prunecheck.__file__).resolve().parent
 SEED = EXAMPLES / "seed_flawed.yaml"
@@ -113,7 +114,7 @@ def _string_compared_statuses(path: Path) -> list:
 
 
 def test_no_code_compares_an_outcome_with_text():
-    sources = [p for p in ROOT.rglob("*.py") if "tests" not in p.parts and p.name != "setup.py"]
+    sources = project_sources()
     found = {str(p.relative_to(ROOT)): _string_compared_statuses(p) for p in sources}
     assert {path: lines for path, lines in found.items() if lines} == {}
 
@@ -167,7 +168,7 @@ def _reason_text_handled(tree) -> list:
 
 def test_no_code_outside_the_renderer_formats_or_inspects_reason_text():
     renderer = ROOT / "checker" / "outputs" / "reasons.py"
-    sources = [p for p in ROOT.rglob("*.py") if "tests" not in p.parts and p != renderer]
+    sources = [p for p in project_sources() if p != renderer]
     found = {str(p.relative_to(ROOT)): _reason_text_handled(ast.parse(p.read_text(encoding="utf-8")))
              for p in sources}
     assert {path: lines for path, lines in found.items() if lines} == {}
