@@ -20,7 +20,7 @@ from prunecheck.spec.policy import Attr, Binary, BoolLit, Cond, Deployment, Enum
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.language.loader import EXTENSIONS, parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
-from prunecheck.checker.language.pyscan import SourceText
+from prunecheck.checker.language.pyscan import PythonSource
 
 SAFE_DEPLOYMENT = Deployment()
 EXCLUSIONS = (("record",), ("rationale",), ("record", "rationale"))
@@ -199,7 +199,7 @@ def _python_quote(text: str) -> str:
 
 def _python_edits(text: str, changes: tuple) -> list:
     tree = ast.parse(text, filename="<policy>", mode="exec")  # positions only: the module is never run
-    lines = SourceText(text)
+    lines = PythonSource(text)
     edits = []
     for change in changes:
         if change.kind == "exclude":

@@ -26,7 +26,7 @@ from prunecheck.spec.policy import (
 
 from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
 from prunecheck.checker.language.builder import Builder, is_literal, too_deep_message
-from prunecheck.checker.language.pyscan import SourceText
+from prunecheck.checker.language.pyscan import PythonSource
 
 MODULE_CONSTANTS = ("NAME", "BUDGET", "DEPLOYMENT", "EXPECT", "ACCEPT")
 
@@ -97,7 +97,7 @@ _COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "=="
 class ExpressionReader:
     """Python ast expressions to policy expressions; everything outside the restricted form is refused."""
 
-    def __init__(self, src: SourceText, file: str):
+    def __init__(self, src: PythonSource, file: str):
         self.src = src
         self.file = file
         self.b = Builder(file)

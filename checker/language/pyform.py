@@ -20,7 +20,7 @@ from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, 
 from prunecheck.checker.language.builder import too_deep_message
 from prunecheck.checker.language.pyarith import check_python_arithmetic
 from prunecheck.checker.language.pyexpr import CONSTRUCTS, MODULE_CONSTANTS, ExpressionReader
-from prunecheck.checker.language.pyscan import SourceText, parse_module
+from prunecheck.checker.language.pyscan import PythonSource, parse_module
 
 POLICY_FUNCTIONS = ("evict", "rank")
 
@@ -45,7 +45,7 @@ class PyPolicyParts:
 class _Converter(ExpressionReader):
     """A whole policy module: its constants, and each function's if/return chain as one expression."""
 
-    def __init__(self, src: SourceText, file: str):
+    def __init__(self, src: PythonSource, file: str):
         super().__init__(src, file)
         self.reached = {}  # id -> statement list that some path falls through into (kept alive)
 

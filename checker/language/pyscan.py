@@ -19,7 +19,7 @@ MAX_BLANKS = 200
 _BLANK_RUN = re.compile(r"[ \t\f\v]{%d,}" % (MAX_BLANKS + 1))
 
 
-class SourceText:
+class PythonSource:
     """Line table for converting ast's (line, UTF-8 byte column) positions to 1-based character columns."""
 
     def __init__(self, text: str):
@@ -188,7 +188,7 @@ def prescan(text: str, file: str) -> Loc:
 def parse_module(text: str, file: str):
     """ast.parse the policy text with every failure turned into a PolicySyntaxError; returns (tree, source)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    src = SourceText(text)
+    src = PythonSource(text)
     for number, line in enumerate(src.lines, start=1):
         # Python 3.11's pure-Python tokenizer rescans a run of blanks once per blank: bound the runs first.
         run = _BLANK_RUN.search(line, len(line) - len(line.lstrip(" \t\f\v")))
@@ -213,4 +213,4 @@ def parse_module(text: str, file: str):
     return tree, src
 
 
-__all__ = ["MAX_BLANKS", "SourceText", "parse_module", "prescan"]
+__all__ = ["MAX_BLANKS", "PythonSource", "parse_module", "prescan"]
