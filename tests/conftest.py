@@ -60,12 +60,11 @@ collect_ignore = ["data"]
 # The unit tier, `pytest -m unit` (the edit-test loop, under a minute with -n 2): whole modules that run no
 # long solver search. A slow-marked test in them stays out, since `-m unit` replaces addopts' `-m 'not slow'`.
 UNIT_MODULES = frozenset({
-    "test_accept", "test_api", "test_graph_picture", "test_help", "test_hostile", "test_html_locations",
-    "test_itf_py", "test_layers", "test_limits", "test_output_paths", "test_parser", "test_policy_schema",
-    "test_pyform_arith", "test_python_scripts", "test_replay_policy", "test_runtime", "test_sarif",
-    "test_schema_command", "test_stats", "test_suite", "test_trace_locations", "test_unknowns", "test_conditions",
-    "test_walker", "test_findings", "test_options",
-    "test_structure",
+    "test_accept", "test_api", "test_conditions", "test_findings", "test_graph_picture", "test_help",
+    "test_hostile", "test_hostile_code", "test_hostile_yaml", "test_html_locations", "test_itf_py", "test_layers",
+    "test_limits", "test_options", "test_output_paths", "test_parser", "test_policy_schema", "test_pyform_arith",
+    "test_python_scripts", "test_replay_policy", "test_runtime", "test_sarif", "test_schema_command", "test_stats",
+    "test_structure", "test_suite", "test_trace_locations", "test_unknowns", "test_walker",
 })
 
 

@@ -7,7 +7,7 @@ from conftest import ROOT, UNIT_MODULES
 
 TESTS = ROOT / "tests"
 MODULES = sorted(path.stem for path in TESTS.glob("test_*.py"))
-HELPERS = ("conftest", "support", "policy_table", "golden")
+HELPERS = ("conftest", "support", "policy_table", "golden", "hostile")
 
 
 def _indexed() -> list:
