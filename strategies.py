@@ -22,6 +22,8 @@ from prunecheck.spec.policy import (
     KIND,
     NAMESPACE,
     NUM,
+    ROLE,
+    ROLES,
     SPAN_ATTRS,
     WINDOW_ATTRS,
     Attr,
@@ -41,11 +43,11 @@ from prunecheck.spec.runtime import (
 )
 
 FORMS = ("yaml", "python", "json")
-TYPES = (BOOL, NUM, KIND, NAMESPACE)
+TYPES = (BOOL, NUM, KIND, NAMESPACE, ROLE)
 
 _NUM_ATTRS = tuple(n for n, (t, _) in {**SPAN_ATTRS, **WINDOW_ATTRS}.items() if t == NUM)
 _BOOL_ATTRS = tuple(n for n, (t, _) in SPAN_ATTRS.items() if t == BOOL)
-_ENUM_ATTR = {KIND: "kind", NAMESPACE: "namespace"}
+_ENUM_ATTR = {KIND: "kind", NAMESPACE: "namespace", ROLE: "role"}
 # Attributes whose interval is [0, oo): `1 + x` is a provably nonzero divisor.
 _SHIFTABLE = ("idle", "age", "reads", "frequency", "step", "window_tokens")
 # Attributes whose interval already excludes zero.
@@ -73,7 +75,7 @@ def _decimal(numerator: int, places: int) -> Num:
 
 
 def deployments() -> st.SearchStrategy:
-    """Every Deployment: each of records, rationale, pins, audit and undo drawn from DEPLOYMENT_CHOICES."""
+    """Every Deployment: each of records, rationale, pins, audit, undo and record_role drawn from DEPLOYMENT_CHOICES."""
     return st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
 
 
@@ -227,7 +229,7 @@ def _draw_bool(draw, depth: int, m: "_Mode"):
         op = draw(st.sampled_from(("==", "!=")))
         return Binary(op, _draw_bool(draw, d, m), _draw_bool(draw, d, m))
     if shape == "enum_compare":
-        type_ = draw(st.sampled_from((KIND, NAMESPACE)))
+        type_ = draw(st.sampled_from((KIND, NAMESPACE, ROLE)))
         op = draw(st.sampled_from(("==", "!=")))
         left = _draw_enum(draw, type_, d, m)
         form = draw(st.sampled_from(("name", "name_first", "operands")))
@@ -238,7 +240,7 @@ def _draw_bool(draw, depth: int, m: "_Mode"):
     if shape == "in":
         negated = depth >= 3 and draw(st.booleans())  # `x not in [...]`, one level more
         d = d - 1 if negated else d
-        type_ = draw(st.sampled_from((KIND, NAMESPACE, NUM, BOOL)))
+        type_ = draw(st.sampled_from((KIND, NAMESPACE, ROLE, NUM, BOOL)))
         arg = _draw_operand(draw, type_, d, m)
         inset = InSet(arg, tuple(draw(st.lists(_literals(type_, d, m.python), min_size=1, max_size=3))))
         return Unary("not", inset) if negated else inset
@@ -338,7 +340,8 @@ def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_
             by_name.setdefault(action.name, []).append(action)
         name = draw(st.sampled_from([n for n in ACTION_TYPES if n in by_name]))  # compact, audit: never empty
         if name == "append":
-            action = Append(draw(st.sampled_from(CONTENT_KINDS)), draw(st.integers(1, max_tokens)))
+            action = Append(draw(st.sampled_from(CONTENT_KINDS)), draw(st.integers(1, max_tokens)),
+                            draw(st.sampled_from(ROLES)))
         elif name == "compact":
             action = Compact(draw(st.none() | st.integers(1, state.window_tokens() + 1)))
         else:
@@ -354,7 +357,7 @@ def traces(policy: Policy, max_steps: int = 10, max_spans: Optional[int] = 8, *,
            max_times: int = 3) -> st.SearchStrategy:
     """Lists of at most max_steps runtime actions, each enabled (see spec.runtime.enabled_actions) in the state
     the previous ones reach from State() under policy with max_spans; each step draws the action name first,
-    then its arguments (appends carry 1..max_tokens tokens; a compaction has no host budget or one of 1 up to the
+    then its arguments (appends carry 1..max_tokens tokens and any role; a compaction has no host budget or one of 1 up to the
     window's tokens + 1; a read or audit is repeated 1..max_times times, one action standing for that many steps:
     spec.runtime.real_steps counts them; max_times=1 draws single steps only)."""
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:

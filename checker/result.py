@@ -211,7 +211,7 @@ class SolverSaid:
 @dataclass(frozen=True)
 class Domains:
     """The finite choices the explorer tries: an append's token counts and content kinds, a read's or an audit's
-    repetitions (a count, or up to a clock value); `derived` names the domains taken from the policy's constants
+    repetitions (a count, or up to a clock value), an append's roles; `derived` names the domains taken from the policy's constants
     rather than given."""
 
     tokens: tuple
@@ -220,6 +220,7 @@ class Domains:
     derived: tuple = ()
     # Clock values a read or audit may also repeat up to (from `step` constants): times = target - the clock.
     clock_targets: tuple = ()
+    roles: tuple = ("user",)  # an append's roles: those the policy names plus one unnamed
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ from typing import Optional, Union
 KINDS = ("message", "tool_output", "file_body", "stack_trace", "summary", "diff", "record", "rationale")
 CONTENT_KINDS = KINDS[:6]
 NAMESPACES = ("window", "undo", "log")
+ROLES = ("user", "assistant", "system", "tool_call", "tool_result")  # `user` first: the least, the default
 
-BOOL, NUM, KIND, NAMESPACE = "bool", "num", "kind", "namespace"
-ENUM_VALUES = {KIND: KINDS, NAMESPACE: NAMESPACES}
+BOOL, NUM, KIND, NAMESPACE, ROLE = "bool", "num", "kind", "namespace", "role"
+ENUM_VALUES = {KIND: KINDS, NAMESPACE: NAMESPACES, ROLE: ROLES}
 
 @dataclass(frozen=True)
 class Interval:
@@ -39,6 +40,7 @@ SPAN_ATTRS = {
     "edited": (BOOL, None),
     "kind": (KIND, None),
     "namespace": (NAMESPACE, None),
+    "role": (ROLE, None),
 }
 WINDOW_ATTRS = {
     "window_tokens": (NUM, _iv(0)),
@@ -152,10 +154,11 @@ DEPLOYMENT_CHOICES = {
     "pins": ("host", "self"),
     "audit": ("independent", "policy"),
     "undo": ("versioned", "blind"),
+    "record_role": ROLES,
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Deployment:
     """Where records and rationale live, who pins, who audits, how undo checks; defaults are the seed's safe design."""
 
@@ -164,6 +167,7 @@ class Deployment:
     pins: str = "host"
     audit: str = "independent"
     undo: str = "versioned"
+    record_role: str = "tool_result"  # the role of the records and rationale entries an edit creates
 
     def __post_init__(self):
         for key, allowed in DEPLOYMENT_CHOICES.items():
@@ -172,6 +176,11 @@ class Deployment:
 
     def as_dict(self) -> dict:
         return {key: getattr(self, key) for key in DEPLOYMENT_CHOICES}
+
+    def __repr__(self) -> str:
+        # record_role at its default is left out, so that a policy's hash (its repr's) stays what it was before roles.
+        keys = [k for k in DEPLOYMENT_CHOICES if k != "record_role" or self.record_role != "tool_result"]
+        return f"Deployment({', '.join(f'{k}={getattr(self, k)!r}' for k in keys)})"
 
 
 @dataclass(frozen=True)
@@ -284,3 +293,9 @@ def subexpressions(expr: Expr):
         node = stack.pop()
         yield node
         stack.extend(reversed(children(node)))
+
+
+def reads_attribute(policy: Policy, name: str) -> bool:
+    """Whether the policy's evict or rank reads the attribute `name`."""
+    exprs = [policy.evict] + ([policy.rank] if policy.rank is not None else [])
+    return any(isinstance(node, Attr) and node.name == name for e in exprs for node in subexpressions(e))

@@ -8,7 +8,7 @@ from typing import Optional, Union
 
 from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import CONTENT_KINDS, Policy
+from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy
 
 REVERSIBLE = "reversible"
 UNKNOWN = "reversibility unknown"
@@ -29,6 +29,7 @@ class Span:
     edited: bool = False
     version: int = 0
     alive: bool = True
+    role: str = "user"  # set when the span is written, never changed
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class Append:
 
     kind: str
     tokens: int
+    role: str = "user"
     name = "append"
 
 
@@ -149,7 +151,11 @@ def action_args(action: Action) -> dict:
     budget, a read or audit done once."""
     return {key: getattr(action, key) for key in action.__dataclass_fields__
             if not (isinstance(action, Compact) and getattr(action, key) is None)
-            and not (key == "times" and getattr(action, key) == 1)}
+            and not (key == "times" and getattr(action, key) == 1)
+            and not (key == "role" and getattr(action, key) == "user")}
+
+
+OPTIONAL_ARGS = ("role", "budget", "times")  # what action_args leaves out at its default; always passed by name
 
 
 def action_text(action: Action, keywords: bool = False) -> str:
@@ -157,8 +163,8 @@ def action_text(action: Action, keywords: bool = False) -> str:
     args = action_args(action)
     if keywords:
         return f"{action.name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
-    positional = [repr(v) for k, v in args.items() if k != "budget" and k != "times"]
-    named = [f"{k}={args[k]!r}" for k in ("budget", "times") if k in args]
+    positional = [repr(v) for k, v in args.items() if k not in OPTIONAL_ARGS]
+    named = [f"{k}={args[k]!r}" for k in OPTIONAL_ARGS if k in args]
     return f"{action.name}({', '.join(positional + named)})"
 
 
@@ -216,6 +222,7 @@ def span_env(policy: Policy, state: State, span: Span) -> dict:
         "edited": span.edited,
         "kind": span.kind,
         "namespace": span.namespace,
+        "role": span.role,
         "window_tokens": Fraction(state.window_tokens()),
         "step": Fraction(state.step),
     }
@@ -278,6 +285,7 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
     if isinstance(action, Append):
         _require(action.kind in CONTENT_KINDS, f"append of non-content kind {action.kind!r}")
         _require(isinstance(action.tokens, int) and action.tokens >= 1, "append needs tokens >= 1")
+        _require(action.role in ROLES, f"append of unknown role {action.role!r}")
         _require(room is None or room >= 1, "no span slot left")
     elif isinstance(action, Edit):
         _require(_exists(state, action.target), f"no span {action.target}")
@@ -310,7 +318,7 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
     now = state.step + 1
     host = policy.deployment.pins == "host"
     if isinstance(action, Append):
-        span = Span(len(state.spans), action.kind, "window", action.tokens, now, now)
+        span = Span(len(state.spans), action.kind, "window", action.tokens, now, now, role=action.role)
         after = replace(state, step=now, spans=state.spans + (span,))
         return Transition(state, action, after, "ok")
     if isinstance(action, Edit):
@@ -321,8 +329,9 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
         record_ns = "undo" if policy.deployment.records == "undo_region" else "window"
         rationale_ns = "log" if policy.deployment.rationale == "decision_log" else "window"
         record_tokens = 1 if action.mode == "transform" else target.tokens
-        record = Span(record_id, "record", record_ns, record_tokens, now, now, pinned=host)
-        rationale = Span(rationale_id, "rationale", rationale_ns, 1, now, now, pinned=host)
+        role = policy.deployment.record_role
+        record = Span(record_id, "record", record_ns, record_tokens, now, now, pinned=host, role=role)
+        rationale = Span(rationale_id, "rationale", rationale_ns, 1, now, now, pinned=host, role=role)
         info = EditInfo(record_id, rationale_id, target.id, action.mode, new_target.version,
                         target.kind, target.edited)
         after = _set(state, new_target)
@@ -428,11 +437,11 @@ def undo(policy: Policy, state: State, edit_id: int) -> State:
 
 
 def enabled_actions(policy: Policy, state: State, max_spans: Optional[int] = None, token_choices=(1,),
-                    repeats=(1,)) -> tuple:
-    """Every enabled action in `state`, appends drawn from CONTENT_KINDS x token_choices, reads and audits repeated
-    each number of times in `repeats`, and compact() plus one compact(budget=H) per distinct outcome of a host budget
+                    repeats=(1,), roles=("user",)) -> tuple:
+    """Every enabled action in `state`, appends drawn from CONTENT_KINDS x token_choices x roles, reads and audits
+    repeated each number of times in `repeats`, and compact() plus one compact(budget=H) per distinct outcome of a host budget
     (see host_budgets)."""
-    options = [Append(kind, tokens) for kind in CONTENT_KINDS for tokens in token_choices]
+    options = [Append(kind, tokens, role) for kind in CONTENT_KINDS for tokens in token_choices for role in roles]
     for span in state.spans:
         options += [Edit(span.id, "transform"), Edit(span.id, "destroy"), Pin(span.id), Unpin(span.id)]
         options += [Read(span.id, times) for times in repeats]

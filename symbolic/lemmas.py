@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import z3
 
-from prunecheck.symbolic.model import CONTENT, K, NS, Model, SymState
+from prunecheck.spec.policy import reads_attribute
+from prunecheck.symbolic.model import CONTENT, K, NS, R, Model, SymState
 
 
 def candidate_lemmas(model: Model, s: SymState, keep=None) -> list:
@@ -13,6 +14,7 @@ def candidate_lemmas(model: Model, s: SymState, keep=None) -> list:
     record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
     rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
     out = [("clock_nonnegative", s.clock >= 0)] if keep is None or "clock_nonnegative" in keep else []
+    roles, role = reads_attribute(model.policy, "role"), R[dep.record_role]
 
     def content(kind):
         return z3.Or([kind == c for c in CONTENT])
@@ -53,6 +55,8 @@ def candidate_lemmas(model: Model, s: SymState, keep=None) -> list:
         add("host_pins_records", lambda: z3.Implies(z3.Or(is_record, is_rationale), s.pinned[i]))
         add("undone_only_records", lambda: z3.Implies(s.undone[i], is_record))
         add("record_prior_content", lambda: z3.Implies(is_record, content(s.prior_kind[i])))
+        if roles:
+            add("records_have_record_role", lambda: z3.Implies(z3.Or(is_record, is_rationale), s.role[i] == role))
         for j in range(i):
             add(f"target_content_{j}", lambda: z3.Implies(z3.And(is_record, s.target[i] == slots[j]),
                                                   z3.And(s.used[j], content(s.kind[j]),

@@ -6,8 +6,8 @@ from typing import List
 
 import z3
 
-from prunecheck.spec.policy import CONTENT_KINDS, KIND, NAMESPACE, Policy
-from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort
+from prunecheck.spec.policy import CONTENT_KINDS, KIND, NAMESPACE, ROLE, Policy
+from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
 
 ACTIONS = ("append", "edit", "read", "pin", "unpin", "compact", "undo", "audit")
@@ -17,6 +17,7 @@ ACT = dict(zip(ACTIONS, ACTION_CONSTS))
 
 K = ENUM_CODES[KIND]
 NS = ENUM_CODES[NAMESPACE]
+R = ENUM_CODES[ROLE]
 CONTENT = tuple(K[name] for name in CONTENT_KINDS)
 # The fields of the slot an action names that a step reads, as (field, the name of its selector constant), in the
 # order the selectors are declared.
@@ -42,7 +43,7 @@ def span_fields(n: int) -> dict:
         "pinned": z3.BoolSort(), "edited": z3.BoolSort(), "version": z3.IntSort(),
         # Meaningful only on record slots: what the record says about its edit.
         "target": slot, "rversion": z3.IntSort(), "prior_kind": KindSort, "prior_edited": z3.BoolSort(),
-        "destroy": z3.BoolSort(), "undone": z3.BoolSort(),
+        "destroy": z3.BoolSort(), "undone": z3.BoolSort(), "role": RoleSort,
     }
 
 
@@ -55,6 +56,8 @@ def attribute_env(clock, span: dict, window_tokens: Frac, budget) -> dict:
         "pinned": span["pinned"], "edited": span["edited"], "kind": span["kind"], "namespace": span["ns"],
         "window_tokens": window_tokens, "step": Frac(clock),
     }
+    if "role" in span:  # the pair model has roles only for a policy that reads them
+        env["role"] = span["role"]
     if budget is not None:
         env["budget"] = Frac(z3.IntVal(budget))
     return env
@@ -112,10 +115,11 @@ class SymAction:
         self.host = z3.Int(f"{tag}ahost@{k}")
         # How many times a read or audit is repeated (an accelerated step); 1 for every other action.
         self.times = z3.Int(f"{tag}atimes@{k}")
+        self.role = z3.Const(f"{tag}arole@{k}", RoleSort)
 
     def variables(self) -> list:
         """The action's variables, in the fixed order the step template substitutes them."""
-        return [self.act, self.arg, self.kind, self.tokens, self.destroy, self.hosted, self.host, self.times]
+        return [self.act, self.arg, self.kind, self.tokens, self.destroy, self.hosted, self.host, self.times, self.role]
 
 
 class StepTerms:
@@ -163,7 +167,7 @@ class Model:
     def encode_init(self, s: SymState) -> List:
         """The empty window: every field of every slot is its default value (no variables)."""
         defaults = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
-                    NamespaceSort: NS["window"], slot_sort(self.n)[0]: self.slots[0]}
+                    NamespaceSort: NS["window"], RoleSort: R["user"], slot_sort(self.n)[0]: self.slots[0]}
         for name, sort in span_fields(self.n).items():
             s.fields[name] = [defaults[sort]] * self.n
         return []
@@ -361,6 +365,7 @@ class Model:
         becomes("prior_edited", (record_here, sel["edited"]))
         becomes("destroy", (record_here, a.destroy))
         becomes("undone", (z3.And(reverted, here), True))
+        becomes("role", (appended, a.role), (z3.Or(record_here, rationale_here), R[dep.record_role]))
 
     # The status's terms, for condition C4 (symbolic/conditions.py) and the theorems.
 

@@ -6,7 +6,7 @@ import z3
 
 from prunecheck.spec.conditions import STATE_CONDITIONS
 from prunecheck.symbolic.conditions import pair_violation
-from prunecheck.symbolic.model import CONTENT, K, NS
+from prunecheck.symbolic.model import CONTENT, K, NS, R
 from prunecheck.symbolic.parametric import GHOSTS, PairModel, PairState, covered_tokens
 
 
@@ -51,5 +51,9 @@ def pair_candidates(model: PairModel, s: PairState) -> list:
             (f"records_never_edited[{g}]", z3.Implies(z3.Or(is_record, is_rationale),
                                                       z3.And(z3.Not(f["edited"]), f["version"] == 0))),
         ]
+    if model.roles:
+        out += [(f"records_have_record_role[{g}]", z3.Implies(z3.And(sp[g]["used"], z3.Or(
+            sp[g]["kind"] == K["record"], sp[g]["kind"] == K["rationale"])), sp[g]["role"] == R[dep.record_role]))
+            for g in GHOSTS]
     out += [(f"not {c}", z3.Not(pair_violation(model, c, s, None))) for c in STATE_CONDITIONS]
     return out

@@ -13,9 +13,9 @@ from typing import List
 
 import z3
 
-from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, attribute_env
-from prunecheck.spec.policy import Policy
-from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort
+from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env
+from prunecheck.spec.policy import Policy, reads_attribute
+from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 
 GHOSTS = ("r", "q")
 # Constructor names are unique across every enumeration sort, so that SMT-LIB text is unambiguous.
@@ -27,18 +27,20 @@ FIELDS = {
     "created": z3.IntSort(), "last_read": z3.IntSort(), "reads": z3.IntSort(), "pinned": z3.BoolSort(),
     "edited": z3.BoolSort(), "version": z3.IntSort(), "undone": z3.BoolSort(),
 }
+ROLE_FIELD = {"role": RoleSort}  # only in a model whose policy reads roles (PairModel.roles): nothing else can tell
 DEFAULTS = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
-            NamespaceSort: NS["window"]}
+            NamespaceSort: NS["window"], RoleSort: R["user"]}
 
 
 class PairState:
     """The clock, the window's token count as the policy sees it, and the fields of the ghost spans r and q."""
 
-    def __init__(self, label: str):
+    def __init__(self, label: str, roles: bool = False):
         self.label = label
         self.clock = z3.Int(f"clock@{label}")
         self.window_tokens = z3.Int(f"window_tokens@{label}")
-        self.span = {g: {name: z3.Const(f"{name}_{g}@{label}", sort) for name, sort in FIELDS.items()}
+        fields = {**FIELDS, **ROLE_FIELD} if roles else FIELDS
+        self.span = {g: {name: z3.Const(f"{name}_{g}@{label}", sort) for name, sort in fields.items()}
                      for g in GHOSTS}
 
     def variables(self) -> list:
@@ -57,7 +59,7 @@ class PairState:
 class PairAction:
     """The choices of one abstract step: the action, which ghost it touches, and the unobserved outcomes."""
 
-    def __init__(self, label: str):
+    def __init__(self, label: str, roles: bool = False):
         c = lambda name, sort: z3.Const(f"{name}@{label}", sort)  # noqa: E731
         self.act = c("act", ACT["append"].sort())
         self.ghost = c("ghost", GhostSort)
@@ -71,6 +73,7 @@ class PairAction:
         self.fresh = c("fresh", z3.BoolSort())
         self.prior_kind = c("prior_kind", KindSort)
         self.prior_edited = c("prior_edited", z3.BoolSort())
+        self.role = c("arole", RoleSort) if roles else None
         self.policy = {g: c(f"policy_{g}", z3.BoolSort()) for g in GHOSTS}
         self.chosen = {g: c(f"chosen_{g}", z3.BoolSort()) for g in GHOSTS}
         self.truncate = {g: c(f"truncate_{g}", z3.BoolSort()) for g in GHOSTS}
@@ -78,6 +81,7 @@ class PairAction:
     def variables(self) -> list:
         scalars = [self.act, self.ghost, self.alloc, self.target, self.restore, self.kind, self.tokens,
                    self.other_tokens, self.destroy, self.fresh, self.prior_kind, self.prior_edited]
+        scalars += [self.role] if self.role is not None else []
         return scalars + [d[g] for d in (self.policy, self.chosen, self.truncate) for g in GHOSTS]
 
 
@@ -96,6 +100,7 @@ class PairModel:
 
     def __init__(self, policy: Policy, free_policy: bool = False):
         self.policy, self.dep, self.free_policy = policy, policy.deployment, free_policy
+        self.roles = not free_policy and reads_attribute(policy, "role")
 
     def encode_init(self, s: PairState) -> List:
         out = [s.clock == 0, s.window_tokens >= covered_tokens(s)]
@@ -204,6 +209,8 @@ class PairModel:
         becomes("edited", (born, False), (edited_here, True), (restored, a.prior_edited))
         becomes("version", (born, 0), (edited_here, f["version"] + 1), (restored, f["version"] + 1))
         becomes("undone", (born, False), (reverted, True))
+        if self.roles:
+            becomes("role", (appended, a.role), (z3.Or(record_here, rationale_here), R[dep.record_role]))
         return removes_record
 
 

@@ -8,13 +8,15 @@ import z3
 
 from prunecheck.spec.errors import EncodingError
 from prunecheck.spec.policy import (
-    ATTRS, KIND, KINDS, NAMESPACE, NAMESPACES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet, Num, Unary,
+    ATTRS, KIND, KINDS, NAMESPACE, NAMESPACES, ROLE, ROLES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet, Num, Unary,
 )
 from prunecheck.spec.walker import MemoWalker
 
 KindSort, _kind_consts = z3.EnumSort("Kind", KINDS)
 NamespaceSort, _ns_consts = z3.EnumSort("Namespace", NAMESPACES)
-ENUM_CODES = {KIND: dict(zip(KINDS, _kind_consts)), NAMESPACE: dict(zip(NAMESPACES, _ns_consts))}
+RoleSort, _role_consts = z3.EnumSort("Role", ROLES)
+ENUM_CODES = {KIND: dict(zip(KINDS, _kind_consts)), NAMESPACE: dict(zip(NAMESPACES, _ns_consts)),
+              ROLE: dict(zip(ROLES, _role_consts))}
 ENUM_NAMES = {str(c): name for table in ENUM_CODES.values() for name, c in table.items()}
 
 
@@ -79,7 +81,7 @@ def frac_ite(cond, x: Frac, y: Frac) -> Frac:
 
 
 def enum_type(expr: Expr) -> Optional[str]:
-    """KIND or NAMESPACE for an enum-valued expression other than a bare literal."""
+    """KIND, NAMESPACE or ROLE for an enum-valued expression other than a bare literal."""
     if isinstance(expr, Attr) and ATTRS[expr.name][0] in ENUM_CODES:
         return ATTRS[expr.name][0]
     if isinstance(expr, Cond):

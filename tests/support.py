@@ -8,7 +8,7 @@ from prunecheck.checker.engines.replay import decode_state
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.spec.conditions import CONDITIONS, state_violations, violations
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Deployment
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, ROLES, Deployment
 from prunecheck.spec.runtime import (
     Append, Audit, Compact, Edit, Pin, Read, State, Undo, Unpin, action_args, enabled_actions, step,
 )
@@ -46,6 +46,8 @@ POLICIES = [
     "evict: false\nrank: tokens\nbudget: 3",
     "evict: 1 / tokens >= 0.5 or tokens / tokens < 1",
     "evict: (kind if reads > 0 else 'message') in ['message', 'record'] and namespace == 'window'",
+    "evict: role == 'tool_result' and age > 1",
+    "evict: role in ['user', 'system'] or (role != 'assistant' and kind == 'record')\nrank: tokens\nbudget: 4",
 ]
 
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
@@ -63,7 +65,8 @@ def runs(draw, max_steps=8):
     state, actions = State(), []
     for _ in range(draw(st.integers(1, max_steps))):
         # Besides each distinct outcome's representative, any host budget at all.
-        options = enabled_actions(policy, state, N, token_choices=(1, 2, 3, 4)) + (Compact(draw(st.integers(1, 12))),)
+        options = enabled_actions(policy, state, N, token_choices=(1, 2, 3, 4), roles=ROLES) + (
+            Compact(draw(st.integers(1, 12))),)
         name = draw(st.sampled_from(sorted({a.name for a in options})))
         action = draw(st.sampled_from([a for a in options if a.name == name]))
         actions.append(action)
@@ -82,6 +85,8 @@ def pin_action(model, a, action):
         out.append(a.kind == ENUM_CODES["kind"][args["kind"]])
     if "tokens" in args:
         out.append(a.tokens == args["tokens"])
+    if isinstance(action, Append):
+        out.append(a.role == ENUM_CODES["role"][action.role])
     if "mode" in args:
         out.append(a.destroy == (args["mode"] == "destroy"))
     if isinstance(action, Compact):
@@ -145,4 +150,10 @@ TARGETED = [
     # pins and reads
     ("evict: not pinned and reads == 0", WINDOW,
      (Append("message", 1), Edit(0, "transform"), Pin(1), Read(2), Unpin(1), Compact())),
+    # records and rationale take the deployment's record_role; an edit and its undo keep the target's role
+    ("evict: role == 'tool_result'", Deployment(records="window", rationale="window", record_role="tool_result"),
+     (Append("message", 1, "system"), Append("message", 1, "tool_result"), Edit(0, "transform"), Compact(),
+      Undo(2))),
+    ("evict: role == 'tool_result' or role == 'system'", Deployment(records="window", record_role="assistant"),
+     (Append("message", 1, "assistant"), Edit(0, "destroy"), Undo(1), Compact())),
 ]

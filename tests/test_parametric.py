@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, transition_violations
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
-from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, PairAction, PairModel, PairState
+from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, ROLE_FIELD, PairAction, PairModel, PairState
 from prunecheck.spec.runtime import REVERSIBLE, State, is_candidate, status, step
 from prunecheck.symbolic.terms import ENUM_CODES
 
@@ -15,19 +15,21 @@ from support import TARGETED, model_policy, runs
 
 def _span_values(state: State, i: int) -> dict:
     if i >= len(state.spans):
-        return {name: None for name in FIELDS}
+        return {name: None for name in {**FIELDS, **ROLE_FIELD}}
     span = state.span(i)
     edit = state.edit(i)
     return {"used": True, "alive": span.alive, "kind": ENUM_CODES["kind"][span.kind],
             "ns": ENUM_CODES["namespace"][span.namespace], "tokens": span.tokens, "created": span.created,
             "last_read": span.last_read, "reads": span.reads, "pinned": span.pinned, "edited": span.edited,
-            "version": span.version, "undone": bool(edit and edit.undone)}
+            "version": span.version, "undone": bool(edit and edit.undone), "role": ENUM_CODES["role"][span.role]}
 
 
 def _project(ps: PairState, state: State, r: int) -> list:
     out = [ps.clock == state.step, ps.window_tokens == state.window_tokens()]
     for g, i in zip(GHOSTS, (r, r + 1)):
         for name, value in _span_values(state, i).items():
+            if name not in ps.span[g]:  # a role, in a model whose policy reads none
+                continue
             var = ps.span[g][name]
             out.append(var == (DEFAULTS[var.sort()] if value is None else value))
     return out
@@ -42,13 +44,14 @@ def _check_projection(policy, actions):
         state = transitions[-1].after
     width = len(state.spans) + 1
     for r in range(width):
-        pre = PairState("pre")
+        pre = PairState("pre", model.roles)
         solver = z3.Solver()
         solver.add(model.encode_init(pre))
         solver.add(_project(pre, State(), r))
         assert solver.check() == z3.sat, f"initial state does not project on pair {r}"
         for k, t in enumerate(transitions):
-            pre, post, act = PairState(f"s{k}"), PairState(f"s{k + 1}"), PairAction(f"a{k}")
+            pre, post = PairState(f"s{k}", model.roles), PairState(f"s{k + 1}", model.roles)
+            act = PairAction(f"a{k}", model.roles)
             pair_step = model.encode_step(pre, act, post)
             solver = z3.Solver()
             solver.add(pair_step.constraints + _project(pre, t.before, r) + _project(post, t.after, r))

@@ -109,8 +109,10 @@ def test_edit_writes_record_and_rationale(records, record_ns, rationale, rationa
     assert state.step == 2
     assert state.spans == (
         Span(0, new_kind, "window", 4, 1, 1, reads=0, pinned=False, edited=True, version=1, alive=True),
-        Span(1, "record", record_ns, record_tokens, 2, 2, reads=0, pinned=host, edited=False, version=0),
-        Span(2, "rationale", rationale_ns, 1, 2, 2, reads=0, pinned=host, edited=False, version=0),
+        Span(1, "record", record_ns, record_tokens, 2, 2, reads=0, pinned=host, edited=False, version=0,
+             role="tool_result"),
+        Span(2, "rationale", rationale_ns, 1, 2, 2, reads=0, pinned=host, edited=False, version=0,
+             role="tool_result"),
     )
     assert state.edits == (EditInfo(record=1, rationale=2, target=0, mode=mode, version=1,
                                     prior_kind="stack_trace", prior_edited=False, undone=False),)

@@ -209,7 +209,7 @@ def features(expr):
 def test_strategies_cover_the_vocabulary():
     seen = Counter()
 
-    @settings(max_examples=300, derandomize=True, database=None)
+    @settings(max_examples=400, derandomize=True, database=None)
     @given(policies(), deployments())
     def collect(policy, deployment):
         seen.update(features(policy.evict))
@@ -250,7 +250,8 @@ def test_enum_names_are_valid():
         for node in subexpressions(expr):
             if isinstance(node, EnumLit):
                 assert node.value in {"message", "tool_output", "file_body", "stack_trace", "summary", "diff",
-                                      "record", "rationale", "window", "undo", "log"}
+                                      "record", "rationale", "window", "undo", "log",
+                                      "user", "assistant", "system", "tool_call", "tool_result"}
         assert count_nodes(expr) < 200
 
     run()

@@ -16,7 +16,7 @@ from prunecheck.symbolic.lemmas import candidate_lemmas
 from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
 from prunecheck.spec.policy import ATTRS, DEPLOYMENT_CHOICES, NAMESPACE, Attr, Policy, subexpressions
 from prunecheck.spec.runtime import Compact, State, action_args, is_candidate, span_env
-from prunecheck.symbolic.terms import ENUM_CODES, ENUM_NAMES, ExprEncoder, Frac, KindSort, frac_compare
+from prunecheck.symbolic.terms import ENUM_CODES, ENUM_NAMES, ExprEncoder, Frac, KindSort, RoleSort, frac_compare
 
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.versions import versions
@@ -113,7 +113,7 @@ def _attribute_space(budget: Optional[int]):
     env.update({
         "recency": Frac(z3.IntVal(1), 1 + ints["idle"]), "frequency": Frac(ints["reads"], 1 + ints["age"]),
         "pinned": z3.Bool("diff_pinned"), "edited": z3.Bool("diff_edited"), "kind": z3.Const("diff_kind", KindSort),
-        "namespace": ENUM_CODES[NAMESPACE]["window"],
+        "namespace": ENUM_CODES[NAMESPACE]["window"], "role": z3.Const("diff_role", RoleSort),
     })
     if budget is not None:
         env["budget"] = Frac(z3.IntVal(budget))
@@ -131,6 +131,7 @@ def _valuation(model: z3.ModelRef, ints: dict, env: dict, budget: Optional[int])
         out[name] = z3.is_true(model.eval(env[name], model_completion=True))
     out["kind"] = ENUM_NAMES[str(model.eval(env["kind"], model_completion=True))]
     out["namespace"] = "window"
+    out["role"] = ENUM_NAMES[str(model.eval(env["role"], model_completion=True))]
     out["window_tokens"], out["step"] = Fraction(value["window_tokens"]), Fraction(value["step"])
     if budget is not None:
         out["budget"] = Fraction(budget)

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import z3
 
-from prunecheck.symbolic.model import ACT, CONTENT, SymAction, slot_sort
+from prunecheck.symbolic.model import ACT, CONTENT, R, SymAction, slot_sort
 
 from prunecheck.symbolic.solver import Status, query
 
@@ -24,6 +24,7 @@ def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
         out.append((a.arg, list(slot_sort(spans)[1])))
     if name == "append":
         out.append((a.kind, list(CONTENT)))
+        out.append((a.role, list(R.values())))
     if name == "edit":
         out.append((a.destroy, [z3.BoolVal(False), z3.BoolVal(True)]))
     if name == "compact":
@@ -34,7 +35,7 @@ def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
 def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymAction], model: z3.ModelRef,
                 spans: int, deadline: float, clock=None) -> z3.ModelRef:
     """A model of `assumptions` with the least final `clock` (the fewest real steps, when steps are accelerated),
-    then with lexicographically least actions (action name in PREFERENCE order, then span slot, kind, transform before destroy, an
+    then with lexicographically least actions (action name in PREFERENCE order, then span slot, kind, role, transform before destroy, an
     append's token count, a read's or audit's repetitions, and a compaction without a host budget before one with
     the least host budget, step by step), starting from `model`.
 

@@ -12,11 +12,12 @@ from prunecheck.spec.conditions import STEP_CONDITIONS
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ActionSort
 from prunecheck.symbolic.parametric import AllocSort, GhostSort, PairAction, PairModel, PairState
-from prunecheck.symbolic.terms import KindSort, NamespaceSort
+from prunecheck.symbolic.terms import KindSort, NamespaceSort, RoleSort
 
 from prunecheck.checker.engines.smtlib import Signature
 
 DATATYPES = (KindSort, NamespaceSort, ActionSort, GhostSort, AllocSort)
+ROLE_DATATYPES = (KindSort, NamespaceSort, RoleSort, ActionSort, GhostSort, AllocSort)  # a model with roles
 
 
 def free_shape(policy, timeout: float, rlimit: int = 0) -> tuple:
@@ -45,9 +46,9 @@ def _declare(var) -> str:
     return f"(declare-fun {var.sexpr()} () {_sort_name(var.sort())})"
 
 
-def _datatypes() -> list:
+def _datatypes(sorts) -> list:
     out = []
-    for sort in DATATYPES:
+    for sort in sorts:
         ctors = " ".join(f"({sort.constructor(i).name()})" for i in range(sort.num_constructors()))
         out.append(f"(declare-datatypes (({sort.name()} 0)) (({ctors})))")
     return out
@@ -64,7 +65,9 @@ class Encoding:
         """With `assume`, the model is restricted to the runs along which those conditions hold at every step."""
         self.condition, self.free_policy, self.assume = condition, free_policy, tuple(assume)
         self.model = PairModel(policy, free_policy)
-        self.pre, self.act, self.post, self.param = PairState("pre"), PairAction("a"), PairState("post"), PairState("p")
+        roles = self.model.roles
+        self.pre, self.act = PairState("pre", roles), PairAction("a", roles)
+        self.post, self.param = PairState("post", roles), PairState("p", roles)
         self.init = self.model.encode_init(self.pre)
         self.step = self.model.encode_step(self.pre, self.act, self.post)
         self.bad = self.violation(condition)
@@ -85,6 +88,10 @@ class Encoding:
         """The condition's violation term: on `state` (default pre) for state conditions, on the step otherwise."""
         return pair_violation(self.model, condition, self.pre if state is None else state, self.step)
 
+    def datatypes(self) -> tuple:
+        """The enumeration sorts the model text declares: Role only in a model with roles."""
+        return ROLE_DATATYPES if self.model.roles else DATATYPES
+
     def model_text(self) -> str:
         if getattr(self, "_text", None) is None:
             self._text = self._model_text()
@@ -92,7 +99,7 @@ class Encoding:
 
     def _model_text(self) -> str:
         variables = self.pre.variables() + self.act.variables() + self.post.variables()
-        lines = ["(set-logic ALL)"] + _datatypes() + [_declare(v) for v in variables]
+        lines = ["(set-logic ALL)"] + _datatypes(self.datatypes()) + [_declare(v) for v in variables]
         lines.append(f"(define-fun Init () Bool {z3.And(self.init).sexpr()})")
         lines.append(f"(define-fun Trans () Bool {z3.And(self.trans).sexpr()})")
         lines.append(f"(define-fun Bad () Bool {self.bad.sexpr()})")
@@ -115,9 +122,10 @@ class Encoding:
 
     def _make_signature(self) -> Signature:
         params = tuple((v.sexpr(), _sort_name(v.sort())) for v in self.param.variables())
-        ctors = {sort.constructor(i).name(): sort.name() for sort in DATATYPES for i in range(sort.num_constructors())}
+        sorts = self.datatypes()
+        ctors = {sort.constructor(i).name(): sort.name() for sort in sorts for i in range(sort.num_constructors())}
         model = self.pre.variables() + self.act.variables() + self.post.variables()
-        names = frozenset([v.sexpr() for v in model] + ["Init", "Trans", "Bad"] + [s.name() for s in DATATYPES])
+        names = frozenset([v.sexpr() for v in model] + ["Init", "Trans", "Bad"] + [s.name() for s in sorts])
         return Signature(params, ctors, names)
 
     def facts(self) -> ModelFacts:

@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Iterable, Optional
 
 from prunecheck.spec.conditions import CONDITIONS, violations
-from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, Attr, Binary, EnumLit, InSet, Num, Policy,
+from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, ROLES, Attr, Binary, EnumLit, InSet, Num, Policy,
                                     subexpressions)
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
@@ -23,13 +23,23 @@ CLOCK_ATTRS = ("age", "idle", "step", "reads", "recency", "frequency")
 TOKEN_ATTRS = ("tokens", "window_tokens", "budget")
 
 
-def kind_representatives(policy: Policy) -> tuple:
-    """Content kinds the policy names, plus one for all the others: unnamed kinds behave identically."""
+def representatives(policy: Policy, values: tuple) -> tuple:
+    """The values the policy names, plus one for all the others: unnamed values behave identically."""
     exprs = [policy.evict] + ([policy.rank] if policy.rank is not None else [])
     named = {node.value for e in exprs for node in subexpressions(e) if isinstance(node, EnumLit)}
-    kept = [k for k in CONTENT_KINDS if k in named]
-    others = [k for k in CONTENT_KINDS if k not in named]
+    kept = [k for k in values if k in named]
+    others = [k for k in values if k not in named]
     return tuple(kept + others[:1])
+
+
+def kind_representatives(policy: Policy) -> tuple:
+    """Content kinds the policy names, plus one for all the others."""
+    return representatives(policy, CONTENT_KINDS)
+
+
+def role_representatives(policy: Policy) -> tuple:
+    """Roles the policy names, plus one for all the others (`user` first, so a policy naming none keeps `user`)."""
+    return representatives(policy, ROLES)
 
 
 def neighbours(x: Fraction) -> set:
@@ -93,14 +103,14 @@ def domains_for(policy: Policy, tokens: Optional[Iterable[int]] = None,
     targets = targets if repeats is None else set()
     repeats = set(DEFAULT_REPEATS) | wanted_repeats if repeats is None else set(repeats)
     return Domains(tuple(sorted(tokens)), kind_representatives(policy), tuple(sorted(repeats)), derived,
-                   tuple(sorted(targets)))
+                   tuple(sorted(targets)), role_representatives(policy))
 
 
 def action_choices(policy: Policy, state: State, spans: int, domains: Domains) -> list:
     """The enabled actions within the domains, audits first (waiting reads best as an audit, as in the symbolic
     engine's canonical traces)."""
     repeats = set(domains.repeats) | {t - state.step for t in domains.clock_targets if t > state.step}
-    actions = [a for a in enabled_actions(policy, state, spans, domains.tokens, tuple(sorted(repeats)))
+    actions = [a for a in enabled_actions(policy, state, spans, domains.tokens, tuple(sorted(repeats)), domains.roles)
                if not (isinstance(a, Append) and a.kind not in domains.kinds)]
     return sorted(actions, key=lambda a: not isinstance(a, Audit))
 

@@ -21,7 +21,7 @@ def _int(model: z3.ModelRef, term) -> int:
 
 
 def _name(model: z3.ModelRef, term) -> str:
-    """The name of an enumeration-sort value: an action, kind or namespace name."""
+    """The name of an enumeration-sort value: an action, kind, namespace or role name."""
     return ENUM_NAMES.get(model.eval(term, model_completion=True).decl().name(), "")
 
 
@@ -49,7 +49,7 @@ def decode_action(model: z3.ModelRef, a: SymAction):
     name = model.eval(a.act, model_completion=True).decl().name().removeprefix("do_")
     arg = _slot(model, a.arg)
     if name == "append":
-        return Append(_name(model, a.kind), _int(model, a.tokens))
+        return Append(_name(model, a.kind), _int(model, a.tokens), _name(model, a.role))
     if name == "edit":
         return Edit(arg, "destroy" if _bool(model, a.destroy) else "transform")
     if name == "undo":
@@ -72,7 +72,7 @@ def decode_state(model: z3.ModelRef, s: SymState) -> State:
         if not f["used"]:
             break
         spans.append(Span(i, f["kind"], f["ns"], f["tokens"], f["created"], f["last_read"],
-                          f["reads"], f["pinned"], f["edited"], f["version"], f["alive"]))
+                          f["reads"], f["pinned"], f["edited"], f["version"], f["alive"], f["role"]))
         if f["kind"] == "record":
             edits.append(EditInfo(i, i + 1, f["target"], "destroy" if f["destroy"] else "transform",
                                   f["rversion"], f["prior_kind"], f["prior_edited"], f["undone"]))

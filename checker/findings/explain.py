@@ -8,7 +8,8 @@ from typing import Dict, List, Optional, Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, subexpressions
+from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_attribute,
+                                    subexpressions)
 from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, is_candidate, span_env,
     action_text,
@@ -148,12 +149,14 @@ def _role(state: State, span_id: int) -> str:
 def step_label(policy: Policy, t: Transition) -> str:
     """What one step changed in the edit/record graph."""
     a, before, after = t.action, t.before, t.after
+    roles = reads_attribute(policy, "role")  # a span's role is named only where the policy can tell roles apart
     if isinstance(a, Append):
-        return f"span #{len(before.spans)} ({a.kind}, {a.tokens} token{'s' * (a.tokens != 1)}) enters the window"
+        role = f", role {a.role}" if roles else ""
+        return f"span #{len(before.spans)} ({a.kind}{role}, {a.tokens} token{'s' * (a.tokens != 1)}) enters the window"
     if isinstance(a, Edit):
         info = after.edits[-1]
         record, rationale = after.span(info.record), after.span(info.rationale)
-        pinned = ", pinned by the host" if record.pinned else ""
+        pinned = (f", role {record.role}" if roles else "") + (", pinned by the host" if record.pinned else "")
         return (f"edit {info.record}: {a.mode} #{a.target} (now {after.span(a.target).kind}); record #{info.record} "
                 f"in the {record.namespace} namespace{pinned}; rationale #{info.rationale} in the "
                 f"{rationale.namespace} namespace")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Deployment
 
 from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
@@ -18,9 +18,10 @@ _EXPRESSION = "an expression of the policy language (README: The policy language
 def _deployment() -> dict:
     return {
         "type": "object",
-        "description": "where records and rationale live, who pins, who audits, how undo checks; each key "
-                       "defaults to its first value (the seed's safe design)",
-        "properties": {key: {"enum": list(values), "default": values[0]} for key, values in DEPLOYMENT_CHOICES.items()},
+        "description": "where records and rationale live, who pins, who audits, how undo checks, which role records "
+                       "and rationale entries have; each key defaults to the seed's safe design",
+        "properties": {key: {"enum": list(values), "default": getattr(Deployment(), key)}
+                       for key, values in DEPLOYMENT_CHOICES.items()},
         "additionalProperties": False,
     }
 

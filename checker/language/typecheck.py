@@ -13,6 +13,7 @@ from prunecheck.spec.policy import (
     KIND,
     NAMESPACE,
     NUM,
+    ROLE,
     Cond,
     Deployment,
     EnumLit,
@@ -39,7 +40,7 @@ from prunecheck.checker.language.intervals import ARITH, interval_of, refuse_zer
 ORDER = ("<", "<=", ">", ">=")
 EQUALITY = ("==", "!=")
 CONNECTIVES = ("and", "or")
-_ENUMS = (KIND, NAMESPACE)
+_ENUMS = (KIND, NAMESPACE, ROLE)
 
 
 # --------------------------------------------------------------------------- types
@@ -208,11 +209,11 @@ class _Checker(Walker):
 
 
 def _article(t: str) -> str:
-    return {BOOL: "a bool", NUM: "a number", KIND: "a kind", NAMESPACE: "a namespace"}.get(t, t)
+    return {BOOL: "a bool", NUM: "a number", KIND: "a kind", NAMESPACE: "a namespace", ROLE: "a role"}.get(t, t)
 
 
 def type_of(expr, file: str = "<policy>", *, has_budget: bool = True, expected: Optional[str] = None) -> str:
-    """The type (BOOL, NUM, KIND or NAMESPACE) of expr; raises PolicySyntaxError on any type or bound error."""
+    """The type (BOOL, NUM, KIND, NAMESPACE or ROLE) of expr; raises PolicySyntaxError on any type or bound error."""
     check_bounds([expr], file)
     return _Checker(file, has_budget).infer(expr, expected)
 

@@ -15,7 +15,7 @@ from typing import Optional
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PrunecheckError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES
-from prunecheck.spec.runtime import ACTION_TYPES
+from prunecheck.spec.runtime import ACTION_TYPES, OPTIONAL_ARGS
 
 from prunecheck.checker.engines.certificate import Status, dumps
 from prunecheck.checker.outputs.itf import MAX_TIMES_DIGITS
@@ -54,8 +54,8 @@ def _action(entry, where: str):
             f"{where}: bad action")
     cls = ACTION_TYPES[entry["action"]]
     args = entry["args"]
-    fields = set(cls.__dataclass_fields__)  # a compaction's host budget and a repetition count are optional
-    _expect(fields - {"budget", "times"} <= set(args) <= fields, f"{where}: wrong arguments for {entry['action']}")
+    fields = set(cls.__dataclass_fields__)  # a host budget, a repetition count and a role are optional
+    _expect(fields - set(OPTIONAL_ARGS) <= set(args) <= fields, f"{where}: wrong arguments for {entry['action']}")
     _expect(all(_integer(v) or isinstance(v, str) for v in args.values()), f"{where}: bad argument value")
     # The runtime applies any count in one step, so a forged huge count costs nothing; it is bounded to stay printable.
     _expect("times" not in args or (_integer(args["times"]) and 1 <= args["times"] < 10 ** MAX_TIMES_DIGITS),

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Sequence
 
 from prunecheck.spec.errors import PolicySyntaxError, TraceFormatError
-from prunecheck.spec.runtime import ACTION_TYPES, Span, State, Transition, action_args, status
+from prunecheck.spec.runtime import ACTION_TYPES, OPTIONAL_ARGS, Span, State, Transition, action_args, status
 from prunecheck.spec.conditions import violations
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 VARS = ("step", "spans", "edits", "status", "outcome", "violations", "mbt::actionTaken", "mbt::nondetPicks")
-# Arguments written only when set (a compaction's host budget, a read's or audit's repetitions other than 1).
-OPTIONAL_PICKS = ("budget", "times")
+# Arguments written only when set (a compaction's host budget, a read's or audit's repetitions other than 1, an
+# append's role other than user).
+OPTIONAL_PICKS = OPTIONAL_ARGS
 # mbt::nondetPicks is a record of the arguments the action took, each a plain ITF value; an argument it does not
 # take is absent. Traces written before held every pick as a Quint Option ({"tag": "Some", "value": v} or this
 # {"tag": "None", "value": {"#tup": []}}), which itf-py cannot read (a tag named None is a Python keyword; a Some

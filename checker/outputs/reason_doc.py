@@ -7,13 +7,13 @@ import re
 from dataclasses import fields
 
 from prunecheck.spec.errors import PrunecheckError
-from prunecheck.spec.policy import CONTENT_KINDS
+from prunecheck.spec.policy import CONTENT_KINDS, ROLES
 
 from prunecheck.checker.engines.certificate import Status
 from prunecheck.checker.result import (Advice, Clause, Domains, Found, Method, Need, Note, Part, Reason, Report,
                                        Scope, SolverSaid, SolverStop, Stop, Tried)
 
-DOMAIN_KEYS = ("tokens", "kinds", "repeats", "derived", "clock_targets")
+DOMAIN_KEYS = ("tokens", "kinds", "repeats", "derived", "clock_targets", "roles")
 OPTIONS = {"--timeout": Need.TIME, "--rlimit": Need.RESOURCES, "--spans": Need.SPANS, "--depth": Need.ACTIONS}
 COUNTS = ("depth", "spans", "actions", "steps", "at", "states", "state_limit", "megabytes")
 ENUMS = {"engine": Method, "found": Found, "scope": Scope, "tried": Tried}
@@ -145,7 +145,8 @@ def _domains(value) -> Domains:
     ints = {key: _list(value[key], _count, "domains") for key in ("tokens", "repeats", "clock_targets")}
     kinds = _list(value["kinds"], lambda k: k in CONTENT_KINDS, "domain kinds")
     derived = _list(value["derived"], lambda d: d in ("tokens", "repetitions"), "derived domains")
-    return Domains(ints["tokens"], kinds, ints["repeats"], derived, ints["clock_targets"])
+    roles = _list(value["roles"], lambda r: r in ROLES, "domain roles")
+    return Domains(ints["tokens"], kinds, ints["repeats"], derived, ints["clock_targets"], roles)
 
 
 def _required(clause: Clause) -> tuple:

@@ -39,8 +39,9 @@ def domains_text(domains: Domains) -> str:
     derived = f"; {' and '.join(domains.derived)}: the defaults plus what the policy's constants ask for" \
         if domains.derived else ""
     targets = f" or up to clock {{{', '.join(map(str, domains.clock_targets))}}}" if domains.clock_targets else ""
+    roles = f"roles {{{', '.join(domains.roles)}}}, " if domains.roles != ("user",) else ""
     return (f"{text('tokens', domains.tokens)}, {text('repetitions', domains.repeats)}{targets}, "
-            f"kinds {{{', '.join(domains.kinds)}}}, host budgets: one per distinct compaction{derived}")
+            f"kinds {{{', '.join(domains.kinds)}}}, {roles}host budgets: one per distinct compaction{derived}")
 
 
 def bound_text(depth: int, spans: int, repeats: bool) -> str:

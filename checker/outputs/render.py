@@ -6,24 +6,28 @@ import json
 from typing import Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
+from prunecheck.spec.policy import reads_attribute
 from prunecheck.spec.runtime import State, Transition, action_args, action_text, status
 
 from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.result import EngineRun, Method, Outcome, Report, Result, Search
 
 
-def span_line(span) -> str:
+def span_line(span, roles: bool = False) -> str:
+    """One span; its role only when the policy reads roles (`roles`)."""
+    role = f" role={span.role}" if roles else ""
     flags = [span.namespace, "alive" if span.alive else "EVICTED"]
     if span.pinned:
         flags.append("pinned")
     if span.edited:
         flags.append("edited")
-    return (f"#{span.id} {span.kind:<11} tokens={span.tokens} created={span.created} last_read={span.last_read} "
+    return (f"#{span.id} {span.kind:<11}{role} tokens={span.tokens} created={span.created} last_read={span.last_read} "
             f"reads={span.reads} v{span.version} [{' '.join(flags)}]")
 
 
 def state_lines(policy, state: State) -> list:
-    lines = [span_line(s) for s in state.spans] or ["(empty window)"]
+    roles = reads_attribute(policy, "role")
+    lines = [span_line(s, roles) for s in state.spans] or ["(empty window)"]
     for e in state.edits:
         lines.append(f"edit {e.record}: {e.mode} of #{e.target} at v{e.version}, record #{e.record}, "
                      f"rationale #{e.rationale}{' (undone)' if e.undone else ''}")

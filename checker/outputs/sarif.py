@@ -65,7 +65,8 @@ def _violation(policy: Policy, report: Report, r, finding: Finding) -> dict:
                        "threadFlows": [{"locations": steps}]}],
         "partialFingerprints": {"prunecheck/v1": fingerprint(report, r.condition)},
         "properties": {"depth": r.depth, "engine": str(r.engine), "steps": r.trace.steps,
-                       "trace": [{"action": a.name, **{k: v for k, v in vars(a).items() if k != "times" or v != 1}}
+                       "trace": [{"action": a.name, **{k: v for k, v in vars(a).items()
+                                                       if (k, v) not in (("times", 1), ("role", "user"))}}
                                  for a in r.trace.actions]},
     }
 

@@ -20,7 +20,7 @@ from prunecheck import Append, Compact, Edit
 CONDITION = 'C2'
 MAX_SPANS = 3
 POLICY_FILE = pathlib.Path(__file__).resolve().parent / '../../../examples/policies/budget_truncates_records.yaml'
-RECORDED_POLICY = '{\n "name": "budget-truncates-records",\n "evict": "kind not in [\'record\', \'rationale\'] and reads == 0 and age > 2",\n "budget": 4000,\n "deployment": {\n  "records": "window",\n  "rationale": "decision_log",\n  "pins": "host",\n  "audit": "independent",\n  "undo": "versioned"\n }\n}'
+RECORDED_POLICY = '{\n "name": "budget-truncates-records",\n "evict": "kind not in [\'record\', \'rationale\'] and reads == 0 and age > 2",\n "budget": 4000,\n "deployment": {\n  "records": "window",\n  "rationale": "decision_log",\n  "pins": "host",\n  "audit": "independent",\n  "undo": "versioned",\n  "record_role": "tool_result"\n }\n}'
 DEPLOYMENT_OVERRIDE = {}
 
 

@@ -20,7 +20,7 @@ from prunecheck import Append, Compact, Edit
 CONDITION = 'C2'
 MAX_SPANS = 3
 POLICY_FILE = pathlib.Path(__file__).resolve().parent / '../../../examples/policies/host_pins_records.yaml'
-RECORDED_POLICY = '{\n "name": "host-pinned-records",\n "evict": "not pinned and recency * frequency < 0.25",\n "deployment": {\n  "records": "window",\n  "rationale": "window",\n  "pins": "host",\n  "audit": "independent",\n  "undo": "versioned"\n }\n}'
+RECORDED_POLICY = '{\n "name": "host-pinned-records",\n "evict": "not pinned and recency * frequency < 0.25",\n "deployment": {\n  "records": "window",\n  "rationale": "window",\n  "pins": "host",\n  "audit": "independent",\n  "undo": "versioned",\n  "record_role": "tool_result"\n }\n}'
 DEPLOYMENT_OVERRIDE = {}
 
 

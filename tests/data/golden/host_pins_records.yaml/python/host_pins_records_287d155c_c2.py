@@ -15,7 +15,7 @@ CONDITION = 'C2'
 SPANS = 3
 POLICY_NAME = 'host-pinned-records'
 CHECKED_FROM = '<ROOT>/examples/policies/host_pins_records.yaml'
-POLICY = '{"name": "host-pinned-records", "evict": "not pinned and recency * frequency < 0.25", "deployment": {"records": "window", "rationale": "window", "pins": "host", "audit": "independent", "undo": "versioned"}}'
+POLICY = '{"name": "host-pinned-records", "evict": "not pinned and recency * frequency < 0.25", "deployment": {"records": "window", "rationale": "window", "pins": "host", "audit": "independent", "undo": "versioned", "record_role": "tool_result"}}'
 WHY = 'the compaction removes record #1 of edit 1 (truncated to the host budget of 1: a host may impose any budget at any compaction, and the window held 3 tokens)'
 STEPS = [
     Append(kind='message', tokens=1),

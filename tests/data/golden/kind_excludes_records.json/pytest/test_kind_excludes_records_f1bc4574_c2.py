@@ -20,7 +20,7 @@ from prunecheck import Append, Compact, Edit
 CONDITION = 'C2'
 MAX_SPANS = 3
 POLICY_FILE = pathlib.Path(__file__).resolve().parent / '../../../examples/policies/kind_excludes_records.json'
-RECORDED_POLICY = '{\n "name": "kind-excludes-records",\n "description": "Evicts idle content; records and rationale are excluded by kind, but in the window a host budget truncates them.",\n "evict": "kind not in [\'record\', \'rationale\'] and idle > 3",\n "deployment": {\n  "records": "window",\n  "rationale": "window",\n  "pins": "self",\n  "audit": "independent",\n  "undo": "versioned"\n }\n}'
+RECORDED_POLICY = '{\n "name": "kind-excludes-records",\n "description": "Evicts idle content; records and rationale are excluded by kind, but in the window a host budget truncates them.",\n "evict": "kind not in [\'record\', \'rationale\'] and idle > 3",\n "deployment": {\n  "records": "window",\n  "rationale": "window",\n  "pins": "self",\n  "audit": "independent",\n  "undo": "versioned",\n  "record_role": "tool_result"\n }\n}'
 DEPLOYMENT_OVERRIDE = {}
 
 

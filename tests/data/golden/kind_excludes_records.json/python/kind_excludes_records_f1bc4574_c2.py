@@ -15,7 +15,7 @@ CONDITION = 'C2'
 SPANS = 3
 POLICY_NAME = 'kind-excludes-records'
 CHECKED_FROM = '<ROOT>/examples/policies/kind_excludes_records.json'
-POLICY = '{"name": "kind-excludes-records", "description": "Evicts idle content; records and rationale are excluded by kind, but in the window a host budget truncates them.", "evict": "kind not in [\'record\', \'rationale\'] and idle > 3", "deployment": {"records": "window", "rationale": "window", "pins": "self", "audit": "independent", "undo": "versioned"}}'
+POLICY = '{"name": "kind-excludes-records", "description": "Evicts idle content; records and rationale are excluded by kind, but in the window a host budget truncates them.", "evict": "kind not in [\'record\', \'rationale\'] and idle > 3", "deployment": {"records": "window", "rationale": "window", "pins": "self", "audit": "independent", "undo": "versioned", "record_role": "tool_result"}}'
 WHY = 'the compaction removes record #1 of edit 1 (truncated to the host budget of 1: a host may impose any budget at any compaction, and the window held 3 tokens)'
 STEPS = [
     Append(kind='message', tokens=1),

@@ -20,7 +20,7 @@ from prunecheck import Append, Audit, Compact, Edit
 CONDITION = 'P1'
 MAX_SPANS = 3
 POLICY_FILE = pathlib.Path(__file__).resolve().parent / '../../../examples/policies/rationale_in_window.yaml'
-RECORDED_POLICY = '{\n "name": "stale-transcripts",\n "evict": "kind != \'record\' and not edited and age >= 3",\n "deployment": {\n  "records": "undo_region",\n  "rationale": "window",\n  "pins": "host",\n  "audit": "independent",\n  "undo": "versioned"\n }\n}'
+RECORDED_POLICY = '{\n "name": "stale-transcripts",\n "evict": "kind != \'record\' and not edited and age >= 3",\n "deployment": {\n  "records": "undo_region",\n  "rationale": "window",\n  "pins": "host",\n  "audit": "independent",\n  "undo": "versioned",\n  "record_role": "tool_result"\n }\n}'
 DEPLOYMENT_OVERRIDE = {}
 
 

@@ -15,7 +15,7 @@ CONDITION = 'P1'
 SPANS = 3
 POLICY_NAME = 'stale-transcripts'
 CHECKED_FROM = '<ROOT>/examples/policies/rationale_in_window.yaml'
-POLICY = '{"name": "stale-transcripts", "evict": "kind != \'record\' and not edited and age >= 3", "deployment": {"records": "undo_region", "rationale": "window", "pins": "host", "audit": "independent", "undo": "versioned"}}'
+POLICY = '{"name": "stale-transcripts", "evict": "kind != \'record\' and not edited and age >= 3", "deployment": {"records": "undo_region", "rationale": "window", "pins": "host", "audit": "independent", "undo": "versioned", "record_role": "tool_result"}}'
 WHY = 'the compaction removes rationale #2 of live edit 1 (evicted by the policy)'
 STEPS = [
     Append(kind='message', tokens=1),

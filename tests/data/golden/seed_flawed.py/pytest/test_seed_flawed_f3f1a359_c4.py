@@ -20,7 +20,7 @@ from prunecheck import Append, Compact, Edit
 CONDITION = 'C4'
 MAX_SPANS = 3
 POLICY_FILE = pathlib.Path(__file__).resolve().parent / '../../../examples/policies/seed_flawed.py'
-RECORDED_POLICY = '{\n "name": "seed-recency-frequency-py",\n "description": "The first seed\'s observed policy, in the restricted Python form.",\n "evict": "false if pinned else recency * frequency < 0.25",\n "deployment": {\n  "records": "window",\n  "rationale": "decision_log",\n  "pins": "self",\n  "audit": "policy",\n  "undo": "versioned"\n }\n}'
+RECORDED_POLICY = '{\n "name": "seed-recency-frequency-py",\n "description": "The first seed\'s observed policy, in the restricted Python form.",\n "evict": "false if pinned else recency * frequency < 0.25",\n "deployment": {\n  "records": "window",\n  "rationale": "decision_log",\n  "pins": "self",\n  "audit": "policy",\n  "undo": "versioned",\n  "record_role": "tool_result"\n }\n}'
 DEPLOYMENT_OVERRIDE = {}
 
 

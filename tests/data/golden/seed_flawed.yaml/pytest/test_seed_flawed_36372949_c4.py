@@ -20,7 +20,7 @@ from prunecheck import Append, Compact, Edit
 CONDITION = 'C4'
 MAX_SPANS = 3
 POLICY_FILE = pathlib.Path(__file__).resolve().parent / '../../../examples/policies/seed_flawed.yaml'
-RECORDED_POLICY = '{\n "name": "seed-recency-frequency",\n "description": "Evict spans that are neither recent nor frequently read, unless pinned.",\n "evict": "not pinned and recency * frequency < 0.25",\n "deployment": {\n  "records": "window",\n  "rationale": "decision_log",\n  "pins": "self",\n  "audit": "policy",\n  "undo": "versioned"\n }\n}'
+RECORDED_POLICY = '{\n "name": "seed-recency-frequency",\n "description": "Evict spans that are neither recent nor frequently read, unless pinned.",\n "evict": "not pinned and recency * frequency < 0.25",\n "deployment": {\n  "records": "window",\n  "rationale": "decision_log",\n  "pins": "self",\n  "audit": "policy",\n  "undo": "versioned",\n  "record_role": "tool_result"\n }\n}'
 DEPLOYMENT_OVERRIDE = {}
 
 

@@ -15,7 +15,7 @@ CONDITION = 'C4'
 SPANS = 3
 POLICY_NAME = 'seed-recency-frequency'
 CHECKED_FROM = '<ROOT>/examples/policies/seed_flawed.yaml'
-POLICY = '{"name": "seed-recency-frequency", "description": "Evict spans that are neither recent nor frequently read, unless pinned.", "evict": "not pinned and recency * frequency < 0.25", "deployment": {"records": "window", "rationale": "decision_log", "pins": "self", "audit": "policy", "undo": "versioned"}}'
+POLICY = '{"name": "seed-recency-frequency", "description": "Evict spans that are neither recent nor frequently read, unless pinned.", "evict": "not pinned and recency * frequency < 0.25", "deployment": {"records": "window", "rationale": "decision_log", "pins": "self", "audit": "policy", "undo": "versioned", "record_role": "tool_result"}}'
 WHY = "status says 'reversible' while record #1 of edit 1 is gone (removed at step 3)"
 STEPS = [
     Append(kind='message', tokens=1),

@@ -20,7 +20,7 @@ from prunecheck import Append, Compact, Edit
 CONDITION = 'C2'
 MAX_SPANS = 3
 POLICY_FILE = pathlib.Path(__file__).resolve().parent / '../../../examples/policies/self_certified_budget.yaml'
-RECORDED_POLICY = '{\n "name": "self-certified-budget",\n "evict": "kind == \'tool_output\' and idle > 2",\n "rank": "recency",\n "budget": 2000,\n "deployment": {\n  "records": "window",\n  "rationale": "decision_log",\n  "pins": "host",\n  "audit": "policy",\n  "undo": "versioned"\n }\n}'
+RECORDED_POLICY = '{\n "name": "self-certified-budget",\n "evict": "kind == \'tool_output\' and idle > 2",\n "rank": "recency",\n "budget": 2000,\n "deployment": {\n  "records": "window",\n  "rationale": "decision_log",\n  "pins": "host",\n  "audit": "policy",\n  "undo": "versioned",\n  "record_role": "tool_result"\n }\n}'
 DEPLOYMENT_OVERRIDE = {}
 
 
