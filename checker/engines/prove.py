@@ -122,6 +122,22 @@ def certified_result(condition: str, engine: Method, document: dict, check, seco
     return Result(condition, Verdict.UNKNOWN, None, Reason((why,)), engine=engine, seconds=seconds)
 
 
+def certified(condition: str, engine: Method, policy: tuple, proof: tuple, bounds: tuple, started: float) -> Result:
+    """A proof's certificate, re-checked: `holds` if cvc5 confirms it, otherwise `unknown` saying why. `policy` is
+    (document, hash), `proof` (encoding, invariant, its readable lemmas), `bounds` (re-check ms, rlimit)."""
+    enc, invariant, readable = proof
+    document = certificate_document(*policy, enc, invariant, readable, str(engine))
+    check = recheck(document, enc, *bounds)
+    return certified_result(condition, engine, document, check, time.perf_counter() - started)
+
+
+def unproved(condition: str, engine: Method, reasons: list, limited: bool, started: float, stats) -> Result:
+    """`unknown`: every attempt's reason, stopped at a limit or without a proof."""
+    return Result(condition, Verdict.UNKNOWN, None, Reason(tuple(reasons)), engine=engine,
+                  seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF,
+                  stats=stats(Outcome.LIMIT if limited else Outcome.NO_PROOF))
+
+
 def prove_all(policy, conditions, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
               rlimit: int = 0) -> dict:
     """{condition: prove(...)} with the encodings and Houdini runs shared between conditions."""
@@ -154,10 +170,8 @@ def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: f
             continue
         invariant, readable = attempts.invariant(free_policy, names)
         engine = Method.INDUCTION_ABSTRACTED if free_policy else Method.INDUCTION
-        document = certificate_document(policy_doc, policy_hash, enc, invariant, readable, str(engine))
-        check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
-        result = certified_result(condition, engine, document, check, time.perf_counter() - started)
+        proof = (enc, invariant, readable)
+        result = certified(condition, engine, (policy_doc, policy_hash), proof,
+                           (recheck_timeout_ms or int(timeout * 1000), rlimit), started)
         return replace(result, stats=stats(Outcome.PROVED))
-    return Result(condition, Verdict.UNKNOWN, None, Reason(tuple(reasons)), engine=Method.INDUCTION,
-                  seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF,
-                  stats=stats(Outcome.LIMIT if limited else Outcome.NO_PROOF))
+    return unproved(condition, Method.INDUCTION, reasons, limited, started, stats)

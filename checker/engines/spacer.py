@@ -9,11 +9,9 @@ from dataclasses import replace
 import z3
 
 from prunecheck.spec.conditions import STEP_CONDITIONS
-from prunecheck.checker.engines.certificate import certificate_document, recheck
 from prunecheck.checker.engines.certificate_model import Encoding
-from prunecheck.checker.engines.prove import certified_result
-from prunecheck.checker.result import (Clause, EngineRun, Found as Finding, Method, Outcome, Reason, Result, Scope,
-                                       Stats, Stop, Tried, Verdict)
+from prunecheck.checker.engines.prove import certified, unproved
+from prunecheck.checker.result import Clause, EngineRun, Found as Finding, Method, Outcome, Result, Scope, Stats, Tried
 from prunecheck.symbolic.solver import RANDOM_SEED, queries_asked
 from prunecheck.checker.engines.unknowns import solver_said
 
@@ -89,10 +87,7 @@ def prove_with_spacer(policy, condition: str, policy_doc: dict, policy_hash: str
             limited = limited or status is Found.UNKNOWN
             continue
         engine = Method.SPACER_ABSTRACTED if free_policy else Method.SPACER
-        document = certificate_document(policy_doc, policy_hash, enc, invariant, [str(invariant)], str(engine))
-        check = recheck(document, enc, recheck_timeout_ms or int(timeout * 1000), rlimit)
-        result = certified_result(condition, engine, document, check, time.perf_counter() - started)
+        result = certified(condition, engine, (policy_doc, policy_hash), (enc, invariant, [str(invariant)]),
+                           (recheck_timeout_ms or int(timeout * 1000), rlimit), started)
         return replace(result, stats=stats(Outcome.PROVED))
-    return Result(condition, Verdict.UNKNOWN, None, Reason(tuple(reasons)), engine=Method.SPACER,
-                  seconds=time.perf_counter() - started, stop=Stop.LIMIT if limited else Stop.NO_PROOF,
-                  stats=stats(Outcome.LIMIT if limited else Outcome.NO_PROOF))
+    return unproved(condition, Method.SPACER, reasons, limited, started, stats)
