@@ -5,6 +5,7 @@ import z3
 from hypothesis import given, settings
 
 from prunecheck.checker.check import check
+from prunecheck.checker.commands.policydiff import equivalence
 from prunecheck.checker.engines.explicit import domains_for
 from prunecheck.checker.engines.replay import confirm, decode_state
 from prunecheck.checker.findings.explain import predicate_points
@@ -144,3 +145,9 @@ def test_explanations_show_the_positions_read():
     state = _run(policy, BUILT[:4])
     notes = " ".join(p.note for p in predicate_points(policy, state, 0))
     assert "from_end = 3" in notes and "window_spans = 4" in notes
+
+
+def test_diff_proves_equivalences_that_only_the_position_facts_give():
+    last3 = model_policy("evict: from_end >= 3", Deployment())
+    assert equivalence(last3, model_policy("evict: position + 3 < window_spans", Deployment()), **BOUNDS).proved
+    assert not equivalence(last3, model_policy("evict: from_end >= 2", Deployment()), **BOUNDS).proved
