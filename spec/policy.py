@@ -314,6 +314,14 @@ def reads_attribute(policy: Policy, name: str) -> bool:
     return name in read_attributes(policy)
 
 
+ROLE_READERS = ("role", "turn", "from_end_in_role")  # attributes whose values depend on spans' roles
+
+
+def reads_roles(policy: Policy) -> bool:
+    """Whether the policy can tell roles apart: it reads `role`, or a position that counts by role."""
+    return bool(read_attributes(policy) & set(ROLE_READERS))
+
+
 def read_positions(policy: Policy) -> tuple:
     """The positional attributes (POSITION_ATTRS) the policy reads, in POSITION_ATTRS order."""
     names = read_attributes(policy)

@@ -14,7 +14,7 @@ from typing import List
 import z3
 
 from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env
-from prunecheck.spec.policy import POSITION_ATTRS, Policy, read_attributes, read_positions
+from prunecheck.spec.policy import POSITION_ATTRS, Policy, read_positions, reads_roles
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 
 GHOSTS = ("r", "q")
@@ -30,7 +30,6 @@ FIELDS = {
 ROLE_FIELD = {"role": RoleSort}  # only in a model whose policy reads roles (PairModel.roles): nothing else can tell
 # Positions are free per-state counters (spec/SPEC.md §1b), only in a model whose policy reads one (PairModel.positions).
 SPAN_POSITIONS = tuple(name for name in POSITION_ATTRS if name != "window_spans")
-ROLE_READERS = ("role", "turn", "from_end_in_role")  # what makes a pair model track roles
 DEFAULTS = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
             NamespaceSort: NS["window"], RoleSort: R["user"]}
 
@@ -115,7 +114,7 @@ class PairModel:
     def __init__(self, policy: Policy, free_policy: bool = False):
         self.policy, self.dep, self.free_policy = policy, policy.deployment, free_policy
         self.positions = not free_policy and bool(read_positions(policy))
-        self.roles = not free_policy and bool(read_attributes(policy) & set(ROLE_READERS))
+        self.roles = not free_policy and reads_roles(policy)
 
     def state(self, label: str) -> PairState:
         """A state with this model's fields (roles and positions only when the policy reads them)."""

@@ -8,7 +8,7 @@ from prunecheck.checker.check import check
 from prunecheck.checker.commands.policydiff import equivalence
 from prunecheck.checker.engines.explicit import domains_for
 from prunecheck.checker.engines.replay import confirm, decode_state
-from prunecheck.checker.findings.explain import predicate_points
+from prunecheck.checker.findings.explain import predicate_points, step_label
 from prunecheck.checker.language.intervals import interval_of
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
@@ -145,6 +145,9 @@ def test_explanations_show_the_positions_read():
     state = _run(policy, BUILT[:4])
     notes = " ".join(p.note for p in predicate_points(policy, state, 0))
     assert "from_end = 3" in notes and "window_spans = 4" in notes
+    # `turn` counts user spans, so a trace of a policy reading it names every span's role.
+    turn = model_policy("evict: turn >= 1", Deployment())
+    assert "role assistant" in step_label(turn, step(turn, State(), Append("message", 1, "assistant")))
 
 
 def test_diff_proves_equivalences_that_only_the_position_facts_give():
