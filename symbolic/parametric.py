@@ -2,8 +2,9 @@
 
 For any number of spans, any run of the runtime projects onto any pair of ids (r, r+1) as a run of this
 system: the actions on other spans become nondeterministic choices, `window_tokens` is free, a ranked compaction
-may evict the pair's candidates whenever the runtime could, and any compaction may truncate the pair's live window
-spans (a host may impose any budget at any compaction). An invariant of this
+may evict the pair's candidates whenever the runtime could, any compaction may truncate the pair's live window
+spans (a host may impose any budget at any compaction), and the positions a policy reads are free per-state
+counters, constrained only by what every run satisfies (spec/SPEC.md §1b). An invariant of this
 system over the pair therefore holds for every pair, at every depth, in windows of every size.
 """
 
@@ -28,7 +29,8 @@ FIELDS = {
     "edited": z3.BoolSort(), "version": z3.IntSort(), "undone": z3.BoolSort(),
 }
 ROLE_FIELD = {"role": RoleSort}  # only in a model whose policy reads roles (PairModel.roles): nothing else can tell
-# Positions are free per-state counters (spec/SPEC.md §1b), only in a model whose policy reads one (PairModel.positions).
+# Positions are free per-state counters (spec/SPEC.md §1b), only in a model whose policy reads one
+# (PairModel.positions).
 SPAN_POSITIONS = tuple(name for name in POSITION_ATTRS if name != "window_spans")
 DEFAULTS = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
             NamespaceSort: NS["window"], RoleSort: R["user"]}

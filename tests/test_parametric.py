@@ -8,7 +8,9 @@ from prunecheck.spec.policy import POSITION_ATTRS, Deployment, read_positions
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, ROLE_FIELD, PairModel, PairState
-from prunecheck.spec.runtime import REVERSIBLE, Append, Audit, Compact, Edit, State, addressable, is_candidate, positions, status, step
+from prunecheck.spec.runtime import (
+    REVERSIBLE, Append, Audit, Compact, Edit, State, addressable, is_candidate, positions, status, step,
+)
 from prunecheck.symbolic.terms import ENUM_CODES
 
 from support import POLICIES, POSITIONAL, TARGETED, model_policy, runs
