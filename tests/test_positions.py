@@ -21,6 +21,7 @@ from prunecheck.symbolic.model import Model, position_terms
 
 from conftest import BOUNDS
 from support import N, POSITIONAL, model_policy, pin_action, runs
+from support import agree as agree_with_runtime
 from test_differential import agree
 
 WINDOW = Deployment(records="window", pins="self")
@@ -85,6 +86,12 @@ def test_model_position_terms_equal_the_runtime_on_every_run(run):
                 terms = position_terms(states[k], span.id, POSITION_ATTRS)
                 got = tuple(m.eval(terms[name], model_completion=True).as_long() for name in POSITION_ATTRS)
                 assert got == _positions(policy, state, span.id), f"state {k}, span {span.id}"
+
+
+@settings(max_examples=10)
+@given(runs(texts=POSITIONAL))
+def test_the_model_with_its_proved_lemmas_reaches_the_runtimes_states_and_violations(run):
+    agree_with_runtime(*run, with_lemmas=True)
 
 
 @pytest.mark.parametrize("text", ["evict: from_end >= 2", "evict: position < 1",
