@@ -49,7 +49,7 @@ _NUM_ATTRS = tuple(n for n, (t, _) in {**SPAN_ATTRS, **WINDOW_ATTRS}.items() if 
 _BOOL_ATTRS = tuple(n for n, (t, _) in SPAN_ATTRS.items() if t == BOOL)
 _ENUM_ATTR = {KIND: "kind", NAMESPACE: "namespace", ROLE: "role"}
 # Attributes whose interval is [0, oo): `1 + x` is a provably nonzero divisor.
-_SHIFTABLE = ("idle", "age", "reads", "frequency", "step", "window_tokens")
+_SHIFTABLE = ("idle", "age", "reads", "frequency", "step", "window_tokens", "position", "from_end", "window_spans")
 # Attributes whose interval already excludes zero.
 _NONZERO = ("recency", "tokens")
 # What the Python form's host passes as fractions.Fraction (the README's host contract); the rest are ints.

@@ -208,9 +208,10 @@ def mutate_text(rng, text, form, corpus):
 
 
 # A small generator of (mostly) well-formed expressions, so that inputs also reach the type checker.
-NUM_NAMES = ("tokens", "age", "idle", "reads", "recency", "frequency", "window_tokens", "step", "budget")
+NUM_NAMES = ("tokens", "age", "idle", "reads", "recency", "frequency", "window_tokens", "step", "budget", "position",
+             "from_end", "from_end_in_role", "turn", "tokens_after", "window_spans")
 BOOL_NAMES = ("pinned", "edited")
-WINDOW_NAMES = ("window_tokens", "step", "budget")
+WINDOW_NAMES = ("window_tokens", "step", "budget", "window_spans")
 
 
 def gen_number(rng, depth, width):

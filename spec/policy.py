@@ -41,12 +41,20 @@ SPAN_ATTRS = {
     "kind": (KIND, None),
     "namespace": (NAMESPACE, None),
     "role": (ROLE, None),
+    # Positions (spec/SPEC.md §1b): counts over the live spans of the window, in id order.
+    "position": (NUM, _iv(0)),
+    "from_end": (NUM, _iv(0)),
+    "from_end_in_role": (NUM, _iv(0)),
+    "turn": (NUM, _iv(0)),
+    "tokens_after": (NUM, _iv(0)),
 }
 WINDOW_ATTRS = {
     "window_tokens": (NUM, _iv(0)),
     "budget": (NUM, _iv(1)),
     "step": (NUM, _iv(0)),
+    "window_spans": (NUM, _iv(0)),
 }
+POSITION_ATTRS = ("position", "from_end", "from_end_in_role", "turn", "tokens_after", "window_spans")
 ATTRS = {**SPAN_ATTRS, **WINDOW_ATTRS}
 
 ARITH_OPS = ("+", "-", "*", "/")
@@ -295,7 +303,26 @@ def subexpressions(expr: Expr):
         stack.extend(reversed(children(node)))
 
 
+def read_attributes(policy: Policy) -> frozenset:
+    """The attributes the policy's evict or rank reads."""
+    exprs = [policy.evict] + ([policy.rank] if policy.rank is not None else [])
+    return frozenset(node.name for e in exprs for node in subexpressions(e) if isinstance(node, Attr))
+
+
 def reads_attribute(policy: Policy, name: str) -> bool:
     """Whether the policy's evict or rank reads the attribute `name`."""
-    exprs = [policy.evict] + ([policy.rank] if policy.rank is not None else [])
-    return any(isinstance(node, Attr) and node.name == name for e in exprs for node in subexpressions(e))
+    return name in read_attributes(policy)
+
+
+ROLE_READERS = ("role", "turn", "from_end_in_role")  # attributes whose values depend on spans' roles
+
+
+def reads_roles(policy: Policy) -> bool:
+    """Whether the policy can tell roles apart: it reads `role`, or a position that counts by role."""
+    return bool(read_attributes(policy) & set(ROLE_READERS))
+
+
+def read_positions(policy: Policy) -> tuple:
+    """The positional attributes (POSITION_ATTRS) the policy reads, in POSITION_ATTRS order."""
+    names = read_attributes(policy)
+    return tuple(name for name in POSITION_ATTRS if name in names)

@@ -226,9 +226,25 @@ def span_env(policy: Policy, state: State, span: Span) -> dict:
         "window_tokens": Fraction(state.window_tokens()),
         "step": Fraction(state.step),
     }
+    env.update(positions(state, span))
     if policy.budget is not None:
         env["budget"] = Fraction(policy.budget)
     return env
+
+
+def positions(state: State, span: Span) -> dict:
+    """The positional attributes of `span` (spec/SPEC.md §1b): counts over the live window spans W, in id order.
+    Policies see them only on spans of W; the same sums are taken for any other span."""
+    window = [s for s in state.spans if addressable(s)]
+    newer = [s for s in window if s.id > span.id]
+    return {
+        "position": Fraction(sum(1 for s in window if s.id < span.id)),
+        "from_end": Fraction(len(newer)),
+        "from_end_in_role": Fraction(sum(1 for s in newer if s.role == span.role)),
+        "turn": Fraction(sum(1 for s in newer if s.role == "user")),
+        "tokens_after": Fraction(sum(s.tokens for s in newer)),
+        "window_spans": Fraction(len(window)),
+    }
 
 
 def addressable(span: Span) -> bool:

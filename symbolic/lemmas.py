@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import z3
 
-from prunecheck.spec.policy import reads_attribute
+from prunecheck.spec.policy import reads_roles
 from prunecheck.symbolic.model import CONTENT, K, NS, R, Model, SymState
 
 
@@ -14,7 +14,7 @@ def candidate_lemmas(model: Model, s: SymState, keep=None) -> list:
     record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
     rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
     out = [("clock_nonnegative", s.clock >= 0)] if keep is None or "clock_nonnegative" in keep else []
-    roles, role = reads_attribute(model.policy, "role"), R[dep.record_role]
+    roles, role = reads_roles(model.policy), R[dep.record_role]
 
     def content(kind):
         return z3.Or([kind == c for c in CONTENT])

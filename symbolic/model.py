@@ -6,7 +6,7 @@ from typing import List
 
 import z3
 
-from prunecheck.spec.policy import CONTENT_KINDS, KIND, NAMESPACE, ROLE, Policy
+from prunecheck.spec.policy import CONTENT_KINDS, KIND, NAMESPACE, ROLE, Policy, read_positions
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
 
@@ -47,8 +47,9 @@ def span_fields(n: int) -> dict:
     }
 
 
-def attribute_env(clock, span: dict, window_tokens: Frac, budget) -> dict:
-    """The policy vocabulary as z3 terms for one span (a dict of its field terms) at `clock`."""
+def attribute_env(clock, span: dict, window_tokens: Frac, budget, positions=None) -> dict:
+    """The policy vocabulary as z3 terms for one span (a dict of its field terms) at `clock`; `positions` maps the
+    positional attributes the policy reads to their terms (spec/SPEC.md §1b)."""
     age, idle = clock - span["created"], clock - span["last_read"]
     env = {
         "tokens": Frac(span["tokens"]), "age": Frac(age), "idle": Frac(idle), "reads": Frac(span["reads"]),
@@ -60,7 +61,28 @@ def attribute_env(clock, span: dict, window_tokens: Frac, budget) -> dict:
         env["role"] = span["role"]
     if budget is not None:
         env["budget"] = Frac(z3.IntVal(budget))
+    env.update({name: Frac(term) for name, term in (positions or {}).items()})
     return env
+
+
+def _count(terms) -> z3.ArithRef:
+    return z3.Sum([z3.IntVal(0)] + list(terms))
+
+
+def position_terms(s: "SymState", i: int, names) -> dict:
+    """The positional attributes in `names` of slot i in s, as Int sums over the other slots (slots are in id
+    order): the runtime's spec.runtime.positions."""
+    n, inw = s.n, [s.in_window(j) for j in range(s.n)]
+    newer = range(i + 1, n)
+    sums = {
+        "position": lambda: _count(z3.If(inw[j], 1, 0) for j in range(i)),
+        "from_end": lambda: _count(z3.If(inw[j], 1, 0) for j in newer),
+        "from_end_in_role": lambda: _count(z3.If(z3.And(inw[j], s.role[j] == s.role[i]), 1, 0) for j in newer),
+        "turn": lambda: _count(z3.If(z3.And(inw[j], s.role[j] == R["user"]), 1, 0) for j in newer),
+        "tokens_after": lambda: _count(z3.If(inw[j], s.tokens[j], 0) for j in newer),
+        "window_spans": lambda: _count(z3.If(inw[j], 1, 0) for j in range(n)),
+    }
+    return {name: sums[name]() for name in names}
 
 
 class SymState:
@@ -212,10 +234,11 @@ class Model:
 
     def _build_policy_terms(self, s: SymState) -> list:
         w = Frac(s.window_tokens())
+        read = read_positions(self.policy)
         terms = []
         for i in range(self.n):
             env = attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w,
-                                self.policy.budget)
+                                self.policy.budget, position_terms(s, i, read))
             encoder = ExprEncoder(env)
             rank = encoder.encode(self.policy.rank) if self.policy.rank is not None else None
             terms.append((encoder.encode(self.policy.evict), rank))

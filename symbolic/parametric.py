@@ -2,8 +2,9 @@
 
 For any number of spans, any run of the runtime projects onto any pair of ids (r, r+1) as a run of this
 system: the actions on other spans become nondeterministic choices, `window_tokens` is free, a ranked compaction
-may evict the pair's candidates whenever the runtime could, and any compaction may truncate the pair's live window
-spans (a host may impose any budget at any compaction). An invariant of this
+may evict the pair's candidates whenever the runtime could, any compaction may truncate the pair's live window
+spans (a host may impose any budget at any compaction), and the positions a policy reads are free per-state
+counters, constrained only by what every run satisfies (spec/SPEC.md §1b). An invariant of this
 system over the pair therefore holds for every pair, at every depth, in windows of every size.
 """
 
@@ -14,7 +15,7 @@ from typing import List
 import z3
 
 from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env
-from prunecheck.spec.policy import Policy, reads_attribute
+from prunecheck.spec.policy import POSITION_ATTRS, Policy, read_positions, reads_roles
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 
 GHOSTS = ("r", "q")
@@ -28,6 +29,9 @@ FIELDS = {
     "edited": z3.BoolSort(), "version": z3.IntSort(), "undone": z3.BoolSort(),
 }
 ROLE_FIELD = {"role": RoleSort}  # only in a model whose policy reads roles (PairModel.roles): nothing else can tell
+# Positions are free per-state counters (spec/SPEC.md §1b), only in a model whose policy reads one
+# (PairModel.positions).
+SPAN_POSITIONS = tuple(name for name in POSITION_ATTRS if name != "window_spans")
 DEFAULTS = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
             NamespaceSort: NS["window"], RoleSort: R["user"]}
 
@@ -35,16 +39,27 @@ DEFAULTS = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSo
 class PairState:
     """The clock, the window's token count as the policy sees it, and the fields of the ghost spans r and q."""
 
-    def __init__(self, label: str, roles: bool = False):
+    def __init__(self, label: str, roles: bool = False, positions: bool = False):
         self.label = label
         self.clock = z3.Int(f"clock@{label}")
         self.window_tokens = z3.Int(f"window_tokens@{label}")
         fields = {**FIELDS, **ROLE_FIELD} if roles else FIELDS
         self.span = {g: {name: z3.Const(f"{name}_{g}@{label}", sort) for name, sort in fields.items()}
                      for g in GHOSTS}
+        self.window_spans = z3.Int(f"window_spans@{label}") if positions else None
+        self.counters = {g: {name: z3.Int(f"{name}_{g}@{label}") for name in SPAN_POSITIONS} if positions else {}
+                         for g in GHOSTS}
 
     def variables(self) -> list:
-        return [self.clock, self.window_tokens] + [v for g in GHOSTS for v in self.span[g].values()]
+        counters = [v for g in GHOSTS for v in self.counters[g].values()]
+        counters += [self.window_spans] if self.window_spans is not None else []
+        return [self.clock, self.window_tokens] + [v for g in GHOSTS for v in self.span[g].values()] + counters
+
+    def positions(self, g: str) -> dict:
+        """Ghost g's positional attributes as terms (empty in a model without positions)."""
+        if self.window_spans is None:
+            return {}
+        return {**self.counters[g], "window_spans": self.window_spans}
 
     def is_record(self, g: str):
         return z3.And(self.span[g]["used"], self.span[g]["kind"] == K["record"])
@@ -100,19 +115,52 @@ class PairModel:
 
     def __init__(self, policy: Policy, free_policy: bool = False):
         self.policy, self.dep, self.free_policy = policy, policy.deployment, free_policy
-        self.roles = not free_policy and reads_attribute(policy, "role")
+        self.positions = not free_policy and bool(read_positions(policy))
+        self.roles = not free_policy and reads_roles(policy)
+
+    def state(self, label: str) -> PairState:
+        """A state with this model's fields (roles and positions only when the policy reads them)."""
+        return PairState(label, self.roles, self.positions)
+
+    def action(self, label: str) -> PairAction:
+        return PairAction(label, self.roles)
 
     def encode_init(self, s: PairState) -> List:
         out = [s.clock == 0, s.window_tokens >= covered_tokens(s)]
         out += [v == DEFAULTS[v.sort()] for g in GHOSTS for v in s.span[g].values()]
-        return out
+        return out + self.position_facts(s)
 
     def evict(self, s: PairState, g: str, a: PairAction = None):
-        """The policy's verdict on ghost g in s; a free choice (a.policy) when the policy is abstracted."""
+        """The policy's verdict on ghost g in s; a free choice (a.policy) when the policy is abstracted. With
+        positions, the counters' facts are part of it, so that a state condition's Bad (no Trans) knows them too."""
         if self.free_policy:
             return a.policy[g]
-        env = attribute_env(s.clock, s.span[g], Frac(s.window_tokens), self.policy.budget)
-        return ExprEncoder(env).encode(self.policy.evict)
+        env = attribute_env(s.clock, s.span[g], Frac(s.window_tokens), self.policy.budget, s.positions(g))
+        verdict = ExprEncoder(env).encode(self.policy.evict)
+        return z3.And(self.position_facts(s) + [verdict]) if self.positions else verdict
+
+    def position_facts(self, s: PairState) -> list:
+        """What every concrete run's positional counters satisfy (spec/SPEC.md §1b); none without positions."""
+        if not self.positions:
+            return []
+        c, sp, ws = s.counters, s.span, s.window_spans
+        out = [ws >= 0] + [v >= 0 for g in GHOSTS for v in c[g].values()]
+        out.append(ws >= z3.Sum([z3.If(s.in_window(g), 1, 0) for g in GHOSTS]))
+        for g in GHOSTS:
+            out.append(z3.Implies(s.in_window(g), z3.And(
+                c[g]["position"] + c[g]["from_end"] + 1 == ws, c[g]["from_end_in_role"] <= c[g]["from_end"],
+                c[g]["turn"] <= c[g]["from_end"], c[g]["tokens_after"] >= c[g]["from_end"],
+                s.window_tokens >= c[g]["tokens_after"] + sp[g]["tokens"])))
+        r, q = c["r"], c["q"]
+        adjacent = [r["from_end"] == q["from_end"] + 1, q["position"] == r["position"] + 1,
+                    r["tokens_after"] == q["tokens_after"] + sp["q"]["tokens"]]
+        if self.roles:
+            role_r, role_q = sp["r"]["role"], sp["q"]["role"]
+            adjacent.append(r["turn"] == q["turn"] + z3.If(role_q == R["user"], 1, 0))
+            # Only for equal roles: otherwise the two counts are over different roles.
+            adjacent.append(z3.Implies(role_q == role_r, r["from_end_in_role"] == q["from_end_in_role"] + 1))
+        out.append(z3.Implies(z3.And(s.in_window("r"), s.in_window("q")), z3.And(adjacent)))
+        return out
 
     def candidate(self, s: PairState, g: str, a: PairAction = None):
         return z3.And(s.in_window(g), self.evict(s, g, a))
@@ -137,7 +185,7 @@ class PairModel:
         pair can see."""
         sp = s.span
         out = [t.clock == now, t.window_tokens >= covered_tokens(t), a.tokens >= 1, a.other_tokens >= 1,
-               _content(a.kind), _content(a.prior_kind)]
+               _content(a.kind), _content(a.prior_kind)] + self.position_facts(s)
         # An edit's target was appended at some step >= 1, so no edit happens from the empty window's clock 0.
         out.append(z3.Implies(is_["edit"], s.clock >= 1))
         out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_R), z3.Not(sp["r"]["used"])))

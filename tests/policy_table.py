@@ -4,7 +4,19 @@ from prunecheck.checker.language.loader import expected_verdicts
 
 from conftest import EXAMPLES
 
+HOLD = {"C1": "holds", "C2": "holds", "C3": "holds", "C4": "holds", "P1": "holds"}
+WINDOW = "deployment: {records: window, pins: self}\n"
 INLINE = {
+    # Positions (spec/SPEC.md §1b); verdicts measured with both engines (tests/test_positions.py compares them).
+    "keep_last_3.yaml": ("name: keep-last-3\nevict: from_end >= 3\n", HOLD),
+    "keep_last_3_records_in_window.yaml": (
+        "name: keep-last-3\nevict: from_end >= 3\n" + WINDOW, {**HOLD, "C1": "violated", "C2": "violated"}),
+    "older_same_role_spares_records.yaml": (
+        "name: older-same-role\nevict: from_end_in_role >= 1 and kind != 'record'\n" + WINDOW,
+        {**HOLD, "C2": "violated"}),
+    "long_window_rationale_in_window.yaml": (
+        "name: long-window\nevict: window_spans > 3 and turn >= 1\ndeployment: {rationale: window}\n",
+        {**HOLD, "P1": "violated"}),
     # A policy whose C1 violation lies beyond the default depth: it may never be reported `holds` (its C2 violation,
     # truncation at a host budget, is found within 3 steps).
     "late_violation.yaml": (

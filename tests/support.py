@@ -35,6 +35,14 @@ def at(err: PolicySyntaxError, line: int, col: int, *words: str) -> None:
 
 N = 5
 
+# Policies that read every positional attribute (spec/SPEC.md §1b), with and without rank and roles.
+POSITIONAL = [
+    "evict: from_end >= 2 and position >= 1 or turn >= 1 and from_end_in_role < 2 or tokens_after > window_spans + 2",
+    "evict: role == 'tool_result' and from_end_in_role >= 1 or kind == 'record' and turn == 0\n"
+    "rank: position - tokens_after\nbudget: 4",
+    "evict: window_spans > 3 and from_end >= 1",
+]
+
 POLICIES = [
     "evict: not pinned and recency * frequency < 0.25",
     "evict: kind != 'record' and idle > 1\nbudget: 6",
@@ -48,6 +56,7 @@ POLICIES = [
     "evict: (kind if reads > 0 else 'message') in ['message', 'record'] and namespace == 'window'",
     "evict: role == 'tool_result' and age > 1",
     "evict: role in ['user', 'system'] or (role != 'assistant' and kind == 'record')\nrank: tokens\nbudget: 4",
+    POSITIONAL[0],
 ]
 
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
@@ -59,9 +68,9 @@ def model_policy(text, deployment):
 
 
 @st.composite
-def runs(draw, max_steps=8):
-    """A policy of POLICIES under a drawn deployment and a run of enabled actions on it."""
-    policy = model_policy(draw(st.sampled_from(POLICIES)), draw(deployments))
+def runs(draw, max_steps=8, texts=None):
+    """A policy of `texts` (default POLICIES) under a drawn deployment and a run of enabled actions on it."""
+    policy = model_policy(draw(st.sampled_from(texts or POLICIES)), draw(deployments))
     state, actions = State(), []
     for _ in range(draw(st.integers(1, max_steps))):
         # Besides each distinct outcome's representative, any host budget at all.

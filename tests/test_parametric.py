@@ -4,13 +4,16 @@ import z3
 from hypothesis import given, settings
 
 from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, transition_violations
+from prunecheck.spec.policy import POSITION_ATTRS, Deployment, read_positions
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
-from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, ROLE_FIELD, PairAction, PairModel, PairState
-from prunecheck.spec.runtime import REVERSIBLE, State, is_candidate, status, step
+from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, ROLE_FIELD, PairModel, PairState
+from prunecheck.spec.runtime import (
+    REVERSIBLE, Append, Audit, Compact, Edit, State, addressable, is_candidate, positions, status, step,
+)
 from prunecheck.symbolic.terms import ENUM_CODES
 
-from support import TARGETED, model_policy, runs
+from support import POLICIES, POSITIONAL, TARGETED, model_policy, runs
 
 
 def _span_values(state: State, i: int) -> dict:
@@ -26,6 +29,11 @@ def _span_values(state: State, i: int) -> dict:
 
 def _project(ps: PairState, state: State, r: int) -> list:
     out = [ps.clock == state.step, ps.window_tokens == state.window_tokens()]
+    if ps.window_spans is not None:  # a model with positions: its counters take the runtime's values
+        out.append(ps.window_spans == sum(1 for s in state.spans if addressable(s)))
+        for g, i in zip(GHOSTS, (r, r + 1)):
+            values = positions(state, state.span(i)) if i < len(state.spans) else {}
+            out += [var == int(values[name]) for name, var in ps.counters[g].items() if name in values]
     for g, i in zip(GHOSTS, (r, r + 1)):
         for name, value in _span_values(state, i).items():
             if name not in ps.span[g]:  # a role, in a model whose policy reads none
@@ -44,14 +52,14 @@ def _check_projection(policy, actions):
         state = transitions[-1].after
     width = len(state.spans) + 1
     for r in range(width):
-        pre = PairState("pre", model.roles)
+        pre = model.state("pre")
         solver = z3.Solver()
         solver.add(model.encode_init(pre))
         solver.add(_project(pre, State(), r))
         assert solver.check() == z3.sat, f"initial state does not project on pair {r}"
         for k, t in enumerate(transitions):
-            pre, post = PairState(f"s{k}", model.roles), PairState(f"s{k + 1}", model.roles)
-            act = PairAction(f"a{k}", model.roles)
+            pre, post = model.state(f"s{k}"), model.state(f"s{k + 1}")
+            act = model.action(f"a{k}")
             pair_step = model.encode_step(pre, act, post)
             solver = z3.Solver()
             solver.add(pair_step.constraints + _project(pre, t.before, r) + _project(post, t.after, r))
@@ -101,4 +109,37 @@ def test_every_run_projects_onto_every_pair(run):
 
 def test_targeted_runs_project_onto_every_pair():
     for text, deployment, actions in TARGETED:
+        _check_projection(model_policy(text, deployment), actions)
+
+
+@settings(max_examples=30)
+@given(runs(texts=POSITIONAL))
+def test_runs_of_policies_reading_positions_project_onto_every_pair(run):
+    # The counters' facts (spec/SPEC.md §1b) are part of the pair model's step: each projected state must meet them.
+    _check_projection(*run)
+
+
+def test_the_positional_policies_read_every_positional_attribute_and_get_counters():
+    policies = [model_policy(text, Deployment()) for text in POSITIONAL]
+    assert set().union(*(read_positions(p) for p in policies)) == set(POSITION_ATTRS)
+    assert all(PairModel(p).positions and PairModel(p).state("s").window_spans is not None for p in policies)
+    old = PairModel(model_policy(POLICIES[0], Deployment()))
+    assert not old.positions and old.state("s").variables() == PairState("s").variables()
+
+
+# Runs whose pairs meet each counter fact at its edge: adjacent spans of different roles with a span of the first's
+# role after them, user turns between them, records in the window among them, spans evicted from between them.
+POSITION_TARGETED = [
+    (POSITIONAL[0], Deployment(), (Append("message", 2, "assistant"), Append("message", 1, "tool_result"),
+                                   Append("message", 3, "assistant"), Append("diff", 1, "user"), Compact(), Audit())),
+    (POSITIONAL[1], Deployment(records="window", rationale="window"),
+     (Append("message", 1, "tool_result"), Append("message", 2, "user"), Edit(0, "transform"),
+      Append("message", 1, "tool_result"), Compact(), Compact(2), Audit())),
+    (POSITIONAL[2], Deployment(records="window"),
+     (Append("message", 1), Append("message", 1), Append("message", 1), Edit(1, "destroy"), Compact(), Audit())),
+]
+
+
+def test_targeted_runs_of_policies_reading_positions_project_onto_every_pair():
+    for text, deployment, actions in POSITION_TARGETED:
         _check_projection(model_policy(text, deployment), actions)

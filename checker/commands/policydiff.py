@@ -14,7 +14,8 @@ from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.symbolic.lemmas import candidate_lemmas
 from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
-from prunecheck.spec.policy import ATTRS, DEPLOYMENT_CHOICES, NAMESPACE, Attr, Policy, subexpressions
+from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_CHOICES, NAMESPACE, POSITION_ATTRS, Attr, Policy, read_positions,
+                                    subexpressions)
 from prunecheck.spec.runtime import Compact, State, action_args, is_candidate, span_env
 from prunecheck.symbolic.terms import ENUM_CODES, ENUM_NAMES, ExprEncoder, Frac, KindSort, RoleSort, frac_compare
 
@@ -105,10 +106,12 @@ def differing_deployment_keys(old: Policy, new: Policy) -> tuple:
 # --------------------------------------------------------------------------- equivalence proof
 
 
-def _attribute_space(budget: Optional[int]):
+def _attribute_space(budget: Optional[int], positions: tuple = ()):
     """Every attribute as a term over free integer fields constrained only by the vocabulary's intervals: a
-    superset of the valuations of addressable spans in reachable states (their namespace is always the window)."""
-    ints = {name: z3.Int(f"diff_{name}") for name in ("tokens", "age", "idle", "reads", "window_tokens", "step")}
+    superset of the valuations of addressable spans in reachable states (their namespace is always the window).
+    `positions`: the positional attributes too (only for policies that read one: others' queries stay as they were)."""
+    ints = {name: z3.Int(f"diff_{name}") for name in ("tokens", "age", "idle", "reads", "window_tokens", "step")
+            + positions}
     env = {name: Frac(term) for name, term in ints.items()}
     env.update({
         "recency": Frac(z3.IntVal(1), 1 + ints["idle"]), "frequency": Frac(ints["reads"], 1 + ints["age"]),
@@ -118,13 +121,22 @@ def _attribute_space(budget: Optional[int]):
     if budget is not None:
         env["budget"] = Frac(z3.IntVal(budget))
     constraints = [ints["tokens"] >= 1] + [ints[n] >= 0 for n in ("age", "idle", "reads", "window_tokens", "step")]
-    return ints, env, constraints
+    return ints, env, constraints + (_position_space(ints) if positions else [])
+
+
+def _position_space(p: dict) -> list:
+    """What the positions of a span of the window satisfy in every reachable state (spec/SPEC.md §1b)."""
+    return [p[n] >= 0 for n in POSITION_ATTRS] + [
+        p["position"] + p["from_end"] + 1 == p["window_spans"], p["from_end_in_role"] <= p["from_end"],
+        p["turn"] <= p["from_end"], p["tokens_after"] >= p["from_end"],
+        p["window_tokens"] >= p["tokens_after"] + p["tokens"]]
 
 
 def _valuation(model: z3.ModelRef, ints: dict, env: dict, budget: Optional[int]) -> dict:
     """The runtime attribute environment that a solver model of the attribute space denotes."""
     value = {name: model.eval(term, model_completion=True).as_long() for name, term in ints.items()}
-    out = {name: Fraction(value[name]) for name in ("tokens", "age", "idle", "reads")}
+    out = {name: Fraction(value[name]) for name in ("tokens", "age", "idle", "reads") + POSITION_ATTRS
+           if name in value}
     out["recency"] = Fraction(1, 1 + value["idle"])
     out["frequency"] = Fraction(value["reads"], 1 + value["age"])
     for name in ("pinned", "edited"):
@@ -172,7 +184,8 @@ def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout
         return Equivalence(False, f"deployments differ in {', '.join(keys)}")
     if old.budget != new.budget:
         return Equivalence(False, f"budgets differ ({old.budget or 'none'} vs {new.budget or 'none'})")
-    ints, env, constraints = _attribute_space(old.budget)
+    ints, env, constraints = _attribute_space(old.budget, POSITION_ATTRS if read_positions(old) + read_positions(new)
+                                              else ())
     old_evict, new_evict = ExprEncoder(env).encode(old.evict), ExprEncoder(env).encode(new.evict)
     why = _differ_somewhere("evict", old.evict, new.evict, old_evict == new_evict, ints, env, constraints,
                             old.budget, z3.BoolVal(True), timeout, rlimit)

@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 
 from prunecheck.spec.conditions import CONDITIONS, violations
 from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, ROLES, Attr, Binary, EnumLit, InSet, Num, Policy,
-                                    subexpressions)
+                                    read_attributes, subexpressions)
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
 from prunecheck.checker.engines.replay import confirm
@@ -20,7 +20,7 @@ DEFAULT_TOKENS = (1, 2)
 DEFAULT_REPEATS = (1,)
 # Which domain a constant feeds, by the attributes it is compared with (spec/SPEC.md §7c).
 CLOCK_ATTRS = ("age", "idle", "step", "reads", "recency", "frequency")
-TOKEN_ATTRS = ("tokens", "window_tokens", "budget")
+TOKEN_ATTRS = ("tokens", "window_tokens", "budget", "tokens_after")
 
 
 def representatives(policy: Policy, values: tuple) -> tuple:
@@ -38,8 +38,13 @@ def kind_representatives(policy: Policy) -> tuple:
 
 
 def role_representatives(policy: Policy) -> tuple:
-    """Roles the policy names, plus one for all the others (`user` first, so a policy naming none keeps `user`)."""
-    return representatives(policy, ROLES)
+    """Roles the policy names, plus one for all the others (`user` first, so a policy naming none keeps `user`);
+    `turn` tells `user` from one other role, and `from_end_in_role` compares any two roles, so it keeps them all."""
+    read = read_attributes(policy)
+    if "from_end_in_role" in read:
+        return ROLES
+    named = representatives(policy, ROLES)  # always holds `user`, named or as the one for all the others
+    return named + ROLES[1:2] if "turn" in read and named == ("user",) else named
 
 
 def neighbours(x: Fraction) -> set:

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_attribute,
+from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles,
                                     subexpressions)
 from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, is_candidate, span_env,
@@ -149,7 +149,7 @@ def _role(state: State, span_id: int) -> str:
 def step_label(policy: Policy, t: Transition) -> str:
     """What one step changed in the edit/record graph."""
     a, before, after = t.action, t.before, t.after
-    roles = reads_attribute(policy, "role")  # a span's role is named only where the policy can tell roles apart
+    roles = reads_roles(policy)  # a span's role is named only where the policy can tell roles apart
     if isinstance(a, Append):
         role = f", role {a.role}" if roles else ""
         return f"span #{len(before.spans)} ({a.kind}{role}, {a.tokens} token{'s' * (a.tokens != 1)}) enters the window"

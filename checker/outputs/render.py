@@ -6,7 +6,7 @@ import json
 from typing import Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
-from prunecheck.spec.policy import reads_attribute
+from prunecheck.spec.policy import reads_roles
 from prunecheck.spec.runtime import State, Transition, action_args, action_text, status
 
 from prunecheck.checker.outputs.reasons import reason_text
@@ -26,7 +26,7 @@ def span_line(span, roles: bool = False) -> str:
 
 
 def state_lines(policy, state: State) -> list:
-    roles = reads_attribute(policy, "role")
+    roles = reads_roles(policy)
     lines = [span_line(s, roles) for s in state.spans] or ["(empty window)"]
     for e in state.edits:
         lines.append(f"edit {e.record}: {e.mode} of #{e.target} at v{e.version}, record #{e.record}, "
