@@ -7,10 +7,10 @@ from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, trans
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, ROLE_FIELD, PairAction, PairModel, PairState
-from prunecheck.spec.runtime import REVERSIBLE, State, is_candidate, status, step
+from prunecheck.spec.runtime import REVERSIBLE, State, is_candidate, status, step, window_spans
 from prunecheck.symbolic.terms import ENUM_CODES
 
-from support import TARGETED, model_policy, runs
+from support import STAGE_POLICIES, TARGETED, model_policy, runs
 
 
 def _span_values(state: State, i: int) -> dict:
@@ -26,6 +26,8 @@ def _span_values(state: State, i: int) -> dict:
 
 def _project(ps: PairState, state: State, r: int) -> list:
     out = [ps.clock == state.step, ps.window_tokens == state.window_tokens()]
+    if ps.window_spans is not None:
+        out.append(ps.window_spans == window_spans(state))
     for g, i in zip(GHOSTS, (r, r + 1)):
         for name, value in _span_values(state, i).items():
             if name not in ps.span[g]:  # a role, in a model whose policy reads none
@@ -44,13 +46,13 @@ def _check_projection(policy, actions):
         state = transitions[-1].after
     width = len(state.spans) + 1
     for r in range(width):
-        pre = PairState("pre", model.roles)
+        pre = PairState("pre", model.roles, model.spans)
         solver = z3.Solver()
         solver.add(model.encode_init(pre))
         solver.add(_project(pre, State(), r))
         assert solver.check() == z3.sat, f"initial state does not project on pair {r}"
         for k, t in enumerate(transitions):
-            pre, post = PairState(f"s{k}", model.roles), PairState(f"s{k + 1}", model.roles)
+            pre, post = PairState(f"s{k}", model.roles, model.spans), PairState(f"s{k + 1}", model.roles, model.spans)
             act = PairAction(f"a{k}", model.roles)
             pair_step = model.encode_step(pre, act, post)
             solver = z3.Solver()
@@ -102,3 +104,9 @@ def test_every_run_projects_onto_every_pair(run):
 def test_targeted_runs_project_onto_every_pair():
     for text, deployment, actions in TARGETED:
         _check_projection(model_policy(text, deployment), actions)
+
+
+@settings(max_examples=25)
+@given(runs(policies=STAGE_POLICIES))
+def test_runs_of_stage_policies_project_onto_every_pair(run):
+    _check_projection(*run)

@@ -2,26 +2,13 @@
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import ROLES, Deployment
-from prunecheck.spec.runtime import Append, Compact, State, enabled_actions, step
+from prunecheck.spec.policy import Deployment
+from prunecheck.spec.runtime import Append, Compact, State, step
 
-from support import N, agree, at, deployments, model_policy
-
-STAGE_POLICIES = [
-    "evict: kind != 'record'\nwhen: window_spans > 2",
-    "evict: kind != 'record'\nuntil: window_tokens <= 4",
-    "evict: kind != 'record'\nuntil: window_spans <= 2\norder: newest",
-    "evict: true\nkeep: kind == 'record' or tokens >= 3\nuntil: window_tokens <= 3",
-    "evict: true\nrank: tokens\nbudget: 4\nwhen: window_tokens > 5",
-    "evict: kind != 'record'\nrank: 0 - tokens\nwhen: step >= 3\nuntil: window_spans + window_tokens <= 6",
-    "evict: true\nkeep: role == 'system'\norder: newest",
-    "evict: true\nbudget: 5\nwhen: window_tokens > budget\nuntil: window_tokens * 2 <= budget",
-]
-
+from support import STAGE_POLICIES, agree, at, model_policy, runs
 
 def _policy(text, **deployment):
     return parse_policy_text(f"name: t\n{text}\n", "t.yaml", Deployment(**deployment))
@@ -85,22 +72,8 @@ def test_the_host_budget_truncates_what_the_walk_left():
 # --------------------------------------------------------------------------- the unrolled model against the runtime
 
 
-@st.composite
-def stage_runs(draw, max_steps=7):
-    policy = model_policy(draw(st.sampled_from(STAGE_POLICIES)), draw(deployments))
-    state, actions = State(), []
-    for _ in range(draw(st.integers(1, max_steps))):
-        options = enabled_actions(policy, state, N, token_choices=(1, 2, 3), roles=ROLES) + (
-            Compact(draw(st.integers(1, 8))),)
-        name = draw(st.sampled_from(sorted({a.name for a in options})))
-        action = draw(st.sampled_from([a for a in options if a.name == name]))
-        actions.append(action)
-        state = step(policy, state, action, N).after
-    return policy, tuple(actions)
-
-
 @settings(max_examples=30, deadline=None)
-@given(stage_runs())
+@given(runs(max_steps=7, policies=STAGE_POLICIES))
 def test_model_and_runtime_agree_on_stage_policies(run):
     agree(*run, with_lemmas=False)
 

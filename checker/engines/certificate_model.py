@@ -65,9 +65,9 @@ class Encoding:
         """With `assume`, the model is restricted to the runs along which those conditions hold at every step."""
         self.condition, self.free_policy, self.assume = condition, free_policy, tuple(assume)
         self.model = PairModel(policy, free_policy)
-        roles = self.model.roles
-        self.pre, self.act = PairState("pre", roles), PairAction("a", roles)
-        self.post, self.param = PairState("post", roles), PairState("p", roles)
+        roles, spans = self.model.roles, self.model.spans
+        self.pre, self.act = PairState("pre", roles, spans), PairAction("a", roles)
+        self.post, self.param = PairState("post", roles, spans), PairState("p", roles, spans)
         self.init = self.model.encode_init(self.pre)
         self.step = self.model.encode_step(self.pre, self.act, self.post)
         self.bad = self.violation(condition)

@@ -207,10 +207,13 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
             )
         values[key] = value
     accepts = tuple(_python_acceptance(src, *entry) for entry in parts.accept)
+    stage = {key: getattr(parts, key) for key in ("keep", "when", "until") if getattr(parts, key) is not None}
     policy = Policy(
         name=parts.name or (PurePath(src.file).stem or "policy"),
         evict=parts.evict,
         rank=parts.rank,
+        order=parts.order or "oldest",
+        **stage,
         budget=parts.budget,
         deployment=Deployment(**values),
         description=parts.description,
@@ -258,8 +261,10 @@ def _python_origin(src: SourceText, parts) -> Origin:
             at = node.value if name == "BUDGET" else node
             if name in ("BUDGET", "DEPLOYMENT"):
                 out.setdefault(name.lower(), Loc(at.lineno, at.col_offset + 1))
-        if isinstance(node, ast.FunctionDef) and node.name == "rank":
-            out["rank"] = Loc(node.lineno, node.col_offset + 1)
+        if isinstance(node, ast.FunctionDef) and node.name in ("rank", "keep", "when", "until"):
+            out[node.name] = Loc(node.lineno, node.col_offset + 1)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and getattr(node.targets[0], "id", "") == "ORDER":
+            out["order"] = Loc(node.lineno, node.col_offset + 1)
     return Origin(src.text, src.form, tuple(out.items()))
 
 
