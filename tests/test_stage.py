@@ -11,6 +11,7 @@ from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.explicit import domains_for, explore
 from prunecheck.checker.engines.replay import confirm
+from prunecheck.checker.findings.explain import explain
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
@@ -19,7 +20,7 @@ from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Deployment
-from prunecheck.spec.runtime import Append, Compact, State, step
+from prunecheck.spec.runtime import Append, Compact, Edit, State, step
 from prunecheck.strategies import EXTENSION, policy_texts
 
 from conftest import BOUNDS, HOUR, RLIMIT
@@ -220,3 +221,18 @@ def test_a_stage_that_reaches_records_in_the_window_is_violated_and_replayed():
     for condition in ("C1", "C2"):
         assert results[condition].verdict is Verdict.VIOLATED
         confirm(policy, results[condition].trace.actions, condition, results[condition].trace.spans)
+
+
+# --------------------------------------------------------------------------- explanations
+
+
+def test_explanations_say_the_trigger_held_and_the_target_was_not_reached():
+    policy = _policy("evict: true\nkeep: role == 'system'\nwhen: window_spans > 2\nuntil: window_spans <= 2\n"
+                     "order: newest", records="window")
+    taken = explain(policy, [Append("message", 1), Append("message", 1), Edit(0, "transform"), Compact()], "C2")
+    points = {p.text.split(":")[0]: p for p in taken.cause.points}
+    assert (points["when"].loc.line, points["until"].loc.line, points["keep"].loc.line) == (4, 5, 3)
+    assert "the trigger held" in points["when"].note and "window_spans = 3" in points["when"].note
+    assert "not yet reached" in points["until"].note and "newest first" in points["until"].note
+    idle = explain(policy, [Append("message", 2), Edit(0, "destroy"), Compact(1)], "C2")
+    assert "the trigger `window_spans > 2` is false" in idle.steps[-1]
