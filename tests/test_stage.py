@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prunecheck.checker.check import check
+from prunecheck.checker.commands.policydiff import DIFFERENT, diff_policies, equivalence
 from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.explicit import domains_for, explore
@@ -15,7 +16,7 @@ from prunecheck.checker.findings.explain import explain
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
-from prunecheck.checker.options import CheckOptions
+from prunecheck.checker.options import DIFF_DEFAULTS, CheckOptions, options_with
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
@@ -236,3 +237,23 @@ def test_explanations_say_the_trigger_held_and_the_target_was_not_reached():
     assert "not yet reached" in points["until"].note and "newest first" in points["until"].note
     idle = explain(policy, [Append("message", 2), Edit(0, "destroy"), Compact(1)], "C2")
     assert "the trigger `window_spans > 2` is false" in idle.steps[-1]
+
+
+# --------------------------------------------------------------------------- prunecheck diff
+
+
+def test_keep_is_part_of_the_selection_diff_compares():
+    old = _policy("evict: kind != 'tool_output'")
+    new = _policy("evict: true\nkeep: kind == 'tool_output'")
+    proof = equivalence(old, new, **BOUNDS)
+    assert proof.proved, proof.reason
+
+
+def test_a_target_makes_policies_with_equal_selections_differ():
+    old = _policy("evict: true")
+    new = _policy("evict: true\nuntil: window_tokens <= 2")
+    assert not equivalence(old, new, **BOUNDS).proved
+    diff = diff_policies(old, new, options_with(DIFF_DEFAULTS, depth=3, spans=3, **BOUNDS))
+    assert diff.outcome == DIFFERENT
+    witness = diff.old_evicts.witness
+    assert (witness.old.fate, witness.new.fate) == ("evicted", "kept")

@@ -14,7 +14,8 @@ from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.symbolic.lemmas import candidate_lemmas
 from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
-from prunecheck.spec.policy import ATTRS, DEPLOYMENT_CHOICES, NAMESPACE, Attr, Policy, subexpressions
+from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_CHOICES, NAMESPACE, Attr, Binary, Policy, Unary,
+                                    subexpressions)
 from prunecheck.spec.runtime import Compact, State, action_args, is_candidate, span_env
 from prunecheck.symbolic.terms import ENUM_CODES, ENUM_NAMES, ExprEncoder, Frac, KindSort, RoleSort, frac_compare
 
@@ -108,7 +109,8 @@ def differing_deployment_keys(old: Policy, new: Policy) -> tuple:
 def _attribute_space(budget: Optional[int]):
     """Every attribute as a term over free integer fields constrained only by the vocabulary's intervals: a
     superset of the valuations of addressable spans in reachable states (their namespace is always the window)."""
-    ints = {name: z3.Int(f"diff_{name}") for name in ("tokens", "age", "idle", "reads", "window_tokens", "step")}
+    ints = {name: z3.Int(f"diff_{name}") for name in ("tokens", "age", "idle", "reads", "window_tokens", "window_spans",
+                                                      "step")}
     env = {name: Frac(term) for name, term in ints.items()}
     env.update({
         "recency": Frac(z3.IntVal(1), 1 + ints["idle"]), "frequency": Frac(ints["reads"], 1 + ints["age"]),
@@ -117,7 +119,8 @@ def _attribute_space(budget: Optional[int]):
     })
     if budget is not None:
         env["budget"] = Frac(z3.IntVal(budget))
-    constraints = [ints["tokens"] >= 1] + [ints[n] >= 0 for n in ("age", "idle", "reads", "window_tokens", "step")]
+    constraints = [ints["tokens"] >= 1] + [ints[n] >= 0 for n in ("age", "idle", "reads", "window_tokens",
+                                                                  "window_spans", "step")]
     return ints, env, constraints
 
 
@@ -132,7 +135,8 @@ def _valuation(model: z3.ModelRef, ints: dict, env: dict, budget: Optional[int])
     out["kind"] = ENUM_NAMES[str(model.eval(env["kind"], model_completion=True))]
     out["namespace"] = "window"
     out["role"] = ENUM_NAMES[str(model.eval(env["role"], model_completion=True))]
-    out["window_tokens"], out["step"] = Fraction(value["window_tokens"]), Fraction(value["step"])
+    for name in ("window_tokens", "window_spans", "step"):
+        out[name] = Fraction(value[name])
     if budget is not None:
         out["budget"] = Fraction(budget)
     return out
@@ -164,23 +168,29 @@ def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraint
 
 
 def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout, rlimit: int = 0) -> Equivalence:
-    """Proved when deployment and budget are equal, the ranks agree on every candidate (or no budget makes the rank
-    matter), and the evict predicates agree on every valuation of the attribute vocabulary within its intervals:
-    then every compaction has the same candidates and order, so every run is the same run under both."""
+    """Proved when deployment, budget and the stage's when, until and order are equal, the ranks agree on every
+    candidate (or neither a budget nor a target makes the rank matter), and the selections (evict and not keep) agree
+    on every valuation of the attribute vocabulary within its intervals: then every compaction has the same
+    candidates, trigger, order and target, so every run is the same run under both."""
     keys = differing_deployment_keys(old, new)
     if keys:
         return Equivalence(False, f"deployments differ in {', '.join(keys)}")
     if old.budget != new.budget:
         return Equivalence(False, f"budgets differ ({old.budget or 'none'} vs {new.budget or 'none'})")
+    stage = [key for key in ("when", "until", "order") if getattr(old, key) != getattr(new, key)]
+    if stage:  # not compared semantically: a witness search decides
+        return Equivalence(False, f"the compaction stages differ in {', '.join(stage)}")
     ints, env, constraints = _attribute_space(old.budget)
-    old_evict, new_evict = ExprEncoder(env).encode(old.evict), ExprEncoder(env).encode(new.evict)
-    why = _differ_somewhere("evict", old.evict, new.evict, old_evict == new_evict, ints, env, constraints,
+    old_sel, new_sel = selection(old), selection(new)
+    old_evict, new_evict = ExprEncoder(env).encode(old_sel), ExprEncoder(env).encode(new_sel)
+    what = "evict" if old.keep is None and new.keep is None else "evict-and-not-keep"
+    why = _differ_somewhere(what, old_sel, new_sel, old_evict == new_evict, ints, env, constraints,
                             old.budget, z3.BoolVal(True), timeout, rlimit)
     if why is not None:
         return Equivalence(False, why)
-    if old.budget is None:
-        return Equivalence(True, "same deployment, no budget (rank unused), evict predicates agree on every "
-                                 "attribute valuation")
+    if old.budget is None and old.until is None:
+        return Equivalence(True, "same deployment and stage, no budget or target (rank unused), evict predicates "
+                                 "agree on every attribute valuation")
     if (old.rank is None) != (new.rank is None):
         return Equivalence(False, f"only {'OLD' if new.rank is None else 'NEW'} ranks its candidates")
     if old.rank is not None:
@@ -191,6 +201,13 @@ def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout
             return Equivalence(False, f"{why} on a candidate")
     return Equivalence(True, "same deployment and budget, ranks agree on every candidate, evict predicates agree "
                              "on every attribute valuation")
+
+
+def selection(policy: Policy):
+    """The stage's selection as one expression: `evict and not keep` (evict alone without a keep)."""
+    if policy.keep is None:
+        return policy.evict
+    return Binary("and", policy.evict, Unary("not", policy.keep))
 
 
 # --------------------------------------------------------------------------- lockstep search
