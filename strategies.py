@@ -310,7 +310,7 @@ def policy_names() -> st.SearchStrategy:
 
 
 @st.composite
-def _policies(draw, max_depth: int, deployment, python: bool, stage: bool = False) -> Policy:
+def _policies(draw, max_depth: int, deployment, python: bool, stage: bool = True) -> Policy:
     budget = draw(st.one_of(st.none(), st.integers(2, 12)))
     with_budget = budget is not None
     evict = draw(expressions(BOOL, max_depth, with_budget=with_budget, python=python))
@@ -329,11 +329,12 @@ def _policies(draw, max_depth: int, deployment, python: bool, stage: bool = Fals
 
 def policies(
     max_depth: int = 3, *, deployment: Union[None, Deployment, st.SearchStrategy] = None, python: bool = False,
-    stage: bool = False,
+    stage: bool = True,
 ) -> st.SearchStrategy:
     """Parsed, type-checked Policies: evict (depth <= max_depth), optional rank, optional budget in 2..12
-    (`budget` is referenced only when set) and a deployment (drawn, fixed, or from the given strategy). With stage,
-    about half of them also set some of the compaction stage's keep, when, until and order (window_conditions).
+    (`budget` is referenced only when set) and a deployment (drawn, fixed, or from the given strategy). With stage
+    (the default), about half of them also set some of the compaction stage's keep, when, until and order
+    (window_conditions); stage=False draws the policies of before the stage.
 
     Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one; with
     python, the expressions are those of expressions(python=True), which the Python form accepts too.
@@ -353,7 +354,7 @@ _PRINTERS = {"yaml": policy_yaml, "python": policy_python, "json": policy_json}
 EXTENSION = {"yaml": ".yaml", "python": ".py", "json": ".json"}
 
 
-def policy_texts(form: str = "yaml", max_depth: int = 3, stage: bool = False) -> st.SearchStrategy:
+def policy_texts(form: str = "yaml", max_depth: int = 3, stage: bool = True) -> st.SearchStrategy:
     """Complete policy files in `form` ("yaml", "python" or "json") for policies(max_depth, stage=stage), with
     python=True for the Python form; parse them with a filename ending in EXTENSION[form]."""
     if form not in _PRINTERS:

@@ -22,7 +22,7 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import Append, Compact, Edit, State, step
-from prunecheck.strategies import EXTENSION, policy_texts
+from prunecheck.strategies import EXTENSION, policies, policy_texts
 
 from conftest import BOUNDS, HOUR, RLIMIT
 from support import STAGE_POLICIES, agree, at, model_policy, runs
@@ -257,3 +257,15 @@ def test_a_target_makes_policies_with_equal_selections_differ():
     assert diff.outcome == DIFFERENT
     witness = diff.old_evicts.witness
     assert (witness.old.fate, witness.new.fate) == ("evicted", "kept")
+
+
+@settings(max_examples=12, deadline=None)
+@given(policies(2, stage=True))
+def test_explicit_and_symbolic_engines_agree_on_generated_stage_policies(policy):
+    domains = domains_for(policy, (1, 2))
+    explicit = explore(policy, 3, 3, domains=domains, time_limit=HOUR, max_states=20_000)
+    if any(r.reason.clauses[0].state_limit is not None for r in explicit):
+        return  # the explicit search stopped early: nothing to compare at this depth
+    symbolic = check_bounded(policy, 3, 3, timeout=HOUR, rlimit=RLIMIT, token_domain=domains.tokens,
+                             repeat_domain=domains.repeats, clock_targets=domains.clock_targets)
+    assert _summary(explicit) == _summary(symbolic)
