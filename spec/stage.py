@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import Attr, Binary, Policy
+from prunecheck.spec.policy import Attr, Binary, Policy, Unary
 
 
 def stage_target(policy: Policy):
@@ -14,6 +14,13 @@ def stage_target(policy: Policy):
     if policy.rank is not None and policy.budget is not None:
         return Binary("<=", Attr("window_tokens"), Attr("budget"))
     return None
+
+
+def selection(policy: Policy):
+    """The stage's selection as one expression: `evict and not keep` (evict alone without a keep)."""
+    if policy.keep is None:
+        return policy.evict
+    return Binary("and", policy.evict, Unary("not", policy.keep))
 
 
 def taken_effect(span, tokens: int, spans: int) -> tuple:

@@ -14,8 +14,8 @@ from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.symbolic.lemmas import candidate_lemmas
 from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
-from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_CHOICES, NAMESPACE, Attr, Binary, Policy, Unary,
-                                    subexpressions)
+from prunecheck.spec.policy import ATTRS, DEPLOYMENT_CHOICES, NAMESPACE, Attr, Policy, subexpressions
+from prunecheck.spec.stage import selection
 from prunecheck.spec.runtime import Compact, State, action_args, is_candidate, span_env
 from prunecheck.symbolic.terms import ENUM_CODES, ENUM_NAMES, ExprEncoder, Frac, KindSort, RoleSort, frac_compare
 
@@ -201,13 +201,6 @@ def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout
             return Equivalence(False, f"{why} on a candidate")
     return Equivalence(True, "same deployment and budget, ranks agree on every candidate, evict predicates agree "
                              "on every attribute valuation")
-
-
-def selection(policy: Policy):
-    """The stage's selection as one expression: `evict and not keep` (evict alone without a keep)."""
-    if policy.keep is None:
-        return policy.evict
-    return Binary("and", policy.evict, Unary("not", policy.keep))
 
 
 # --------------------------------------------------------------------------- lockstep search
