@@ -21,7 +21,7 @@ from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Deployment
-from prunecheck.spec.runtime import Append, Compact, Edit, State, step
+from prunecheck.spec.runtime import Append, Compact, Edit, State, host_budgets, step
 from prunecheck.strategies import EXTENSION, policies, policy_texts
 
 from conftest import BOUNDS, HOUR, RLIMIT
@@ -269,3 +269,13 @@ def test_explicit_and_symbolic_engines_agree_on_generated_stage_policies(policy)
     symbolic = check_bounded(policy, 3, 3, timeout=HOUR, rlimit=RLIMIT, token_domain=domains.tokens,
                              repeat_domain=domains.repeats, clock_targets=domains.clock_targets)
     assert _summary(explicit) == _summary(symbolic)
+
+
+@pytest.mark.parametrize("text", STAGE_POLICIES)
+def test_host_budgets_stay_exhaustive_after_a_stage(text):
+    policy = _policy(text)
+    state = _state(2, 3, 1, 2, roles={0: "system"})
+    listed = {frozenset(step(policy, state, Compact(h)).truncated) for h in host_budgets(policy, state)}
+    listed.add(frozenset(step(policy, state, Compact()).truncated))
+    for host in range(1, state.window_tokens() + 2):
+        assert frozenset(step(policy, state, Compact(host)).truncated) in listed, host
