@@ -22,6 +22,7 @@ from prunecheck.spec.policy import (
     KIND,
     NAMESPACE,
     NUM,
+    ORDERS,
     ROLE,
     ROLES,
     SPAN_ATTRS,
@@ -276,13 +277,40 @@ def expressions(
     raise ValueError(f"type must be one of {', '.join(TYPES)}, got {type!r}")
 
 
+_WINDOW_NUM = tuple(n for n, (t, _) in WINDOW_ATTRS.items() if t == NUM)
+
+
+def window_conditions(with_budget: bool = True) -> st.SearchStrategy:
+    """Boolean expressions over window attributes only (what a stage's `when` and `until` may read): comparisons
+    of window_tokens, window_spans, step (and budget) with whole numbers, negated or joined by and/or."""
+    names = tuple(n for n in _WINDOW_NUM if with_budget or n != "budget")
+    atom = st.builds(lambda a, op, c: Binary(op, Attr(a), c), st.sampled_from(names), st.sampled_from(COMPARE_OPS),
+                     _integers())
+    joined = st.builds(lambda op, left, right: Binary(op, left, right), st.sampled_from(BOOL_OPS), atom, atom)
+    return st.one_of(atom, joined, atom.map(lambda x: Unary("not", x)))
+
+
+@st.composite
+def _stage(draw, max_depth: int, with_budget: bool, ranked: bool, python: bool) -> dict:
+    """The compaction stage's keys, each drawn or left at its default (spec/SPEC.md 4b)."""
+    out = {}
+    if draw(st.booleans()):
+        out["keep"] = draw(expressions(BOOL, max_depth, with_budget=with_budget, python=python))
+    for key in ("when", "until"):
+        if draw(st.booleans()):
+            out[key] = draw(window_conditions(with_budget))
+    if not ranked:
+        out["order"] = draw(st.sampled_from(ORDERS))
+    return out
+
+
 def policy_names() -> st.SearchStrategy:
     """Short policy names: a lowercase letter, then letters, digits and dashes."""
     return st.from_regex(r"[a-z][a-z0-9-]{0,11}", fullmatch=True)
 
 
 @st.composite
-def _policies(draw, max_depth: int, deployment, python: bool) -> Policy:
+def _policies(draw, max_depth: int, deployment, python: bool, stage: bool = True) -> Policy:
     budget = draw(st.one_of(st.none(), st.integers(2, 12)))
     with_budget = budget is not None
     evict = draw(expressions(BOOL, max_depth, with_budget=with_budget, python=python))
@@ -294,15 +322,19 @@ def _policies(draw, max_depth: int, deployment, python: bool) -> Policy:
     else:
         chosen = draw(deployment)
     name = draw(policy_names())
-    text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen))
+    keys = draw(_stage(max_depth, with_budget, rank is not None, python)) if stage and draw(st.booleans()) else {}
+    text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen, **keys))
     return parse_policy_text(text, f"{name}.yaml")
 
 
 def policies(
-    max_depth: int = 3, *, deployment: Union[None, Deployment, st.SearchStrategy] = None, python: bool = False
+    max_depth: int = 3, *, deployment: Union[None, Deployment, st.SearchStrategy] = None, python: bool = False,
+    stage: bool = True,
 ) -> st.SearchStrategy:
     """Parsed, type-checked Policies: evict (depth <= max_depth), optional rank, optional budget in 2..12
-    (`budget` is referenced only when set) and a deployment (drawn, fixed, or from the given strategy).
+    (`budget` is referenced only when set) and a deployment (drawn, fixed, or from the given strategy). With stage
+    (the default), about half of them also set some of the compaction stage's keep, when, until and order
+    (window_conditions); stage=False draws the policies of before the stage.
 
     Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one; with
     python, the expressions are those of expressions(python=True), which the Python form accepts too.
@@ -310,7 +342,7 @@ def policies(
     _check_depth(max_depth)
     if deployment is not None and not isinstance(deployment, (Deployment, st.SearchStrategy)):
         raise TypeError("deployment must be None, a Deployment or a strategy of Deployments")
-    return _policies(max_depth, deployment, bool(python))
+    return _policies(max_depth, deployment, bool(python), bool(stage))
 
 
 def policy_json(policy: Policy) -> str:
@@ -322,12 +354,12 @@ _PRINTERS = {"yaml": policy_yaml, "python": policy_python, "json": policy_json}
 EXTENSION = {"yaml": ".yaml", "python": ".py", "json": ".json"}
 
 
-def policy_texts(form: str = "yaml", max_depth: int = 3) -> st.SearchStrategy:
-    """Complete policy files in `form` ("yaml", "python" or "json") for policies(max_depth), with python=True for
-    the Python form; parse them with a filename ending in EXTENSION[form]."""
+def policy_texts(form: str = "yaml", max_depth: int = 3, stage: bool = True) -> st.SearchStrategy:
+    """Complete policy files in `form` ("yaml", "python" or "json") for policies(max_depth, stage=stage), with
+    python=True for the Python form; parse them with a filename ending in EXTENSION[form]."""
     if form not in _PRINTERS:
         raise ValueError(f"form must be one of {', '.join(FORMS)}, got {form!r}")
-    return policies(max_depth, python=form == "python").map(_PRINTERS[form])
+    return policies(max_depth, python=form == "python", stage=stage).map(_PRINTERS[form])
 
 
 @st.composite
@@ -379,6 +411,7 @@ __all__ = [
     "numbers",
     "expressions",
     "policy_names",
+    "window_conditions",
     "policies",
     "policy_json",
     "policy_texts",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from typing import Optional, Union
 
@@ -255,9 +255,14 @@ class Origin:
         return dict(self.keys)
 
 
-@dataclass(frozen=True)
+ORDERS = ("oldest", "newest")  # the compaction stage's candidate order without a rank; the default first
+STAGE_KEYS = ("keep", "when", "until", "order")  # the stage's keys beyond evict/rank/budget (spec/SPEC.md 4b)
+
+
+@dataclass(frozen=True, repr=False)
 class Policy:
-    """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first)."""
+    """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first); `keep`,
+    `when`, `until` and `order` are the rest of the compaction stage (spec/SPEC.md 4b)."""
 
     name: str
     evict: Expr
@@ -269,6 +274,25 @@ class Policy:
     overridden: tuple = field(default=(), compare=False, repr=False)  # deployment keys set by an override
     accepts: tuple = field(default=(), compare=False, repr=False)  # Acceptances; not hashed (docs/decisions/0007)
     origin: Optional[Origin] = field(default=None, compare=False, repr=False)  # None: not parsed from text
+    # repr=False: __repr__ shows them only when set
+    keep: Optional[Expr] = field(default=None, repr=False)  # spans the stage never takes
+    when: Optional[Expr] = field(default=None, repr=False)  # the trigger (a window expression); None: always
+    until: Optional[Expr] = field(default=None, repr=False)  # the target (a window expression); None: the legacy rule
+    order: str = field(default="oldest", repr=False)  # the candidates' order when there is no rank
+
+    def __repr__(self) -> str:
+        # The stage's keys at their defaults are left out, so that a policy's hash (its repr's) stays what it was.
+        shown = [f.name for f in fields(self) if f.repr]
+        shown += [k for k in STAGE_KEYS if getattr(self, k) != _STAGE_DEFAULTS[k]]
+        return f"Policy({', '.join(f'{k}={getattr(self, k)!r}' for k in shown)})"
+
+
+_STAGE_DEFAULTS = {"keep": None, "when": None, "until": None, "order": "oldest"}
+
+
+def stage_exprs(policy: Policy) -> tuple:
+    """Every expression of the policy, evict first: evict, rank, keep, when, until (those that are set)."""
+    return tuple(e for e in (policy.evict, policy.rank, policy.keep, policy.when, policy.until) if e is not None)
 
 
 def with_override(policy: Policy, override: Optional[DeploymentOverride]) -> Policy:
@@ -304,13 +328,12 @@ def subexpressions(expr: Expr):
 
 
 def read_attributes(policy: Policy) -> frozenset:
-    """The attributes the policy's evict or rank reads."""
-    exprs = [policy.evict] + ([policy.rank] if policy.rank is not None else [])
-    return frozenset(node.name for e in exprs for node in subexpressions(e) if isinstance(node, Attr))
+    """The attributes the policy's expressions (evict, rank, keep, when, until) read."""
+    return frozenset(node.name for e in stage_exprs(policy) for node in subexpressions(e) if isinstance(node, Attr))
 
 
 def reads_attribute(policy: Policy, name: str) -> bool:
-    """Whether the policy's evict or rank reads the attribute `name`."""
+    """Whether any of the policy's expressions (evict, rank, keep, when, until) reads the attribute `name`."""
     return name in read_attributes(policy)
 
 

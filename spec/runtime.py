@@ -9,6 +9,7 @@ from typing import Optional, Union
 from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy
+from prunecheck.spec.stage import walk
 
 REVERSIBLE = "reversible"
 UNKNOWN = "reversibility unknown"
@@ -207,6 +208,24 @@ class Transition:
     truncated: frozenset = frozenset()
 
 
+def window_env(policy: Policy, state: State, tokens: Optional[int] = None, spans: Optional[int] = None) -> dict:
+    """The window attributes in `state`, or with the window's totals replaced by `tokens` and `spans` (what the
+    stage's target sees part-way through its walk)."""
+    env = {
+        "window_tokens": Fraction(state.window_tokens() if tokens is None else tokens),
+        "window_spans": Fraction(window_spans(state) if spans is None else spans),
+        "step": Fraction(state.step),
+    }
+    if policy.budget is not None:
+        env["budget"] = Fraction(policy.budget)
+    return env
+
+
+def window_spans(state: State) -> int:
+    """The number of live spans in the window namespace."""
+    return sum(1 for s in state.spans if addressable(s))
+
+
 def span_env(policy: Policy, state: State, span: Span) -> dict:
     """Every vocabulary attribute of `span` in `state`, as the policy sees it."""
     age = state.step - span.created
@@ -223,12 +242,9 @@ def span_env(policy: Policy, state: State, span: Span) -> dict:
         "kind": span.kind,
         "namespace": span.namespace,
         "role": span.role,
-        "window_tokens": Fraction(state.window_tokens()),
-        "step": Fraction(state.step),
     }
     env.update(positions(state, span))
-    if policy.budget is not None:
-        env["budget"] = Fraction(policy.budget)
+    env.update(window_env(policy, state))
     return env
 
 
@@ -253,7 +269,11 @@ def addressable(span: Span) -> bool:
 
 
 def is_candidate(policy: Policy, state: State, span: Span) -> bool:
-    return addressable(span) and bool(evaluate(policy.evict, span_env(policy, state, span)))
+    """In the window, selected by `evict` and not protected by `keep`."""
+    if not addressable(span):
+        return False
+    env = span_env(policy, state, span)
+    return bool(evaluate(policy.evict, env)) and not (policy.keep is not None and evaluate(policy.keep, env))
 
 
 def candidates(policy: Policy, state: State) -> tuple:
@@ -368,23 +388,27 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
     return Transition(state, action, replace(state, step=state.step + action.times), status(policy, state))
 
 
+def stage_order(policy: Policy, state: State, chosen) -> list:
+    """The candidates in the order the stage walks them: by (rank, id), else oldest or newest first."""
+    if policy.rank is not None:
+        return sorted(chosen, key=lambda s: (evaluate(policy.rank, span_env(policy, state, s)), s.id))
+    return sorted(chosen, key=lambda s: -s.id if policy.order == "newest" else s.id)
+
+
+def triggered(policy: Policy, state: State) -> bool:
+    """The stage's trigger `when` in the state the compaction starts from (true without one)."""
+    return policy.when is None or bool(evaluate(policy.when, window_env(policy, state)))
+
+
 def _evict(policy: Policy, state: State) -> tuple:
-    """Step 2 of a compaction: the evicted ids in order, and the window's tokens after them (the host's budget plays
-    no part: the ranked walk stops at the policy's own budget)."""
-    chosen = [state.span(i) for i in candidates(policy, state)]
-    budget = policy.budget
-    tokens = state.window_tokens()
-    if policy.rank is not None and budget is not None:
-        def order(span: Span):
-            return (evaluate(policy.rank, span_env(policy, state, span)), span.id)
-        evicted = []
-        for span in sorted(chosen, key=order):
-            if tokens <= budget:
-                break
-            evicted.append(span.id)
-            tokens -= span.tokens
-        return evicted, tokens
-    return [s.id for s in chosen], tokens - sum(s.tokens for s in chosen)
+    """Step 2 of a compaction (the stage): the evicted ids in order, and the window's tokens after them. Nothing when
+    the trigger is false; otherwise each candidate in order is taken while the target is false in the state the ones
+    taken before it leave (the host's budget plays no part)."""
+    tokens, spans = state.window_tokens(), window_spans(state)
+    if not triggered(policy, state):
+        return [], tokens
+    ordered = stage_order(policy, state, [state.span(i) for i in candidates(policy, state)])
+    return walk(policy, ordered, tokens, spans, lambda t, n: window_env(policy, state, t, n))
 
 
 def _truncate(state: State, evicted: list, tokens: int, limit: Optional[int]) -> list:

@@ -7,6 +7,7 @@ from typing import List
 import z3
 
 from prunecheck.spec.policy import CONTENT_KINDS, KIND, NAMESPACE, ROLE, Policy, read_positions
+from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
 
@@ -47,20 +48,29 @@ def span_fields(n: int) -> dict:
     }
 
 
-def attribute_env(clock, span: dict, window_tokens: Frac, budget, positions=None) -> dict:
+def window_env(clock, window_tokens: Frac, budget, window_spans=None) -> dict:
+    """The window attributes as z3 terms; budget is an int, a z3 term (a template's placeholder) or None, and
+    window_spans None in a pair model whose policy does not read it."""
+    env = {"window_tokens": window_tokens, "step": Frac(clock)}
+    if window_spans is not None:
+        env["window_spans"] = Frac(window_spans)
+    if budget is not None:
+        env["budget"] = Frac(z3.IntVal(budget) if isinstance(budget, int) else budget)
+    return env
+
+
+def attribute_env(clock, span: dict, window_tokens: Frac, budget, window_spans=None, positions=None) -> dict:
     """The policy vocabulary as z3 terms for one span (a dict of its field terms) at `clock`; `positions` maps the
-    positional attributes the policy reads to their terms (spec/SPEC.md §1b)."""
+    positional span attributes the policy reads to their terms (spec/SPEC.md §1b)."""
     age, idle = clock - span["created"], clock - span["last_read"]
     env = {
         "tokens": Frac(span["tokens"]), "age": Frac(age), "idle": Frac(idle), "reads": Frac(span["reads"]),
         "recency": Frac(z3.IntVal(1), 1 + idle), "frequency": Frac(span["reads"], 1 + age),
         "pinned": span["pinned"], "edited": span["edited"], "kind": span["kind"], "namespace": span["ns"],
-        "window_tokens": window_tokens, "step": Frac(clock),
     }
     if "role" in span:  # the pair model has roles only for a policy that reads them
         env["role"] = span["role"]
-    if budget is not None:
-        env["budget"] = Frac(z3.IntVal(budget))
+    env.update(window_env(clock, window_tokens, budget, window_spans))
     env.update({name: Frac(term) for name, term in (positions or {}).items()})
     return env
 
@@ -121,6 +131,9 @@ class SymState:
 
     def window_tokens(self):
         return z3.Sum([z3.If(self.in_window(i), self.tokens[i], 0) for i in range(self.n)])
+
+    def window_spans(self):
+        return z3.Sum([z3.If(self.in_window(i), 1, 0) for i in range(self.n)])
 
 
 class SymAction:
@@ -233,15 +246,20 @@ class Model:
         return self._policy_terms[key][1]
 
     def _build_policy_terms(self, s: SymState) -> list:
-        w = Frac(s.window_tokens())
-        read = read_positions(self.policy)
+        """Per slot: (selected: evict and not keep, rank or None)."""
+        w, spans = Frac(s.window_tokens()), s.window_spans()
+        read = tuple(name for name in read_positions(self.policy) if name != "window_spans")
+        keep = self.policy.keep
         terms = []
         for i in range(self.n):
             env = attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w,
-                                self.policy.budget, position_terms(s, i, read))
+                                self.policy.budget, spans, position_terms(s, i, read))
             encoder = ExprEncoder(env)
             rank = encoder.encode(self.policy.rank) if self.policy.rank is not None else None
-            terms.append((encoder.encode(self.policy.evict), rank))
+            selected = encoder.encode(self.policy.evict)
+            if keep is not None:
+                selected = z3.And(selected, z3.Not(encoder.encode(keep)))
+            terms.append((selected, rank))
         return terms
 
     def candidate(self, s: SymState, i: int):
@@ -258,13 +276,17 @@ class Model:
         budget = self.policy.budget if budget is None else budget
         cand = [z3.And(s.in_window(i), terms[i][0]) for i in range(n)]
         total = s.window_tokens()
-        if terms[0][1] is not None and budget is not None:
-            ranks = [t[1] for t in terms]
+        ranks = [t[1] for t in terms]
 
-            def ahead(j, i):
-                left, right = ranks[j].scaled_num(ranks[i].den), ranks[i].scaled_num(ranks[j].den)
-                return left <= right if j < i else left < right
+        def ahead(j, i):
+            if ranks[0] is None:
+                return z3.BoolVal(j > i if self.policy.order == "newest" else j < i)
+            left, right = ranks[j].scaled_num(ranks[i].den), ranks[i].scaled_num(ranks[j].den)
+            return left <= right if j < i else left < right
 
+        if self.policy.when is not None or self.policy.until is not None:
+            evicted = self._stage_walk(s, cand, ahead, budget)
+        elif ranks[0] is not None and budget is not None:
             evicted = []
             for i in range(n):
                 before = z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(cand[j], ahead(j, i)), s.tokens[j], 0)
@@ -276,13 +298,40 @@ class Model:
             limited, limit = a.hosted, a.host
         else:
             limited, limit = z3.BoolVal(True), z3.If(z3.And(a.hosted, a.host < budget), a.host, budget)
-        rest = total - z3.Sum([z3.If(evicted[i], s.tokens[i], 0) for i in range(n)])
+        rest = total - z3.Sum([z3.If(evicted[i], self.taken_effect(s, i)[0], 0) for i in range(n)])
         remaining = [z3.And(s.in_window(i), z3.Not(evicted[i])) for i in range(n)]
         truncated = []
         for i in range(n):
             older = z3.Sum([z3.IntVal(0)] + [z3.If(remaining[j], s.tokens[j], 0) for j in range(i)])
             truncated.append(z3.And(limited, remaining[i], rest - older > limit))
         return evicted, truncated
+
+    def taken_effect(self, s: SymState, i: int) -> tuple:
+        """What the stage taking slot i removes from the window's (tokens, spans): evicting removes its tokens and
+        one span. The one place the encoded walk learns what taking a span does."""
+        return s.tokens[i], z3.IntVal(1)
+
+    def _stage_walk(self, s: SymState, cand: list, ahead, budget) -> list:
+        """Per slot: taken by a stage with a trigger or a target (SPEC 4b). Slot i is taken iff the trigger holds, it
+        is a candidate, and the target is false before it and before every candidate ahead of it, each in the state
+        all candidates ahead of that one leave (the walk takes a prefix, so this is the loop)."""
+        n, policy = self.n, self.policy
+        env = window_env(s.clock, Frac(s.window_tokens()), budget, s.window_spans())
+        trigger = z3.BoolVal(True) if policy.when is None else ExprEncoder(env).encode(policy.when)
+        target = stage_target(policy)
+        if target is None:
+            return [z3.And(trigger, c) for c in cand]
+        removed = [self.taken_effect(s, k) for k in range(n)]
+        totals = (s.window_tokens(), s.window_spans())
+        stop = []
+        for j in range(n):
+            before = [z3.And(cand[k], ahead(k, j)) for k in range(n)]
+            left = [total - z3.Sum([z3.IntVal(0)] + [z3.If(before[k], removed[k][m], 0) for k in range(n) if k != j])
+                    for m, total in enumerate(totals)]
+            stop.append(ExprEncoder(window_env(s.clock, Frac(left[0]), budget, left[1])).encode(target))
+        return [z3.And([trigger, cand[i], z3.Not(stop[i])]
+                       + [z3.Implies(z3.And(cand[j], ahead(j, i)), z3.Not(stop[j])) for j in range(n) if j != i])
+                for i in range(n)]
 
     def encode_step(self, s: SymState, a: SymAction, t: SymState) -> StepTerms:
         """Fills t's fields with terms over s and a; returns the step's guards and named sub-terms."""

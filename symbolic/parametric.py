@@ -14,7 +14,8 @@ from typing import List
 
 import z3
 
-from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env
+from prunecheck.spec.stage import stage_target
+from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env, window_env
 from prunecheck.spec.policy import POSITION_ATTRS, Policy, read_positions, reads_roles
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 
@@ -40,6 +41,8 @@ class PairState:
     """The clock, the window's token count as the policy sees it, and the fields of the ghost spans r and q."""
 
     def __init__(self, label: str, roles: bool = False, positions: bool = False):
+        """roles, positions: whether the state has the ghosts' roles and the positional counters with the window's
+        span count (only for a policy that reads them: the pair model of any other policy stays what it was)."""
         self.label = label
         self.clock = z3.Int(f"clock@{label}")
         self.window_tokens = z3.Int(f"window_tokens@{label}")
@@ -56,10 +59,12 @@ class PairState:
         return [self.clock, self.window_tokens] + [v for g in GHOSTS for v in self.span[g].values()] + counters
 
     def positions(self, g: str) -> dict:
-        """Ghost g's positional attributes as terms (empty in a model without positions)."""
-        if self.window_spans is None:
-            return {}
-        return {**self.counters[g], "window_spans": self.window_spans}
+        """Ghost g's positional span attributes as terms (empty in a model without positions)."""
+        return dict(self.counters[g])
+
+    def window(self, budget) -> dict:
+        """The window attributes the policy reads in this state, as z3 terms."""
+        return window_env(self.clock, Frac(self.window_tokens), budget, self.window_spans)
 
     def is_record(self, g: str):
         return z3.And(self.span[g]["used"], self.span[g]["kind"] == K["record"])
@@ -117,6 +122,10 @@ class PairModel:
         self.policy, self.dep, self.free_policy = policy, policy.deployment, free_policy
         self.positions = not free_policy and bool(read_positions(policy))
         self.roles = not free_policy and reads_roles(policy)
+        # With a target (or the legacy ranked walk), whether each of the pair's candidates is taken is free (with
+        # the policy abstracted the candidates are free anyway, and the model stays that of its free shape).
+        ranked = policy.rank is not None and policy.budget is not None
+        self.walked = ranked if free_policy else stage_target(policy) is not None
 
     def state(self, label: str) -> PairState:
         """A state with this model's fields (roles and positions only when the policy reads them)."""
@@ -126,18 +135,30 @@ class PairModel:
         return PairAction(label, self.roles)
 
     def encode_init(self, s: PairState) -> List:
-        out = [s.clock == 0, s.window_tokens >= covered_tokens(s)]
+        out = [s.clock == 0] + window_bounds(s)
         out += [v == DEFAULTS[v.sort()] for g in GHOSTS for v in s.span[g].values()]
         return out + self.position_facts(s)
 
     def evict(self, s: PairState, g: str, a: PairAction = None):
-        """The policy's verdict on ghost g in s; a free choice (a.policy) when the policy is abstracted. With
-        positions, the counters' facts are part of it, so that a state condition's Bad (no Trans) knows them too."""
+        """The policy's selection of ghost g in s (evict and not keep); a free choice (a.policy) when the policy is
+        abstracted. With positions, the counters' facts are part of it, so that a state condition's Bad (no Trans)
+        knows them too."""
         if self.free_policy:
             return a.policy[g]
-        env = attribute_env(s.clock, s.span[g], Frac(s.window_tokens), self.policy.budget, s.positions(g))
-        verdict = ExprEncoder(env).encode(self.policy.evict)
-        return z3.And(self.position_facts(s) + [verdict]) if self.positions else verdict
+        env = attribute_env(s.clock, s.span[g], Frac(s.window_tokens), self.policy.budget, s.window_spans,
+                            s.positions(g))
+        encoder = ExprEncoder(env)
+        selected = encoder.encode(self.policy.evict)
+        if self.policy.keep is not None:
+            selected = z3.And(selected, z3.Not(encoder.encode(self.policy.keep)))
+        return z3.And(self.position_facts(s) + [selected]) if self.positions else selected
+
+    def triggered(self, s: PairState):
+        """The stage's trigger in s (exact: it reads only window attributes); true without one or when abstracted."""
+        if self.free_policy or self.policy.when is None:
+            return z3.BoolVal(True)
+        trigger = ExprEncoder(s.window(self.policy.budget)).encode(self.policy.when)
+        return z3.And(self.position_facts(s) + [trigger]) if self.positions else trigger
 
     def position_facts(self, s: PairState) -> list:
         """What every concrete run's positional counters satisfy (spec/SPEC.md §1b); none without positions."""
@@ -184,7 +205,7 @@ class PairModel:
         """The step's frame (clock, window tokens, argument domains) and the runtime's guards, restricted to what the
         pair can see."""
         sp = s.span
-        out = [t.clock == now, t.window_tokens >= covered_tokens(t), a.tokens >= 1, a.other_tokens >= 1,
+        out = [t.clock == now] + window_bounds(t) + [a.tokens >= 1, a.other_tokens >= 1,
                _content(a.kind), _content(a.prior_kind)] + self.position_facts(s)
         # An edit's target was appended at some step >= 1, so no edit happens from the empty window's clock 0.
         out.append(z3.Implies(is_["edit"], s.clock >= 1))
@@ -224,9 +245,9 @@ class PairModel:
         edited_here = z3.And(is_["edit"], _selected(a.target, g))
         read_here = z3.And(is_["read"], _selected(a.ghost, g))
         restored = z3.And(any_revert, _selected(a.restore, g))
-        candidate = self.candidate(s, g, a)
-        ranked = self.policy.rank is not None and self.policy.budget is not None
-        evicted = z3.And(candidate, a.chosen[g]) if ranked else candidate
+        candidate = z3.And(self.triggered(s), self.candidate(s, g, a)) if self.policy.when is not None \
+            else self.candidate(s, g, a)
+        evicted = z3.And(candidate, a.chosen[g]) if self.walked else candidate
         # The host may impose any budget at any compaction, so truncation is a free choice with or without a
         # policy budget.
         truncated = z3.And(f["alive"], f["ns"] == NS["window"], z3.Not(evicted), a.truncate[g])
@@ -268,6 +289,14 @@ def _content(kind):
 
 def _selected(choice, g: str):
     return choice == {"r": G_R, "q": G_Q}[g]
+
+
+def window_bounds(s: PairState) -> list:
+    """What the pair's window totals are at least: the window holds the pair's own window spans."""
+    out = [s.window_tokens >= covered_tokens(s)]
+    if s.window_spans is not None:
+        out.append(s.window_spans >= z3.Sum([z3.If(s.in_window(g), 1, 0) for g in GHOSTS]))
+    return out
 
 
 def covered_tokens(s: PairState):

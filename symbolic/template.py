@@ -47,7 +47,17 @@ def template_key(model) -> tuple:
     policy = model.policy
     rank_has_den = policy.rank is not None and model.policy_terms(model.generic())[0][1].den is not None
     return (model.dep, model.n, model.tag, model.token_domain, policy.rank is not None, rank_has_den,
-            policy.budget is not None, model.accelerate, model.repeat_domain, model.clock_targets)
+            policy.budget is not None, model.accelerate, model.repeat_domain, model.clock_targets,
+            stage_key(policy))
+
+
+def stage_key(policy) -> tuple:
+    """What the compaction stage builds into a template: the trigger and target themselves (over the template's
+    pre-state and budget placeholder; `until` sees the totals left after the candidates ahead), and the order.
+    Empty for a policy without either, whose template is shared as before."""
+    if policy.when is None and policy.until is None:
+        return ()
+    return (policy.when, policy.until, policy.order)
 
 
 def clear_templates() -> None:
@@ -71,7 +81,7 @@ class StepTemplate:
     placeholder constants; instantiating it costs one C call per output term instead of building every term."""
 
     def __init__(self, model, key: tuple):
-        _, n, tag, _, ranked, rank_has_den, budgeted, _, _, _ = key
+        _, n, tag, _, ranked, rank_has_den, budgeted, _, _, _, _ = key
         self.pre = model.generic_state(LABEL)
         self.act = model.action(LABEL)
         self.post = model.state(LABEL + "_post")

@@ -59,6 +59,18 @@ POLICIES = [
     POSITIONAL[0],
 ]
 
+# Policies with the compaction stage's keys (keep, when, until, order; spec/SPEC.md 4b).
+STAGE_POLICIES = [
+    "evict: kind != 'record'\nwhen: window_spans > 2",
+    "evict: kind != 'record'\nuntil: window_tokens <= 4",
+    "evict: kind != 'record'\nuntil: window_spans <= 2\norder: newest",
+    "evict: true\nkeep: kind == 'record' or tokens >= 3\nuntil: window_tokens <= 3",
+    "evict: true\nrank: tokens\nbudget: 4\nwhen: window_tokens > 5",
+    "evict: kind != 'record'\nrank: 0 - tokens\nwhen: step >= 3\nuntil: window_spans + window_tokens <= 6",
+    "evict: true\nkeep: role == 'system'\norder: newest",
+    "evict: true\nbudget: 5\nwhen: window_tokens > budget\nuntil: window_tokens * 2 <= budget",
+]
+
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
 
 
@@ -68,9 +80,9 @@ def model_policy(text, deployment):
 
 
 @st.composite
-def runs(draw, max_steps=8, texts=None):
-    """A policy of `texts` (default POLICIES) under a drawn deployment and a run of enabled actions on it."""
-    policy = model_policy(draw(st.sampled_from(texts or POLICIES)), draw(deployments))
+def runs(draw, max_steps=8, policies=None):
+    """A policy of `policies` (default POLICIES) under a drawn deployment and a run of enabled actions on it."""
+    policy = model_policy(draw(st.sampled_from(policies or POLICIES)), draw(deployments))
     state, actions = State(), []
     for _ in range(draw(st.integers(1, max_steps))):
         # Besides each distinct outcome's representative, any host budget at all.

@@ -13,7 +13,7 @@ from prunecheck.spec.runtime import (
 )
 from prunecheck.symbolic.terms import ENUM_CODES
 
-from support import POLICIES, POSITIONAL, TARGETED, model_policy, runs
+from support import POLICIES, POSITIONAL, STAGE_POLICIES, TARGETED, model_policy, runs
 
 
 def _span_values(state: State, i: int) -> dict:
@@ -113,7 +113,7 @@ def test_targeted_runs_project_onto_every_pair():
 
 
 @settings(max_examples=30)
-@given(runs(texts=POSITIONAL))
+@given(runs(policies=POSITIONAL))
 def test_runs_of_policies_reading_positions_project_onto_every_pair(run):
     # The counters' facts (spec/SPEC.md §1b) are part of the pair model's step: each projected state must meet them.
     _check_projection(*run)
@@ -143,3 +143,7 @@ POSITION_TARGETED = [
 def test_targeted_runs_of_policies_reading_positions_project_onto_every_pair():
     for text, deployment, actions in POSITION_TARGETED:
         _check_projection(model_policy(text, deployment), actions)
+@settings(max_examples=25)
+@given(runs(policies=STAGE_POLICIES))
+def test_runs_of_stage_policies_project_onto_every_pair(run):
+    _check_projection(*run)

@@ -65,7 +65,7 @@ def test_one_compaction_evaluates_every_position_in_the_state_it_starts_from():
 
 
 @settings(max_examples=25)
-@given(runs(texts=POSITIONAL))
+@given(runs(policies=POSITIONAL))
 def test_model_position_terms_equal_the_runtime_on_every_run(run):
     policy, actions = run
     model = Model(policy, N)
@@ -89,7 +89,7 @@ def test_model_position_terms_equal_the_runtime_on_every_run(run):
 
 
 @settings(max_examples=10)
-@given(runs(texts=POSITIONAL))
+@given(runs(policies=POSITIONAL))
 def test_the_model_with_its_proved_lemmas_reaches_the_runtimes_states_and_violations(run):
     agree_with_runtime(*run, with_lemmas=True)
 

@@ -14,10 +14,10 @@ from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.symbolic.lemmas import candidate_lemmas
 from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
-from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_CHOICES, NAMESPACE, POSITION_ATTRS, Attr, Policy, read_positions,
-                                    subexpressions)
+from prunecheck.spec.policy import ATTRS, DEPLOYMENT_CHOICES, POSITION_ATTRS, Attr, Policy, read_positions, subexpressions
+from prunecheck.spec.stage import selection
 from prunecheck.spec.runtime import Compact, State, action_args, is_candidate, span_env
-from prunecheck.symbolic.terms import ENUM_CODES, ENUM_NAMES, ExprEncoder, Frac, KindSort, RoleSort, frac_compare
+from prunecheck.symbolic.terms import ExprEncoder, frac_compare
 
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.versions import versions
@@ -28,6 +28,7 @@ from prunecheck.checker.engines.replay import decode_action, decode_state, repla
 from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.checker.engines.unknowns import solver_words
 from prunecheck.checker.options import DIFF_DEFAULTS, CheckOptions, options_with
+from prunecheck.checker.commands.diff_space import attribute_space, valuation
 
 EQUIVALENT, DIFFERENT, UNKNOWN = "equivalent", "different", "unknown"
 NEW_EVICTS, OLD_EVICTS = "new_evicts", "old_evicts"
@@ -106,50 +107,6 @@ def differing_deployment_keys(old: Policy, new: Policy) -> tuple:
 # --------------------------------------------------------------------------- equivalence proof
 
 
-def _attribute_space(budget: Optional[int], positions: tuple = ()):
-    """Every attribute as a term over free integer fields constrained only by the vocabulary's intervals: a
-    superset of the valuations of addressable spans in reachable states (their namespace is always the window).
-    `positions`: the positional attributes too (only for policies that read one: others' queries stay as they were)."""
-    ints = {name: z3.Int(f"diff_{name}") for name in ("tokens", "age", "idle", "reads", "window_tokens", "step")
-            + positions}
-    env = {name: Frac(term) for name, term in ints.items()}
-    env.update({
-        "recency": Frac(z3.IntVal(1), 1 + ints["idle"]), "frequency": Frac(ints["reads"], 1 + ints["age"]),
-        "pinned": z3.Bool("diff_pinned"), "edited": z3.Bool("diff_edited"), "kind": z3.Const("diff_kind", KindSort),
-        "namespace": ENUM_CODES[NAMESPACE]["window"], "role": z3.Const("diff_role", RoleSort),
-    })
-    if budget is not None:
-        env["budget"] = Frac(z3.IntVal(budget))
-    constraints = [ints["tokens"] >= 1] + [ints[n] >= 0 for n in ("age", "idle", "reads", "window_tokens", "step")]
-    return ints, env, constraints + (_position_space(ints) if positions else [])
-
-
-def _position_space(p: dict) -> list:
-    """What the positions of a span of the window satisfy in every reachable state (spec/SPEC.md §1b)."""
-    return [p[n] >= 0 for n in POSITION_ATTRS] + [
-        p["position"] + p["from_end"] + 1 == p["window_spans"], p["from_end_in_role"] <= p["from_end"],
-        p["turn"] <= p["from_end"], p["tokens_after"] >= p["from_end"],
-        p["window_tokens"] >= p["tokens_after"] + p["tokens"]]
-
-
-def _valuation(model: z3.ModelRef, ints: dict, env: dict, budget: Optional[int]) -> dict:
-    """The runtime attribute environment that a solver model of the attribute space denotes."""
-    value = {name: model.eval(term, model_completion=True).as_long() for name, term in ints.items()}
-    out = {name: Fraction(value[name]) for name in ("tokens", "age", "idle", "reads") + POSITION_ATTRS
-           if name in value}
-    out["recency"] = Fraction(1, 1 + value["idle"])
-    out["frequency"] = Fraction(value["reads"], 1 + value["age"])
-    for name in ("pinned", "edited"):
-        out[name] = z3.is_true(model.eval(env[name], model_completion=True))
-    out["kind"] = ENUM_NAMES[str(model.eval(env["kind"], model_completion=True))]
-    out["namespace"] = "window"
-    out["role"] = ENUM_NAMES[str(model.eval(env["role"], model_completion=True))]
-    out["window_tokens"], out["step"] = Fraction(value["window_tokens"]), Fraction(value["step"])
-    if budget is not None:
-        out["budget"] = Fraction(budget)
-    return out
-
-
 def _mentioned(*exprs) -> list:
     names = {node.name for e in exprs if e is not None for node in subexpressions(e) if isinstance(node, Attr)}
     return [name for name in ATTRS if name in names]
@@ -166,7 +123,7 @@ def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraint
         return None
     if answer.status == Status.UNKNOWN:
         return f"equality of the {what} expressions not decided ({solver_words(answer.reason)})"
-    values = _valuation(solver.model(), ints, env, budget)
+    values = valuation(solver.model(), ints, env, budget)
     left, right = evaluate(old_expr, values), evaluate(new_expr, values)
     if left == right:
         raise ReplayMismatch(f"the solver's valuation separating the {what} expressions gives both "
@@ -176,24 +133,30 @@ def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraint
 
 
 def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout, rlimit: int = 0) -> Equivalence:
-    """Proved when deployment and budget are equal, the ranks agree on every candidate (or no budget makes the rank
-    matter), and the evict predicates agree on every valuation of the attribute vocabulary within its intervals:
-    then every compaction has the same candidates and order, so every run is the same run under both."""
+    """Proved when deployment, budget and the stage's when, until and order are equal, the ranks agree on every
+    candidate (or neither a budget nor a target makes the rank matter), and the selections (evict and not keep) agree
+    on every valuation of the attribute vocabulary within its intervals: then every compaction has the same
+    candidates, trigger, order and target, so every run is the same run under both."""
     keys = differing_deployment_keys(old, new)
     if keys:
         return Equivalence(False, f"deployments differ in {', '.join(keys)}")
     if old.budget != new.budget:
         return Equivalence(False, f"budgets differ ({old.budget or 'none'} vs {new.budget or 'none'})")
-    ints, env, constraints = _attribute_space(old.budget, POSITION_ATTRS if read_positions(old) + read_positions(new)
+    stage = [key for key in ("when", "until", "order") if getattr(old, key) != getattr(new, key)]
+    if stage:  # not compared semantically: a witness search decides
+        return Equivalence(False, f"the compaction stages differ in {', '.join(stage)}")
+    ints, env, constraints = attribute_space(old.budget, POSITION_ATTRS if read_positions(old) + read_positions(new)
                                               else ())
-    old_evict, new_evict = ExprEncoder(env).encode(old.evict), ExprEncoder(env).encode(new.evict)
-    why = _differ_somewhere("evict", old.evict, new.evict, old_evict == new_evict, ints, env, constraints,
+    old_sel, new_sel = selection(old), selection(new)
+    old_evict, new_evict = ExprEncoder(env).encode(old_sel), ExprEncoder(env).encode(new_sel)
+    what = "evict" if old.keep is None and new.keep is None else "evict-and-not-keep"
+    why = _differ_somewhere(what, old_sel, new_sel, old_evict == new_evict, ints, env, constraints,
                             old.budget, z3.BoolVal(True), timeout, rlimit)
     if why is not None:
         return Equivalence(False, why)
-    if old.budget is None:
-        return Equivalence(True, "same deployment, no budget (rank unused), evict predicates agree on every "
-                                 "attribute valuation")
+    if old.budget is None and old.until is None:
+        return Equivalence(True, "same deployment and stage, no budget or target (rank unused), evict predicates "
+                                 "agree on every attribute valuation")
     if (old.rank is None) != (new.rank is None):
         return Equivalence(False, f"only {'OLD' if new.rank is None else 'NEW'} ranks its candidates")
     if old.rank is not None:

@@ -305,7 +305,7 @@ def _no_repair_reason(policy: Policy, original: Report, form: str, allow_deploym
         if r.condition == "C2" and policy.deployment.records == "window":
             lines.append("no text repair can exist for C2: with records in the window every policy violates it at "
                          "some host budget (proofs/host_budget.py: append(message, 2); edit(0, destroy); "
-                         "compact(budget=1) truncates or evicts the record whatever evict, rank and budget say). "
+                         "compact(budget=1) truncates or evicts the record whatever the policy's keys say). "
                          "The deployment decides it (records: window): run without --text-only.")
             continue
         if any(isinstance(a, Compact) for a in r.trace.actions):
@@ -315,8 +315,8 @@ def _no_repair_reason(policy: Policy, original: Report, form: str, allow_deploym
                                if v != SAFE_DEPLOYMENT.as_dict()[k])
             lines.append(
                 f"no text repair can exist for {r.condition}: its counterexample "
-                f"({', '.join(action_text(a, keywords=True) for a in r.trace.actions)}) has no compact step, and evict, rank and "
-                f"budget are consulted only by compact (and {r.condition} is not C1, which reads evict directly); "
+                f"({', '.join(action_text(a, keywords=True) for a in r.trace.actions)}) has no compact step, and the policy's "
+                f"keys are consulted only by compact (and {r.condition} is not C1, which reads evict and keep directly); "
                 f"replayed on the runtime, the same run violates {r.condition} under all {len(texts)} text "
                 f"candidates too. The deployment decides it ({unsafe or 'defaults'}): run without --text-only.")
     return "\n".join(lines)

@@ -9,7 +9,7 @@ from typing import Iterable, Optional
 
 from prunecheck.spec.conditions import CONDITIONS, violations
 from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, ROLES, Attr, Binary, EnumLit, InSet, Num, Policy,
-                                    read_attributes, subexpressions)
+                                    read_attributes, stage_exprs, subexpressions)
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
 from prunecheck.checker.engines.replay import confirm
@@ -20,12 +20,12 @@ DEFAULT_TOKENS = (1, 2)
 DEFAULT_REPEATS = (1,)
 # Which domain a constant feeds, by the attributes it is compared with (spec/SPEC.md §7c).
 CLOCK_ATTRS = ("age", "idle", "step", "reads", "recency", "frequency")
-TOKEN_ATTRS = ("tokens", "window_tokens", "budget", "tokens_after")
+TOKEN_ATTRS = ("tokens", "window_tokens", "budget", "tokens_after")  # window_spans asks for no value: spans are bounded by N
 
 
 def representatives(policy: Policy, values: tuple) -> tuple:
     """The values the policy names, plus one for all the others: unnamed values behave identically."""
-    exprs = [policy.evict] + ([policy.rank] if policy.rank is not None else [])
+    exprs = stage_exprs(policy)
     named = {node.value for e in exprs for node in subexpressions(e) if isinstance(node, EnumLit)}
     kept = [k for k in values if k in named]
     others = [k for k in values if k not in named]
@@ -55,8 +55,8 @@ def neighbours(x: Fraction) -> set:
 
 
 def _contexts(policy: Policy):
-    """(attribute names, constants) per comparison of evict, and for rank as a whole."""
-    nodes = [n for n in subexpressions(policy.evict)
+    """(attribute names, constants) per comparison of evict, keep, when and until, and for rank as a whole."""
+    nodes = [n for e in stage_exprs(policy) if e is not policy.rank for n in subexpressions(e)
              if isinstance(n, InSet) or (isinstance(n, Binary) and n.op in COMPARE_OPS)]
     for node in nodes + ([policy.rank] if policy.rank is not None else []):
         inside = list(subexpressions(node))

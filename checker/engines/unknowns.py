@@ -7,7 +7,7 @@ from typing import Sequence
 
 import z3
 
-from prunecheck.spec.policy import Attr, Policy, subexpressions
+from prunecheck.spec.policy import Attr, Policy, stage_exprs, subexpressions
 
 from prunecheck.checker.result import Advice, Need, Part, Reason, SolverSaid, SolverStop, Stop
 
@@ -48,7 +48,7 @@ def part_of(result, engine) -> Part:
 
 
 def _compared(policy: Policy) -> tuple:
-    exprs = [policy.evict] + ([policy.rank] if policy.rank is not None else [])
+    exprs = stage_exprs(policy)
     return tuple(sorted({node.name for e in exprs for node in subexpressions(e) if isinstance(node, Attr)}))
 
 
@@ -61,7 +61,7 @@ def advice(policy: Policy, parts: Sequence[Part], depth: int, spans: int, timeou
             tries.append(Advice("--rlimit", None, Need.RESOURCES))
     if any(p.stop is Stop.BOUND for p in parts):
         attrs = _compared(policy)
-        many = {"window_tokens", "budget"} & set(attrs) or policy.rank is not None
+        many = {"window_tokens", "window_spans", "budget"} & set(attrs) or policy.rank is not None
         more_spans, more_depth = Advice("--spans", spans + 4, Need.SPANS), Advice("--depth", 2 * depth, Need.ACTIONS)
         tries += [more_spans, more_depth] if many else [more_depth, more_spans]
     return tuple(tries)

@@ -12,7 +12,7 @@ from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Poli
                                     subexpressions)
 from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, is_candidate, span_env,
-    action_text,
+    action_text, triggered, window_env,
 )
 
 from prunecheck.checker.language.locate import deployment_location, expression_start, key_locations
@@ -99,9 +99,14 @@ def _atom_point(atom: Expr, env: dict) -> Point:
 
 
 def predicate_points(policy: Policy, state: State, span_id: int) -> tuple:
-    """Why `evict` is true on a span: its deciding atoms, each with its value and the attributes it reads."""
+    """Why `evict` is true on a span: its deciding atoms, each with its value and the attributes it reads (and that
+    `keep` is false on it, when the policy has one)."""
     env = span_env(policy, state, state.span(span_id))
-    return tuple(_atom_point(atom, env) for atom in deciding_atoms(policy.evict, env, True))
+    points = tuple(_atom_point(atom, env) for atom in deciding_atoms(policy.evict, env, True))
+    if policy.keep is not None:
+        loc = key_locations(policy).get("keep", expression_start(policy.keep))
+        points += (Point(f"keep: {to_text(policy.keep)}", loc, "is false on it, so nothing protects it"),)
+    return points
 
 
 def _setting(policy: Policy, key: str, where: Dict[str, Loc], why: str) -> Point:
@@ -167,6 +172,8 @@ def step_label(policy: Policy, t: Transition) -> str:
         return f"#{a.span} ({_role(after, a.span)}) {'pinned' if isinstance(a, Pin) else 'unpinned'}"
     if isinstance(a, Compact):
         parts = []
+        if policy.when is not None and not triggered(policy, before):
+            parts.append(f"the trigger `{to_text(policy.when)}` is false, the policy takes nothing")
         if t.evicted:
             parts.append("evicted by the policy: " + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.evicted)))
         if t.truncated:
@@ -197,10 +204,30 @@ def _removal(transitions: Sequence[Transition], span_id: int) -> Optional[int]:
     return None
 
 
+def _window_words(policy: Policy, state: State) -> str:
+    env = window_env(policy, state)
+    return ", ".join(f"{name} = {number(env[name])}" for name in ("window_tokens", "window_spans", "step") if name in env)
+
+
+def stage_points(policy: Policy, before: State) -> tuple:
+    """Where the stage took a span: its trigger held in the state the compaction started from, and its target had
+    not been reached when the span's turn came (SPEC 4b); nothing for a policy with neither."""
+    where, out = key_locations(policy), []
+    if policy.when is not None:
+        out.append(Point(f"when: {to_text(policy.when)}", where.get("when", expression_start(policy.when)),
+                         f"the trigger held ({_window_words(policy, before)})"))
+    if policy.until is not None:
+        order = "rank" if policy.rank is not None else policy.order
+        out.append(Point(f"until: {to_text(policy.until)}", where.get("until", expression_start(policy.until)),
+                         f"the target was not yet reached when this span's turn came ({order} first; from "
+                         f"{_window_words(policy, before)})"))
+    return tuple(out)
+
+
 def _removal_points(policy, transitions, index, span_id, where, placement: str) -> tuple:
     t = transitions[index]
     if span_id in t.evicted:
-        return tuple(predicate_points(policy, t.before, span_id)) + (
+        return tuple(predicate_points(policy, t.before, span_id)) + stage_points(policy, t.before) + (
             _setting(policy, placement, where, f"puts the {_role(t.before, span_id).split()[0]} in the policy's reach"),)
     placed = _setting(policy, placement, where, "puts it among the spans truncation may remove")
     if _host_decides(policy, t.action):

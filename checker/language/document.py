@@ -19,6 +19,11 @@ def policy_document(policy: Policy) -> dict:
         doc["rank"] = to_text(policy.rank)
     if policy.budget is not None:
         doc["budget"] = policy.budget
+    for key in ("keep", "when", "until"):
+        if getattr(policy, key) is not None:
+            doc[key] = to_text(getattr(policy, key))
+    if policy.order != "oldest":
+        doc["order"] = policy.order
     doc["deployment"] = policy.deployment.as_dict()
     return doc
 

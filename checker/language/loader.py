@@ -17,8 +17,8 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, Acceptance, BoolLit, Deployment, DeploymentOverride, Loc,
-                                   Origin, Policy, with_override)
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, ORDERS, Acceptance, BoolLit, Deployment, DeploymentOverride,
+                                   Loc, Origin, Policy, stage_exprs, with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
 from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items, kind_of, reason, scalar_locator,
@@ -26,10 +26,11 @@ from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items
 from prunecheck.checker.language.pyform import check_python_arithmetic, parse_python_policy, python_expect
 from prunecheck.checker.language.source_text import (EXTENSIONS, SourceText, decode_policy_bytes, display_name,
                                                      form_of, read_policy_file)
-from prunecheck.checker.language.typecheck import MAX_DIGITS, check_policy, suggestion
+from prunecheck.checker.language.typecheck import MAX_DIGITS, ORDER_WITH_RANK, check_policy, suggestion
 from prunecheck.checker.options import override_of
 
-TOP_KEYS = ("name", "description", "evict", "rank", "budget", "deployment", "expect", "accept")
+TOP_KEYS = ("name", "description", "evict", "rank", "budget", "keep", "when", "until", "order", "deployment", "expect",
+            "accept")
 ACCEPT_KEYS = ("condition", "reason")
 _INTEGER = re.compile(r"0|[1-9][0-9]*")
 
@@ -61,6 +62,25 @@ def _budget(src: SourceText, node) -> int:
     if value < 1:
         src.fail_at("budget must be at least 1", node)
     return value
+
+
+def _order(src: SourceText, fields: dict) -> str:
+    """The `order` key: oldest or newest, and only without a rank (a rank orders the candidates itself)."""
+    node = fields["order"]
+    value = string(src, node, "order")
+    if value not in ORDERS:
+        src.fail_at(f"order must be one of {', '.join(ORDERS)}, got `{value[:64]}`{suggestion(value, ORDERS)}", node)
+    if "rank" in fields:
+        src.fail_at(ORDER_WITH_RANK, node)
+    return value
+
+
+def _stage(src: SourceText, fields: dict, builder: Builder) -> dict:
+    """The compaction stage's keys that are given: keep, when, until (expressions) and order."""
+    out = {key: _expression(src, fields[key], key, builder) for key in ("keep", "when", "until") if key in fields}
+    if "order" in fields:
+        out["order"] = _order(src, fields)
+    return out
 
 
 def _deployment(src: SourceText, node) -> Deployment:
@@ -160,6 +180,7 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         source=src.file,
         accepts=accepts,
         origin=_yaml_origin(src, root),
+        **_stage(src, fields, builder),
     )
     return policy, expect
 
@@ -186,10 +207,13 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
             )
         values[key] = value
     accepts = tuple(_python_acceptance(src, *entry) for entry in parts.accept)
+    stage = {key: getattr(parts, key) for key in ("keep", "when", "until") if getattr(parts, key) is not None}
     policy = Policy(
         name=parts.name or (PurePath(src.file).stem or "policy"),
         evict=parts.evict,
         rank=parts.rank,
+        order=parts.order or "oldest",
+        **stage,
         budget=parts.budget,
         deployment=Deployment(**values),
         description=parts.description,
@@ -237,8 +261,10 @@ def _python_origin(src: SourceText, parts) -> Origin:
             at = node.value if name == "BUDGET" else node
             if name in ("BUDGET", "DEPLOYMENT"):
                 out.setdefault(name.lower(), Loc(at.lineno, at.col_offset + 1))
-        if isinstance(node, ast.FunctionDef) and node.name == "rank":
-            out["rank"] = Loc(node.lineno, node.col_offset + 1)
+        if isinstance(node, ast.FunctionDef) and node.name in ("rank", "keep", "when", "until"):
+            out[node.name] = Loc(node.lineno, node.col_offset + 1)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and getattr(node.targets[0], "id", "") == "ORDER":
+            out["order"] = Loc(node.lineno, node.col_offset + 1)
     return Origin(src.text, src.form, tuple(out.items()))
 
 
@@ -265,7 +291,7 @@ def _parse(data, filename: str, deployment_override) -> Tuple[Policy, Dict[str, 
         (policy, expect), floats = _yaml_policy(src), None
     check_policy(policy, filename)
     if floats is not None:  # after the type check, whose messages are the more specific ones
-        check_python_arithmetic((policy.evict, policy.rank), floats, filename)
+        check_python_arithmetic(stage_exprs(policy), floats, filename)
     return with_override(policy, as_override(deployment_override, filename)), expect
 
 

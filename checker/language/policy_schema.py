@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Deployment
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, ORDERS, Deployment
 
 from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
@@ -52,6 +52,15 @@ def _properties() -> dict:
         "rank": {"type": ["string", "number"], "description": f"numeric, lower evicted first; {_EXPRESSION}"},
         "budget": {"type": "integer", "minimum": 1, "maximum": 10 ** MAX_DIGITS - 1,
                    "description": "the policy's own token budget, a whole number written without a fraction"},
+        "keep": {"type": ["string", "boolean"],
+                 "description": f"boolean: a span the compaction stage never takes; {_EXPRESSION}"},
+        "when": {"type": ["string", "boolean"],
+                 "description": f"boolean over window attributes only: the stage's trigger; {_EXPRESSION}"},
+        "until": {"type": ["string", "boolean"],
+                  "description": f"boolean over window attributes only: the stage's target, candidates are taken "
+                                f"one at a time until it holds; {_EXPRESSION}"},
+        "order": {"enum": list(ORDERS), "default": ORDERS[0],
+                  "description": "the order candidates are taken in when there is no rank (not with rank)"},
         "deployment": _deployment(),
         "expect": {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
                    "additionalProperties": {"enum": list(VERDICTS)},
@@ -73,6 +82,7 @@ def policy_schema() -> dict:
         "type": "object",
         "properties": {key: properties[key] for key in TOP_KEYS},  # a key the loader does not know is a KeyError
         "required": ["name", "evict"],
+        "not": {"required": ["order", "rank"]},
         "additionalProperties": False,
     }
 

@@ -258,7 +258,8 @@ def _deployment_items(policy):
 
 
 def policy_yaml(policy) -> str:
-    """A complete YAML policy file for policy (name, description, evict, rank, budget, deployment)."""
+    """A complete YAML policy file for policy (name, description, evict, rank, budget, the stage's keep, when, until
+    and order, deployment)."""
     lines = [f"name: {_yaml_scalar(policy.name)}"]
     if policy.description:
         lines.append(f"description: {_yaml_scalar(policy.description)}")
@@ -267,6 +268,9 @@ def policy_yaml(policy) -> str:
         lines.append(f"rank: {_yaml_scalar(to_text(policy.rank))}")
     if policy.budget is not None:
         lines.append(f"budget: {int(policy.budget)}")
+    lines += [f"{key}: {_yaml_scalar(to_text(expr))}" for key, expr in _stage_items(policy)]
+    if getattr(policy, "order", "oldest") != "oldest":
+        lines.append(f"order: {policy.order}")
     items = _deployment_items(policy)
     if items:
         lines.append("deployment:")
@@ -274,9 +278,15 @@ def policy_yaml(policy) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _stage_items(policy) -> list:
+    """The compaction stage's expressions that are set, as (key, expression): keep, when, until."""
+    return [(key, getattr(policy, key)) for key in ("keep", "when", "until") if getattr(policy, key, None) is not None]
+
+
 def _py_function(name: str, expr) -> str:
-    """`def name(span, window):` with a top-level chain of conditionals written as if/return statements."""
-    lines = [f"def {name}(span, window):"]
+    """`def name(span, window):` (`def name(window):` for the stage's window conditions) with a top-level chain of
+    conditionals written as if/return statements."""
+    lines = [f"def {name}({'window' if name in ('when', 'until') else 'span, window'}):"]
     while isinstance(expr, Cond):
         lines.append(f"    if {to_python(expr.test)}:")
         lines.append(f"        return {to_python(expr.then)}")
@@ -286,7 +296,8 @@ def _py_function(name: str, expr) -> str:
 
 
 def policy_python(policy) -> str:
-    """A complete restricted-Python policy module for policy (docstring, NAME, BUDGET, DEPLOYMENT, evict, rank)."""
+    """A complete restricted-Python policy module for policy (docstring, NAME, BUDGET, DEPLOYMENT, ORDER, evict, rank,
+    keep, when, until)."""
     parts = []
     if policy.description:
         parts.append(repr(policy.description) + "\n")  # a string first statement is the module docstring
@@ -296,10 +307,13 @@ def policy_python(policy) -> str:
     items = _deployment_items(policy)
     if items:
         head.append("DEPLOYMENT = {" + ", ".join(f"{k!r}: {v!r}" for k, v in items) + "}")
+    if getattr(policy, "order", "oldest") != "oldest":
+        head.append(f"ORDER = {policy.order!r}")
     parts.append("\n".join(head) + "\n")
     parts.append(_py_function("evict", policy.evict))
     if policy.rank is not None:
         parts.append(_py_function("rank", policy.rank))
+    parts += [_py_function(key, expr) for key, expr in _stage_items(policy)]
     return "\n\n".join(parts)
 
 

@@ -14,15 +14,17 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import Cond, Loc
+from prunecheck.spec.policy import ORDERS, Cond, Loc
 
 from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
 from prunecheck.checker.language.builder import too_deep_message
+from prunecheck.checker.language.typecheck import ORDER_WITH_RANK
 from prunecheck.checker.language.pyarith import check_python_arithmetic
 from prunecheck.checker.language.pyexpr import CONSTRUCTS, MODULE_CONSTANTS, ExpressionReader
 from prunecheck.checker.language.pyscan import PythonSource, parse_module
 
-POLICY_FUNCTIONS = ("evict", "rank")
+POLICY_FUNCTIONS = ("evict", "rank", "keep", "when", "until")
+WINDOW_FUNCTIONS = ("when", "until")  # the compaction stage's window conditions: `def when(window):`
 
 
 @dataclass
@@ -33,6 +35,11 @@ class PyPolicyParts:
     description: str = ""
     evict: object = None
     rank: object = None
+    keep: object = None
+    when: object = None
+    until: object = None
+    order: Optional[str] = None  # ORDER's value; None when absent
+    order_loc: Loc = field(default_factory=lambda: Loc(1, 1))
     budget: Optional[int] = None
     # (key, value, key Loc, value Loc) per DEPLOYMENT entry; None when DEPLOYMENT is absent
     deployment: Optional[List[Tuple[str, str, Loc, Loc]]] = None
@@ -61,7 +68,8 @@ class _Converter(ExpressionReader):
             if isinstance(stmt, ast.FunctionDef):
                 if stmt.name not in POLICY_FUNCTIONS:
                     self.fail(
-                        f"function `{stmt.name[:MAX_NAME]}` is not allowed in a policy (only evict and rank)"
+                        f"function `{stmt.name[:MAX_NAME]}` is not allowed in a policy "
+                        f"(only {', '.join(POLICY_FUNCTIONS)})"
                         f"{suggestion(stmt.name, POLICY_FUNCTIONS)}",
                         stmt,
                     )
@@ -70,7 +78,7 @@ class _Converter(ExpressionReader):
                 if stmt.name == "evict":
                     parts.evict, parts.evict_loc = expr, self.loc(stmt)
                 else:
-                    parts.rank = expr
+                    setattr(parts, stmt.name, expr)
             elif isinstance(stmt, ast.Assign):
                 self.constant(stmt, parts, seen)
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
@@ -82,6 +90,8 @@ class _Converter(ExpressionReader):
                 self.refuse(stmt, _module_construct(stmt))
         if parts.evict is None:
             raise PolicySyntaxError("policy defines no `def evict(span, window):`", self.file, 1, 1)
+        if parts.order is not None and parts.rank is not None:
+            raise PolicySyntaxError(ORDER_WITH_RANK, self.file, parts.order_loc.line, parts.order_loc.col)
         parts.floats = tuple(self.floats)
         return parts
 
@@ -116,6 +126,10 @@ class _Converter(ExpressionReader):
             parts.deployment = [(k, v, kl, vl) for k, v, kl, vl in self.string_dict(value, name)]
         elif name == "ACCEPT":
             parts.accept = self.string_dict(value, name)
+        elif name == "ORDER":
+            if not (isinstance(value, ast.Constant) and value.value in ORDERS):
+                self.fail(f"ORDER must be one of {', '.join(repr(o) for o in ORDERS)}", value)
+            parts.order, parts.order_loc = value.value, self.loc(value)
         else:
             parts.expect = {k: v for k, v, _, _ in self.string_dict(value, name)}
 
@@ -156,8 +170,9 @@ class _Converter(ExpressionReader):
                 self.refuse(arg.annotation, "annotation")
         if fn.returns is not None:
             self.refuse(fn.returns, "return annotation")
-        if [a.arg for a in args.args] != ["span", "window"]:
-            self.fail(f"{fn.name} must be declared as `def {fn.name}(span, window):`", fn)
+        params = ["window"] if fn.name in WINDOW_FUNCTIONS else ["span", "window"]
+        if [a.arg for a in args.args] != params:
+            self.fail(f"{fn.name} must be declared as `def {fn.name}({', '.join(params)}):`", fn)
         body = list(fn.body)
         if body and _is_docstring(body[0]):
             body = body[1:]

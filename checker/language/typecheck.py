@@ -13,11 +13,16 @@ from prunecheck.spec.policy import (
     KIND,
     NAMESPACE,
     NUM,
+    ORDERS,
     ROLE,
+    SPAN_ATTRS,
+    WINDOW_ATTRS,
+    Attr,
     Cond,
     Deployment,
     EnumLit,
     Policy,
+    subexpressions,
 )
 from prunecheck.spec.walker import Walker
 
@@ -255,7 +260,33 @@ def check_policy(policy: Policy, file: Optional[str] = None) -> Policy:
     if not isinstance(policy.deployment, Deployment):
         raise PolicySyntaxError("policy deployment must be a Deployment", file, 1, 1)
     check_parts(policy.evict, policy.rank, budget=policy.budget, file=file)
+    check_stage(policy, file)
     return policy
+
+
+def check_stage(policy: Policy, file: str) -> None:
+    """The compaction stage's keys: keep is a span condition; when and until are conditions on the window alone (they
+    are evaluated once per compaction, not per span); order is oldest or newest, and only without a rank."""
+    check_bounds([policy.keep, policy.when, policy.until], file)
+    checker = _Checker(file, policy.budget is not None)
+    if policy.keep is not None:
+        checker.check(policy.keep, BOOL, "keep")
+    for key in ("when", "until"):
+        expr = getattr(policy, key)
+        if expr is None:
+            continue
+        for node in subexpressions(expr):
+            if isinstance(node, Attr) and node.name in SPAN_ATTRS:
+                fail_at(f"`{key}` may only read window attributes ({', '.join(WINDOW_ATTRS)}), not the span "
+                        f"attribute `{node.name}`", node, file)
+        checker.check(expr, BOOL, key)
+    if policy.order not in ORDERS:
+        raise PolicySyntaxError(f"order must be one of {', '.join(ORDERS)}, got {str(policy.order)[:40]!r}", file, 1, 1)
+    if policy.order != "oldest" and policy.rank is not None:
+        raise PolicySyntaxError(ORDER_WITH_RANK, file, 1, 1)
+
+
+ORDER_WITH_RANK = "`order` cannot be combined with `rank`: a rank orders the candidates (ties oldest first)"
 
 
 __all__ = [

@@ -1,0 +1,42 @@
+"""The compaction stage's walk over its ordered candidates: the target and what taking a span does (SPEC 4b)."""
+
+from __future__ import annotations
+
+from prunecheck.spec.evaluate import evaluate
+from prunecheck.spec.policy import Attr, Binary, Policy, Unary
+
+
+def stage_target(policy: Policy):
+    """The stage's target: `until`, or for a ranked policy with a budget `window_tokens <= budget` (the legacy
+    ranked walk); None when every candidate is taken."""
+    if policy.until is not None:
+        return policy.until
+    if policy.rank is not None and policy.budget is not None:
+        return Binary("<=", Attr("window_tokens"), Attr("budget"))
+    return None
+
+
+def selection(policy: Policy):
+    """The stage's selection as one expression: `evict and not keep` (evict alone without a keep)."""
+    if policy.keep is None:
+        return policy.evict
+    return Binary("and", policy.evict, Unary("not", policy.keep))
+
+
+def taken_effect(span, tokens: int, spans: int) -> tuple:
+    """The window's (tokens, spans) after the stage takes `span` from (tokens, spans): evicting it removes its tokens
+    and one span. The one place the walk learns what taking a span does."""
+    return tokens - span.tokens, spans - 1
+
+
+def walk(policy: Policy, ordered, tokens: int, spans: int, env_at) -> tuple:
+    """The ids the stage takes from the candidates `ordered`, and the window's tokens after them: each is taken while
+    the target is false in env_at(tokens, spans), the totals the ones taken before it leave."""
+    target = stage_target(policy)
+    taken = []
+    for span in ordered:
+        if target is not None and evaluate(target, env_at(tokens, spans)):
+            break  # the totals no longer change, so no later candidate is taken either
+        taken.append(span.id)
+        tokens, spans = taken_effect(span, tokens, spans)
+    return taken, tokens
