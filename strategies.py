@@ -294,7 +294,9 @@ def _policies(draw, max_depth: int, deployment, python: bool) -> Policy:
     else:
         chosen = draw(deployment)
     name = draw(policy_names())
-    text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen))
+    effect, placeholder = draw(st.one_of(st.just(("evict", 1)), st.tuples(st.just("mask"), st.integers(1, 3))))
+    text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen, effect=effect,
+                              placeholder_tokens=placeholder))
     return parse_policy_text(text, f"{name}.yaml")
 
 
@@ -302,7 +304,8 @@ def policies(
     max_depth: int = 3, *, deployment: Union[None, Deployment, st.SearchStrategy] = None, python: bool = False
 ) -> st.SearchStrategy:
     """Parsed, type-checked Policies: evict (depth <= max_depth), optional rank, optional budget in 2..12
-    (`budget` is referenced only when set) and a deployment (drawn, fixed, or from the given strategy).
+    (`budget` is referenced only when set), an effect (evict, or mask to 1..3 placeholder tokens) and a deployment
+    (drawn, fixed, or from the given strategy).
 
     Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one; with
     python, the expressions are those of expressions(python=True), which the Python form accepts too.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from typing import Optional, Union
 
@@ -41,6 +41,7 @@ SPAN_ATTRS = {
     "kind": (KIND, None),
     "namespace": (NAMESPACE, None),
     "role": (ROLE, None),
+    "masked": (BOOL, None),
 }
 WINDOW_ATTRS = {
     "window_tokens": (NUM, _iv(0)),
@@ -155,7 +156,11 @@ DEPLOYMENT_CHOICES = {
     "audit": ("independent", "policy"),
     "undo": ("versioned", "blind"),
     "record_role": ROLES,
+    "evicted": ("destroyed", "logged"),
 }
+# Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
+UNLISTED_AT_DEFAULT = {"evicted": "destroyed"}
+EFFECTS = ("evict", "mask")
 
 
 @dataclass(frozen=True, repr=False)
@@ -168,6 +173,7 @@ class Deployment:
     audit: str = "independent"
     undo: str = "versioned"
     record_role: str = "tool_result"  # the role of the records and rationale entries an edit creates
+    evicted: str = "destroyed"  # what a compaction does with the spans it removes: kill them, or move them to the log
 
     def __post_init__(self):
         for key, allowed in DEPLOYMENT_CHOICES.items():
@@ -175,11 +181,18 @@ class Deployment:
                 raise ValueError(f"deployment {key} must be one of {', '.join(allowed)}")
 
     def as_dict(self) -> dict:
+        """Every key, except those of UNLISTED_AT_DEFAULT at their default."""
+        return {key: getattr(self, key) for key in DEPLOYMENT_CHOICES
+                if UNLISTED_AT_DEFAULT.get(key) != getattr(self, key)}
+
+    def all_keys(self) -> dict:
         return {key: getattr(self, key) for key in DEPLOYMENT_CHOICES}
 
     def __repr__(self) -> str:
-        # record_role at its default is left out, so that a policy's hash (its repr's) stays what it was before roles.
-        keys = [k for k in DEPLOYMENT_CHOICES if k != "record_role" or self.record_role != "tool_result"]
+        # record_role and evicted at their defaults are left out, so that a policy's hash (its repr's) stays what it
+        # was before them.
+        quiet = {"record_role": "tool_result", **UNLISTED_AT_DEFAULT}
+        keys = [k for k in DEPLOYMENT_CHOICES if quiet.get(k) != getattr(self, k)]
         return f"Deployment({', '.join(f'{k}={getattr(self, k)!r}' for k in keys)})"
 
 
@@ -209,7 +222,7 @@ class DeploymentOverride:
     @classmethod
     def whole(cls, deployment: Deployment, source: str = "<deployment>") -> "DeploymentOverride":
         """An override of every key: what a complete Deployment given as an override means."""
-        return cls(tuple(deployment.as_dict().items()), source)
+        return cls(tuple(deployment.all_keys().items()), source)
 
     def keys(self) -> tuple:
         return tuple(key for key, _value in self.settings)
@@ -247,9 +260,14 @@ class Origin:
         return dict(self.keys)
 
 
-@dataclass(frozen=True)
+# Policy fields left out of its repr at these defaults, so that an old policy's hash (its repr's) stays the same.
+QUIET_POLICY_DEFAULTS = {"effect": "evict", "placeholder_tokens": 1}
+
+
+@dataclass(frozen=True, repr=False)
 class Policy:
-    """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first)."""
+    """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first), `effect`
+    says what happens to the spans the stage takes (evicted, or masked to `placeholder_tokens` tokens)."""
 
     name: str
     evict: Expr
@@ -261,6 +279,21 @@ class Policy:
     overridden: tuple = field(default=(), compare=False, repr=False)  # deployment keys set by an override
     accepts: tuple = field(default=(), compare=False, repr=False)  # Acceptances; not hashed (docs/decisions/0007)
     origin: Optional[Origin] = field(default=None, compare=False, repr=False)  # None: not parsed from text
+    effect: str = "evict"
+    placeholder_tokens: int = 1
+
+    def __post_init__(self):
+        if self.effect not in EFFECTS:
+            raise ValueError(f"effect must be one of {', '.join(EFFECTS)}")
+        if type(self.placeholder_tokens) is not int or self.placeholder_tokens < 1:
+            raise ValueError("placeholder_tokens is an integer >= 1")
+        if self.effect != "mask" and self.placeholder_tokens != 1:
+            raise ValueError("placeholder_tokens is only for effect: mask")
+
+    def __repr__(self) -> str:
+        shown = [f for f in fields(self)
+                 if f.repr and not (f.name in QUIET_POLICY_DEFAULTS and QUIET_POLICY_DEFAULTS[f.name] == getattr(self, f.name))]
+        return f"Policy({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
 
 
 def with_override(policy: Policy, override: Optional[DeploymentOverride]) -> Policy:
@@ -299,3 +332,13 @@ def reads_attribute(policy: Policy, name: str) -> bool:
     """Whether the policy's evict or rank reads the attribute `name`."""
     exprs = [policy.evict] + ([policy.rank] if policy.rank is not None else [])
     return any(isinstance(node, Attr) and node.name == name for e in exprs for node in subexpressions(e))
+
+
+def masks(policy: Policy) -> bool:
+    """Whether spans of this policy's runs can be masked, or the policy reads `masked`: only then do models track it."""
+    return policy.effect == "mask" or reads_attribute(policy, "masked")
+
+
+def has_effects(policy: Policy) -> bool:
+    """Whether anything a compaction takes may stay alive (masked, or logged): "removed" is then more than dead."""
+    return masks(policy) or policy.deployment.evicted == "logged"

@@ -11,7 +11,7 @@ import z3
 from prunecheck.spec.conditions import STEP_CONDITIONS
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ActionSort
-from prunecheck.symbolic.parametric import AllocSort, GhostSort, PairAction, PairModel, PairState
+from prunecheck.symbolic.parametric import AllocSort, GhostSort, PairAction, PairModel
 from prunecheck.symbolic.terms import KindSort, NamespaceSort, RoleSort
 
 from prunecheck.checker.engines.smtlib import Signature
@@ -66,8 +66,8 @@ class Encoding:
         self.condition, self.free_policy, self.assume = condition, free_policy, tuple(assume)
         self.model = PairModel(policy, free_policy)
         roles = self.model.roles
-        self.pre, self.act = PairState("pre", roles), PairAction("a", roles)
-        self.post, self.param = PairState("post", roles), PairState("p", roles)
+        self.pre, self.act = self.model.state("pre"), PairAction("a", roles)
+        self.post, self.param = self.model.state("post"), self.model.state("p")
         self.init = self.model.encode_init(self.pre)
         self.step = self.model.encode_step(self.pre, self.act, self.post)
         self.bad = self.violation(condition)

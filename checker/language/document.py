@@ -19,6 +19,10 @@ def policy_document(policy: Policy) -> dict:
         doc["rank"] = to_text(policy.rank)
     if policy.budget is not None:
         doc["budget"] = policy.budget
+    if policy.effect != "evict":
+        doc["effect"] = policy.effect
+    if policy.placeholder_tokens != 1:
+        doc["placeholder_tokens"] = policy.placeholder_tokens
     doc["deployment"] = policy.deployment.as_dict()
     return doc
 

@@ -17,7 +17,7 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, Acceptance, BoolLit, Deployment, DeploymentOverride, Loc,
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, Acceptance, BoolLit, Deployment, DeploymentOverride, Loc,
                                    Origin, Policy, with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
@@ -29,7 +29,8 @@ from prunecheck.checker.language.source_text import (EXTENSIONS, SourceText, dec
 from prunecheck.checker.language.typecheck import MAX_DIGITS, check_policy, suggestion
 from prunecheck.checker.options import override_of
 
-TOP_KEYS = ("name", "description", "evict", "rank", "budget", "deployment", "expect", "accept")
+TOP_KEYS = ("name", "description", "evict", "rank", "budget", "effect", "placeholder_tokens", "deployment", "expect",
+            "accept")
 ACCEPT_KEYS = ("condition", "reason")
 _INTEGER = re.compile(r"0|[1-9][0-9]*")
 
@@ -51,16 +52,29 @@ def _expression(src: SourceText, node, what: str, builder: Builder):
     return parse_expr(node.value, src.file, scalar_locator(src, node), builder=builder)
 
 
-def _budget(src: SourceText, node) -> int:
+def _budget(src: SourceText, node, what: str = "budget") -> int:
     if not isinstance(node, ScalarNode) or node.style is not None or not _INTEGER.fullmatch(node.value):
         shown = node.value[:40] if isinstance(node, ScalarNode) else kind_of(node)
-        src.fail_at(f"budget must be a whole number of tokens >= 1, got `{shown}`", node)
+        src.fail_at(f"{what} must be a whole number of tokens >= 1, got `{shown}`", node)
     if len(node.value) > MAX_DIGITS:
-        src.fail_at(f"budget is too large: at most {MAX_DIGITS} digits", node)
+        src.fail_at(f"{what} is too large: at most {MAX_DIGITS} digits", node)
     value = int(node.value)
     if value < 1:
-        src.fail_at("budget must be at least 1", node)
+        src.fail_at(f"{what} must be at least 1", node)
     return value
+
+
+def _effect(src: SourceText, fields: dict) -> Tuple[str, int]:
+    """`effect` (evict or mask) and `placeholder_tokens` (only with mask)."""
+    effect = string(src, fields["effect"], "effect") if "effect" in fields else "evict"
+    if effect not in EFFECTS:
+        src.fail_at(f"effect must be one of {', '.join(EFFECTS)}, got `{effect[:64]}`{suggestion(effect, EFFECTS)}",
+                    fields["effect"])
+    if "placeholder_tokens" not in fields:
+        return effect, 1
+    if effect != "mask":
+        src.fail_at("placeholder_tokens is only for `effect: mask`", fields["placeholder_tokens"])
+    return effect, _budget(src, fields["placeholder_tokens"], "placeholder_tokens")
 
 
 def _deployment(src: SourceText, node) -> Deployment:
@@ -144,6 +158,7 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         src.fail_at("name must not be blank", fields["name"])
     description = string(src, fields["description"], "description") if "description" in fields else ""
     budget = _budget(src, fields["budget"]) if "budget" in fields else None
+    effect, placeholder = _effect(src, fields)
     deployment = _deployment(src, fields["deployment"]) if "deployment" in fields else Deployment()
     expect = _expect(src, fields["expect"]) if "expect" in fields else {}
     accepts = _accepts(src, fields["accept"]) if "accept" in fields else ()
@@ -160,6 +175,8 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         source=src.file,
         accepts=accepts,
         origin=_yaml_origin(src, root),
+        effect=effect,
+        placeholder_tokens=placeholder,
     )
     return policy, expect
 
@@ -196,6 +213,8 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
         source=src.file,
         accepts=accepts,
         origin=_python_origin(src, parts),
+        effect=parts.effect,
+        placeholder_tokens=parts.placeholder_tokens,
     )
     return policy, parts.expect or {}, parts.floats
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Deployment
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, EFFECTS, Deployment
 
 from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
@@ -52,6 +52,10 @@ def _properties() -> dict:
         "rank": {"type": ["string", "number"], "description": f"numeric, lower evicted first; {_EXPRESSION}"},
         "budget": {"type": "integer", "minimum": 1, "maximum": 10 ** MAX_DIGITS - 1,
                    "description": "the policy's own token budget, a whole number written without a fraction"},
+        "effect": {"enum": list(EFFECTS), "default": "evict",
+                   "description": "what a compaction does to the spans it takes: evict them, or mask them in place"},
+        "placeholder_tokens": {"type": "integer", "minimum": 1, "maximum": 10 ** MAX_DIGITS - 1, "default": 1,
+                               "description": "the tokens a masked span keeps (only with effect: mask)"},
         "deployment": _deployment(),
         "expect": {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
                    "additionalProperties": {"enum": list(VERDICTS)},
@@ -73,6 +77,7 @@ def policy_schema() -> dict:
         "type": "object",
         "properties": {key: properties[key] for key in TOP_KEYS},  # a key the loader does not know is a KeyError
         "required": ["name", "evict"],
+        "dependentSchemas": {"placeholder_tokens": {"required": ["effect"], "properties": {"effect": {"const": "mask"}}}},
         "additionalProperties": False,
     }
 

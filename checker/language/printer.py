@@ -257,6 +257,13 @@ def _deployment_items(policy):
     return list(deployment.as_dict().items())
 
 
+def _effect_items(policy) -> list:
+    """(key, value) for `effect` and `placeholder_tokens`, each only when not at its default."""
+    effect, placeholder = getattr(policy, "effect", "evict"), getattr(policy, "placeholder_tokens", 1)
+    return ([("effect", effect)] if effect != "evict" else []) + \
+        ([("placeholder_tokens", placeholder)] if placeholder != 1 else [])
+
+
 def policy_yaml(policy) -> str:
     """A complete YAML policy file for policy (name, description, evict, rank, budget, deployment)."""
     lines = [f"name: {_yaml_scalar(policy.name)}"]
@@ -267,6 +274,7 @@ def policy_yaml(policy) -> str:
         lines.append(f"rank: {_yaml_scalar(to_text(policy.rank))}")
     if policy.budget is not None:
         lines.append(f"budget: {int(policy.budget)}")
+    lines += [f"{key}: {value}" for key, value in _effect_items(policy)]
     items = _deployment_items(policy)
     if items:
         lines.append("deployment:")
@@ -293,6 +301,7 @@ def policy_python(policy) -> str:
     head = [f"NAME = {policy.name!r}"]
     if policy.budget is not None:
         head.append(f"BUDGET = {int(policy.budget)}")
+    head += [f"{key.upper()} = {value!r}" for key, value in _effect_items(policy)]
     items = _deployment_items(policy)
     if items:
         head.append("DEPLOYMENT = {" + ", ".join(f"{k!r}: {v!r}" for k, v in items) + "}")
