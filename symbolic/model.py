@@ -288,12 +288,12 @@ class Model:
                                                for j in range(n) if j != i]) for i in range(n)]
             return [z3.And(cand[i], total - before[i] > budget) for i in range(n)]
         # A mask may grow a span (placeholder_tokens > tokens), so the walk's tokens are not monotone: a candidate is
-        # taken iff the window is over budget after every prefix of the candidates ahead of it.
-        after = [total + z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(cand[j], ahead(j, i)), self.taken_delta(s, j), 0)
-                                                  for j in range(n) if j != i]) for i in range(n)]
-        return [z3.And([cand[i], after[i] > budget]
-                       + [z3.Implies(z3.And(cand[j], ahead(j, i)), after[j] + self.taken_delta(s, j) > budget)
-                          for j in range(n) if j != i]) for i in range(n)]
+        # taken iff the window was over budget before it and before every candidate ahead of it (the walk's stop).
+        before = [total + z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(cand[j], ahead(j, i)), self.taken_delta(s, j), 0)
+                                                   for j in range(n) if j != i]) for i in range(n)]
+        return [z3.And([cand[i], before[i] > budget]
+                       + [z3.Implies(z3.And(cand[j], ahead(j, i)), before[j] > budget) for j in range(n) if j != i])
+                for i in range(n)]
 
     def encode_step(self, s: SymState, a: SymAction, t: SymState) -> StepTerms:
         """Fills t's fields with terms over s and a; returns the step's guards and named sub-terms."""

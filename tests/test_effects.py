@@ -95,6 +95,10 @@ def test_taken_delta_is_what_the_window_loses_and_truncation_still_sees_masked_s
     (MASK_RECORDS, {"records": "window"}, EDIT_THEN_COMPACT + (Undo(1), Audit())),
     ("name: t\nevict: not masked\nrank: tokens\nbudget: 3\neffect: mask\nplaceholder_tokens: 3\n", {},
      (Append("message", 1), Append("message", 5), Append("diff", 2), Compact(), Compact(1))),
+    # under budget from the start: the walk takes nothing, though masking would grow the window past the budget
+    ("name: t\nevict: kind in ['record', 'summary']\nrank: 0 - tokens\nbudget: 4\neffect: mask\n"
+     "placeholder_tokens: 3\n", {"records": "window", "evicted": "logged"},
+     (Append("message", 1), Append("message", 1), Edit(0, "transform"), Compact())),
 ])
 def test_the_model_agrees_with_the_runtime_on_effects(text, deployment, actions):
     agree(_policy(text, **deployment), actions, with_lemmas=True)
