@@ -244,10 +244,15 @@ def present(span: Span) -> bool:
 
 
 def taken_delta(policy: Policy, span: Span) -> int:
-    """How much the stage's taking `span` changes window_tokens (window_spans changes by -1 for evict, 0 for mask)."""
+    """How much the stage's taking `span` changes window_tokens (window_spans: taken_spans_delta)."""
     if policy.effect == "mask":
         return policy.placeholder_tokens - span.tokens
     return -span.tokens
+
+
+def taken_spans_delta(policy: Policy) -> int:
+    """How much the stage's taking a span changes window_spans: a masked span stays in the window."""
+    return 0 if policy.effect == "mask" else -1
 
 
 def is_candidate(policy: Policy, state: State, span: Span) -> bool:

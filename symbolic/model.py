@@ -270,10 +270,14 @@ class Model:
         return evicted, truncated
 
     def taken_delta(self, s: SymState, i: int):
-        """How much the stage's taking slot i changes window_tokens (window_spans: -1 for evict, 0 for mask)."""
+        """How much the stage's taking slot i changes window_tokens (window_spans: taken_spans_delta)."""
         if self.policy.effect == "mask":
             return self.policy.placeholder_tokens - s.tokens[i]
         return -s.tokens[i]
+
+    def taken_spans_delta(self) -> int:
+        """How much the stage's taking a slot changes window_spans: a masked span stays in the window."""
+        return 0 if self.policy.effect == "mask" else -1
 
     def _ranked_walk(self, s: SymState, cand: list, ranks: list, total, budget) -> list:
         """Per slot: taken by the ranked walk, which takes candidates in rank order while the window is over budget."""

@@ -20,6 +20,7 @@ from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Deployment, DeploymentOverride, with_override
 from prunecheck.spec.runtime import (
     REVERSIBLE, UNKNOWN, Append, Audit, Compact, Edit, State, Undo, span_env, status, step, taken_delta,
+    taken_spans_delta,
 )
 
 from conftest import BOUNDS, HOUR, RLIMIT
@@ -85,7 +86,9 @@ def test_undo_unmasks_its_target_and_masked_is_an_attribute_the_policy_reads():
 def test_taken_delta_is_what_the_window_loses_and_truncation_still_sees_masked_spans():
     policy = _policy("name: t\nevict: true\neffect: mask\nplaceholder_tokens: 2\n")
     state, _ = _run(policy, (Append("message", 5), Append("message", 1)))
-    assert [taken_delta(policy, s) for s in state.spans] == [-3, 1]
+    assert [taken_delta(policy, s) for s in state.spans] == [-3, 1] and taken_spans_delta(policy) == 0
+    evicting = _policy("name: t\nevict: true\n")
+    assert [taken_delta(evicting, s) for s in state.spans] == [-5, -1] and taken_spans_delta(evicting) == -1
     after = step(policy, state, Compact(3))
     assert after.evicted == {0, 1} and after.truncated == {0} and after.after.window_tokens() == 2
 
