@@ -150,6 +150,7 @@ def test_explanations_say_masked_and_moved_to_the_log():
     policy = _policy(MASK_RECORDS, records="window")
     text = explain(policy, EDIT_THEN_COMPACT, "C2")
     assert "masked by the policy" in text.steps[-1] and text.cause.summary.startswith("the compaction masks record #1")
+    assert ("effect: mask", 3) in [(p.text, p.loc.line) for p in text.cause.points]
     _, transitions = _run(policy, EDIT_THEN_COMPACT + (Undo(1),))
     assert step_label(policy, transitions[-1]) == "undo of edit 1: irreversible, record #1 is masked"
     logged = _policy("name: t\nevict: kind == 'diff'\n", evicted="logged", records="window")

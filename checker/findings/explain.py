@@ -218,7 +218,9 @@ def _removal(transitions: Sequence[Transition], span_id: int) -> Optional[int]:
 def _removal_points(policy, transitions, index, span_id, where, placement: str) -> tuple:
     t = transitions[index]
     if span_id in t.evicted:
-        return tuple(predicate_points(policy, t.before, span_id)) + (
+        masks = (Point("effect: mask", where.get("effect", Loc(1, 1)), "replaces what the policy takes by a "
+                       "placeholder: a masked record or rationale is no longer present"),) if policy.effect == "mask" else ()
+        return tuple(predicate_points(policy, t.before, span_id)) + masks + (
             _setting(policy, placement, where, f"puts the {_role(t.before, span_id).split()[0]} in the policy's reach"),)
     placed = _setting(policy, placement, where, "puts it among the spans truncation may remove")
     if _host_decides(policy, t.action):
