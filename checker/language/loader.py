@@ -254,7 +254,7 @@ def _python_origin(src: SourceText, parts) -> Origin:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             at = node.value if name == "BUDGET" else node
-            if name in ("BUDGET", "DEPLOYMENT"):
+            if name in ("BUDGET", "DEPLOYMENT", "EFFECT"):
                 out.setdefault(name.lower(), Loc(at.lineno, at.col_offset + 1))
         if isinstance(node, ast.FunctionDef) and node.name == "rank":
             out["rank"] = Loc(node.lineno, node.col_offset + 1)
