@@ -323,7 +323,9 @@ def _policies(draw, max_depth: int, deployment, python: bool, stage: bool = True
         chosen = draw(deployment)
     name = draw(policy_names())
     keys = draw(_stage(max_depth, with_budget, rank is not None, python)) if stage and draw(st.booleans()) else {}
-    text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen, **keys))
+    effect, placeholder = draw(st.one_of(st.just(("evict", 1)), st.tuples(st.just("mask"), st.integers(1, 3))))
+    text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen, effect=effect,
+                              placeholder_tokens=placeholder, **keys))
     return parse_policy_text(text, f"{name}.yaml")
 
 
@@ -332,9 +334,10 @@ def policies(
     stage: bool = True,
 ) -> st.SearchStrategy:
     """Parsed, type-checked Policies: evict (depth <= max_depth), optional rank, optional budget in 2..12
-    (`budget` is referenced only when set) and a deployment (drawn, fixed, or from the given strategy). With stage
-    (the default), about half of them also set some of the compaction stage's keep, when, until and order
-    (window_conditions); stage=False draws the policies of before the stage.
+    (`budget` is referenced only when set), an effect (evict, or mask to 1..3 placeholder tokens) and a deployment
+    (drawn, fixed, or from the given strategy). With stage (the default), about half of them also set some of the
+    compaction stage's keep, when, until and order (window_conditions); stage=False draws the policies of before the
+    stage.
 
     Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one; with
     python, the expressions are those of expressions(python=True), which the Python form accepts too.

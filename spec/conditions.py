@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from prunecheck.spec.policy import Policy
-from prunecheck.spec.runtime import REVERSIBLE, Compact, State, Transition, Undo, is_candidate, status
+from prunecheck.spec.runtime import REVERSIBLE, Compact, State, Transition, Undo, is_candidate, present, status
 
 
 class Scope(enum.Enum):
@@ -39,7 +39,7 @@ def _c1(policy: Policy, state: State) -> bool:
 def _c2(transition: Transition) -> bool:
     before, after = transition.before, transition.after
     return isinstance(transition.action, Compact) and any(
-        before.span(e.record).alive and not after.span(e.record).alive for e in before.edits)
+        present(before.span(e.record)) and not present(after.span(e.record)) for e in before.edits)
 
 
 def _c3(transition: Transition) -> bool:
@@ -50,12 +50,12 @@ def _c3(transition: Transition) -> bool:
 
 
 def _c4(policy: Policy, state: State) -> bool:
-    gap = any(not state.span(e.record).alive for e in state.live_edits())
+    gap = any(not present(state.span(e.record)) for e in state.live_edits())
     return gap and status(policy, state) == REVERSIBLE
 
 
 def _p1(policy: Policy, state: State) -> bool:
-    return any(not state.span(e.rationale).alive for e in state.live_edits())
+    return any(not present(state.span(e.rationale)) for e in state.live_edits())
 
 
 _FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"

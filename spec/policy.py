@@ -47,6 +47,7 @@ SPAN_ATTRS = {
     "from_end_in_role": (NUM, _iv(0)),
     "turn": (NUM, _iv(0)),
     "tokens_after": (NUM, _iv(0)),
+    "masked": (BOOL, None),
 }
 WINDOW_ATTRS = {
     "window_tokens": (NUM, _iv(0)),
@@ -163,7 +164,11 @@ DEPLOYMENT_CHOICES = {
     "audit": ("independent", "policy"),
     "undo": ("versioned", "blind"),
     "record_role": ROLES,
+    "evicted": ("destroyed", "logged"),
 }
+# Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
+UNLISTED_AT_DEFAULT = {"evicted": "destroyed"}
+EFFECTS = ("evict", "mask")
 
 
 @dataclass(frozen=True, repr=False)
@@ -176,6 +181,7 @@ class Deployment:
     audit: str = "independent"
     undo: str = "versioned"
     record_role: str = "tool_result"  # the role of the records and rationale entries an edit creates
+    evicted: str = "destroyed"  # what a compaction does with the spans it removes: kill them, or move them to the log
 
     def __post_init__(self):
         for key, allowed in DEPLOYMENT_CHOICES.items():
@@ -183,11 +189,18 @@ class Deployment:
                 raise ValueError(f"deployment {key} must be one of {', '.join(allowed)}")
 
     def as_dict(self) -> dict:
+        """Every key, except those of UNLISTED_AT_DEFAULT at their default."""
+        return {key: getattr(self, key) for key in DEPLOYMENT_CHOICES
+                if UNLISTED_AT_DEFAULT.get(key) != getattr(self, key)}
+
+    def all_keys(self) -> dict:
         return {key: getattr(self, key) for key in DEPLOYMENT_CHOICES}
 
     def __repr__(self) -> str:
-        # record_role at its default is left out, so that a policy's hash (its repr's) stays what it was before roles.
-        keys = [k for k in DEPLOYMENT_CHOICES if k != "record_role" or self.record_role != "tool_result"]
+        # record_role and evicted at their defaults are left out, so that a policy's hash (its repr's) stays what it
+        # was before them.
+        quiet = {"record_role": "tool_result", **UNLISTED_AT_DEFAULT}
+        keys = [k for k in DEPLOYMENT_CHOICES if quiet.get(k) != getattr(self, k)]
         return f"Deployment({', '.join(f'{k}={getattr(self, k)!r}' for k in keys)})"
 
 
@@ -217,7 +230,7 @@ class DeploymentOverride:
     @classmethod
     def whole(cls, deployment: Deployment, source: str = "<deployment>") -> "DeploymentOverride":
         """An override of every key: what a complete Deployment given as an override means."""
-        return cls(tuple(deployment.as_dict().items()), source)
+        return cls(tuple(deployment.all_keys().items()), source)
 
     def keys(self) -> tuple:
         return tuple(key for key, _value in self.settings)
@@ -256,13 +269,16 @@ class Origin:
 
 
 ORDERS = ("oldest", "newest")  # the compaction stage's candidate order without a rank; the default first
-STAGE_KEYS = ("keep", "when", "until", "order")  # the stage's keys beyond evict/rank/budget (spec/SPEC.md 4b)
+# Policy fields left out of its repr at these defaults, so that an old policy's hash (its repr's) stays the same.
+QUIET_POLICY_DEFAULTS = {"keep": None, "when": None, "until": None, "order": "oldest", "effect": "evict",
+                         "placeholder_tokens": 1}
 
 
 @dataclass(frozen=True, repr=False)
 class Policy:
     """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first); `keep`,
-    `when`, `until` and `order` are the rest of the compaction stage (spec/SPEC.md 4b)."""
+    `when`, `until` and `order` are the rest of the compaction stage (spec/SPEC.md 4b); `effect` says what happens to
+    the spans the stage takes (evicted, or masked to `placeholder_tokens` tokens; spec/SPEC.md 4c)."""
 
     name: str
     evict: Expr
@@ -274,20 +290,28 @@ class Policy:
     overridden: tuple = field(default=(), compare=False, repr=False)  # deployment keys set by an override
     accepts: tuple = field(default=(), compare=False, repr=False)  # Acceptances; not hashed (docs/decisions/0007)
     origin: Optional[Origin] = field(default=None, compare=False, repr=False)  # None: not parsed from text
-    # repr=False: __repr__ shows them only when set
-    keep: Optional[Expr] = field(default=None, repr=False)  # spans the stage never takes
-    when: Optional[Expr] = field(default=None, repr=False)  # the trigger (a window expression); None: always
-    until: Optional[Expr] = field(default=None, repr=False)  # the target (a window expression); None: the legacy rule
-    order: str = field(default="oldest", repr=False)  # the candidates' order when there is no rank
+    # Left out of the repr at their defaults (QUIET_POLICY_DEFAULTS), so that old policies' hashes stay the same.
+    keep: Optional[Expr] = None  # spans the stage never takes
+    when: Optional[Expr] = None  # the trigger (a window expression); None: always
+    until: Optional[Expr] = None  # the target (a window expression); None: the legacy rule
+    order: str = "oldest"  # the candidates' order when there is no rank
+    effect: str = "evict"
+    placeholder_tokens: int = 1
+
+    def __post_init__(self):
+        if self.effect not in EFFECTS:
+            raise ValueError(f"effect must be one of {', '.join(EFFECTS)}")
+        if type(self.placeholder_tokens) is not int or self.placeholder_tokens < 1:
+            raise ValueError("placeholder_tokens is an integer >= 1")
+        if self.effect != "mask" and self.placeholder_tokens != 1:
+            raise ValueError("placeholder_tokens is only for effect: mask")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}")
 
     def __repr__(self) -> str:
-        # The stage's keys at their defaults are left out, so that a policy's hash (its repr's) stays what it was.
-        shown = [f.name for f in fields(self) if f.repr]
-        shown += [k for k in STAGE_KEYS if getattr(self, k) != _STAGE_DEFAULTS[k]]
-        return f"Policy({', '.join(f'{k}={getattr(self, k)!r}' for k in shown)})"
-
-
-_STAGE_DEFAULTS = {"keep": None, "when": None, "until": None, "order": "oldest"}
+        shown = [f for f in fields(self) if f.repr and not (
+            f.name in QUIET_POLICY_DEFAULTS and QUIET_POLICY_DEFAULTS[f.name] == getattr(self, f.name))]
+        return f"Policy({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
 
 
 def stage_exprs(policy: Policy) -> tuple:
@@ -349,3 +373,13 @@ def read_positions(policy: Policy) -> tuple:
     """The positional attributes (POSITION_ATTRS) the policy reads, in POSITION_ATTRS order."""
     names = read_attributes(policy)
     return tuple(name for name in POSITION_ATTRS if name in names)
+
+
+def masks(policy: Policy) -> bool:
+    """Whether spans of this policy's runs can be masked, or the policy reads `masked`: only then do models track it."""
+    return policy.effect == "mask" or reads_attribute(policy, "masked")
+
+
+def has_effects(policy: Policy) -> bool:
+    """Whether anything a compaction takes may stay alive (masked, or logged): "removed" is then more than dead."""
+    return masks(policy) or policy.deployment.evicted == "logged"

@@ -31,6 +31,7 @@ class Span:
     version: int = 0
     alive: bool = True
     role: str = "user"  # set when the span is written, never changed
+    masked: bool = False  # its content was replaced by a placeholder (effect: mask); an undo of its edit clears it
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,7 @@ def span_env(policy: Policy, state: State, span: Span) -> dict:
         "kind": span.kind,
         "namespace": span.namespace,
         "role": span.role,
+        "masked": span.masked,
     }
     env.update(positions(state, span))
     env.update(window_env(policy, state))
@@ -268,6 +270,11 @@ def addressable(span: Span) -> bool:
     return span.alive and span.namespace == "window"
 
 
+def present(span: Span) -> bool:
+    """A record or rationale is present (it can serve undo and audit) iff it is alive and not masked."""
+    return span.alive and not span.masked
+
+
 def is_candidate(policy: Policy, state: State, span: Span) -> bool:
     """In the window, selected by `evict` and not protected by `keep`."""
     if not addressable(span):
@@ -288,7 +295,7 @@ def status(policy: Policy, state: State) -> str:
         def visible(span_id: int) -> bool:
             return addressable(state.span(span_id))
         known = tuple(e for e in state.live_edits() if visible(e.record) or visible(e.rationale))
-    return REVERSIBLE if all(state.span(e.record).alive for e in known) else UNKNOWN
+    return REVERSIBLE if all(present(state.span(e.record)) for e in known) else UNKNOWN
 
 
 def _set(state: State, span: Span) -> State:
@@ -411,15 +418,34 @@ def _evict(policy: Policy, state: State) -> tuple:
     return walk(policy, ordered, tokens, spans, lambda t, n: window_env(policy, state, t, n))
 
 
-def _truncate(state: State, evicted: list, tokens: int, limit: Optional[int]) -> list:
-    """Step 3: the ids truncated oldest-first until the window is within `limit` (none without a limit)."""
+def _remove(policy: Policy, span: Span) -> Span:
+    """A span a compaction removes from the window: dead, or (evicted: logged) alive in the log."""
+    if policy.deployment.evicted == "logged":
+        return replace(span, namespace="log")
+    return replace(span, alive=False)
+
+
+def _take(policy: Policy, state: State, taken) -> State:
+    """The stage's effect on the spans it takes: removed from the window, or masked in place."""
+    for span_id in taken:
+        span = state.span(span_id)
+        if policy.effect == "mask":
+            state = _set(state, replace(span, masked=True, tokens=policy.placeholder_tokens))
+        else:
+            state = _set(state, _remove(policy, span))
+    return state
+
+
+def _truncate(state: State, tokens: int, limit: Optional[int]) -> list:
+    """Step 3, on the state the stage leaves: the ids truncated oldest-first until the window is within `limit`
+    (none without a limit)."""
     truncated = []
     if limit is None:
         return truncated
     for span in state.spans:
         if tokens <= limit:
             break
-        if addressable(span) and span.id not in evicted:
+        if addressable(span):
             truncated.append(span.id)
             tokens -= span.tokens
     return truncated
@@ -427,10 +453,11 @@ def _truncate(state: State, evicted: list, tokens: int, limit: Optional[int]) ->
 
 def _compact(policy: Policy, state: State, action: Compact, now: int) -> Transition:
     evicted, tokens = _evict(policy, state)
-    truncated = _truncate(state, evicted, tokens, effective_budget(policy, action.budget))
-    after = state
-    for span_id in evicted + truncated:
-        after = _set(after, replace(after.span(span_id), alive=False))
+    staged = _take(policy, state, evicted)
+    truncated = _truncate(staged, tokens, effective_budget(policy, action.budget))
+    after = staged
+    for span_id in truncated:
+        after = _set(after, _remove(policy, after.span(span_id)))
     return Transition(state, action, replace(after, step=now), "ok", frozenset(evicted), frozenset(truncated))
 
 
@@ -439,14 +466,15 @@ def host_budgets(policy: Policy, state: State) -> tuple:
     largest budget of each), largest first: every compact(budget=H) from `state` has the outcome of one of them
     or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed."""
     evicted, rest = _evict(policy, state)
-    remaining = [s.tokens for s in state.spans if addressable(s) and s.id not in evicted]
+    staged = _take(policy, state, evicted)
+    remaining = [s.tokens for s in staged.spans if addressable(s)]
     tops = {rest - sum(remaining[:k]) - 1 for k in range(len(remaining))}
     if policy.budget is not None:
         tops.add(policy.budget - 1)
-    seen = {frozenset(_truncate(state, evicted, rest, policy.budget))}
+    seen = {frozenset(_truncate(staged, rest, policy.budget))}
     out = []
     for host in sorted((h for h in tops if h >= 1), reverse=True):
-        outcome = frozenset(_truncate(state, evicted, rest, effective_budget(policy, host)))
+        outcome = frozenset(_truncate(staged, rest, effective_budget(policy, host)))
         if outcome not in seen:
             seen.add(outcome)
             out.append(host)
@@ -455,12 +483,13 @@ def host_budgets(policy: Policy, state: State) -> tuple:
 
 def _undo(policy: Policy, state: State, action: Undo, now: int) -> Transition:
     info = state.edit(action.edit)
-    if not state.span(info.record).alive:
+    if not present(state.span(info.record)):
         return Transition(state, action, replace(state, step=now), "irreversible")
     target = state.span(info.target)
     if policy.deployment.undo == "versioned" and target.version != info.version:
         return Transition(state, action, replace(state, step=now), "merge required")
-    restored = replace(target, kind=info.prior_kind, edited=info.prior_edited, version=target.version + 1, alive=True)
+    restored = replace(target, kind=info.prior_kind, edited=info.prior_edited, version=target.version + 1, alive=True,
+                       masked=False)
     after = _set(state, restored)
     edits = tuple(replace(e, undone=True) if e.record == info.record else e for e in after.edits)
     return Transition(state, action, replace(after, step=now, edits=edits), "reverted")

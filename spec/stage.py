@@ -23,9 +23,12 @@ def selection(policy: Policy):
     return Binary("and", policy.evict, Unary("not", policy.keep))
 
 
-def taken_effect(span, tokens: int, spans: int) -> tuple:
+def taken_effect(policy: Policy, span, tokens: int, spans: int) -> tuple:
     """The window's (tokens, spans) after the stage takes `span` from (tokens, spans): evicting it removes its tokens
-    and one span. The one place the walk learns what taking a span does."""
+    and one span; masking it leaves the span, with placeholder_tokens tokens (which may be more than it had). The one
+    place the walk learns what taking a span does."""
+    if policy.effect == "mask":
+        return tokens - span.tokens + policy.placeholder_tokens, spans
     return tokens - span.tokens, spans - 1
 
 
@@ -38,5 +41,5 @@ def walk(policy: Policy, ordered, tokens: int, spans: int, env_at) -> tuple:
         if target is not None and evaluate(target, env_at(tokens, spans)):
             break  # the totals no longer change, so no later candidate is taken either
         taken.append(span.id)
-        tokens, spans = taken_effect(span, tokens, spans)
+        tokens, spans = taken_effect(policy, span, tokens, spans)
     return taken, tokens

@@ -28,7 +28,7 @@ def _c1(model, t):
 
 def _c2(model, s, a, t, step):
     return z3.And(a.act == ACT["compact"],
-                  z3.Or([z3.And(s.is_record(i), s.alive[i], z3.Not(t.alive[i])) for i in range(model.n)]))
+                  z3.Or([z3.And(s.is_record(i), s.present(i), z3.Not(t.present(i))) for i in range(model.n)]))
 
 
 def _c3(model, s, a, t, step):
@@ -40,7 +40,7 @@ def _c4(model, t):
 
 
 def _p1(model, t):
-    return model.at(t, "P1", lambda g: z3.Or([z3.And(g.live_edit(i), z3.Not(g.alive[i + 1]))
+    return model.at(t, "P1", lambda g: z3.Or([z3.And(g.live_edit(i), z3.Not(g.present(i + 1)))
                                               for i in range(model.n - 1)]))
 
 
@@ -62,7 +62,7 @@ def _pair_c3(model, step):
 
 
 def _pair_c4(model, s):
-    gap_r = z3.And(s.live_edit("r"), z3.Not(s.span["r"]["alive"]))
+    gap_r = z3.And(s.live_edit("r"), z3.Not(s.present("r")))
     if model.dep.audit == "independent":
         # The independent status is "reversible" only without any gap, and r's gap is one.
         return z3.BoolVal(False)
@@ -71,7 +71,7 @@ def _pair_c4(model, s):
 
 
 def _pair_p1(model, s):
-    return z3.And(s.live_edit("r"), z3.Not(s.span["q"]["alive"]))
+    return z3.And(s.live_edit("r"), z3.Not(s.present("q")))
 
 
 TERMS = {

@@ -57,6 +57,9 @@ def candidate_lemmas(model: Model, s: SymState, keep=None) -> list:
         add("record_prior_content", lambda: z3.Implies(is_record, content(s.prior_kind[i])))
         if roles:
             add("records_have_record_role", lambda: z3.Implies(z3.Or(is_record, is_rationale), s.role[i] == role))
+        if model.masking:
+            add("record_unmasked", lambda: z3.Implies(is_record, z3.Not(s.masked[i])))
+            add("rationale_unmasked", lambda: z3.Implies(is_rationale, z3.Not(s.masked[i])))
         for j in range(i):
             add(f"target_content_{j}", lambda: z3.Implies(z3.And(is_record, s.target[i] == slots[j]),
                                                   z3.And(s.used[j], content(s.kind[j]),

@@ -6,7 +6,7 @@ from typing import List
 
 import z3
 
-from prunecheck.spec.policy import CONTENT_KINDS, KIND, NAMESPACE, ROLE, Policy, read_positions
+from prunecheck.spec.policy import CONTENT_KINDS, KIND, NAMESPACE, ROLE, Policy, masks, read_positions
 from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
@@ -36,9 +36,10 @@ def slot_sort(n: int):
     return _slot_sorts[n]
 
 
-def span_fields(n: int) -> dict:
+def span_fields(n: int, masking: bool = False) -> dict:
+    """The slot fields; `masked` only in a model whose policy masks or reads it (old models stay byte-identical)."""
     slot = slot_sort(n)[0]
-    return {
+    fields = {
         "used": z3.BoolSort(), "alive": z3.BoolSort(), "kind": KindSort, "ns": NamespaceSort,
         "tokens": z3.IntSort(), "created": z3.IntSort(), "last_read": z3.IntSort(), "reads": z3.IntSort(),
         "pinned": z3.BoolSort(), "edited": z3.BoolSort(), "version": z3.IntSort(),
@@ -46,6 +47,7 @@ def span_fields(n: int) -> dict:
         "target": slot, "rversion": z3.IntSort(), "prior_kind": KindSort, "prior_edited": z3.BoolSort(),
         "destroy": z3.BoolSort(), "undone": z3.BoolSort(), "role": RoleSort,
     }
+    return {**fields, "masked": z3.BoolSort()} if masking else fields
 
 
 def window_env(clock, window_tokens: Frac, budget, window_spans=None) -> dict:
@@ -70,6 +72,8 @@ def attribute_env(clock, span: dict, window_tokens: Frac, budget, window_spans=N
     }
     if "role" in span:  # the pair model has roles only for a policy that reads them
         env["role"] = span["role"]
+    if "masked" in span:
+        env["masked"] = span["masked"]
     env.update(window_env(clock, window_tokens, budget, window_spans))
     env.update({name: Frac(term) for name, term in (positions or {}).items()})
     return env
@@ -98,14 +102,14 @@ def position_terms(s: "SymState", i: int, names) -> dict:
 class SymState:
     """One state: its clock (a numeral when unrolled from the empty window) and a z3 term per slot field."""
 
-    def __init__(self, k, n: int, tag: str = "", clock=None, variables: bool = True):
+    def __init__(self, k, n: int, tag: str = "", clock=None, variables: bool = True, masking: bool = False):
         """Without `variables` the fields are left empty, for encode_init or encode_step to fill."""
         self.k, self.n = k, n
         if clock is None:
             clock = z3.IntVal(k) if isinstance(k, int) else z3.Int(f"{tag}clock@{k}")
         self.clock = clock
         self.fields = {name: [z3.Const(f"{tag}{name}{i}@{k}", sort) if variables else None for i in range(n)]
-                       for name, sort in span_fields(n).items()}
+                       for name, sort in span_fields(n, masking).items()}
 
     def __getattr__(self, name):
         fields = self.__dict__.get("fields")
@@ -121,6 +125,12 @@ class SymState:
 
     def in_window(self, i: int):
         return z3.And(self.alive[i], self.ns[i] == NS["window"])
+
+    def present(self, i: int):
+        """Slot i is alive and not masked (just alive, the same term, in a model without masks)."""
+        if "masked" not in self.fields:
+            return self.alive[i]
+        return z3.And(self.alive[i], z3.Not(self.masked[i]))
 
     def is_record(self, i: int):
         return z3.And(self.used[i], self.kind[i] == K["record"])
@@ -182,6 +192,7 @@ class Model:
         self.repeat_domain = None if repeat_domain is None or not accelerate else tuple(repeat_domain)
         self.clock_targets = tuple(clock_targets) if self.repeat_domain is not None else ()
         self.dep = policy.deployment
+        self.masking = masks(policy)
         self.slots = slot_sort(n)[1]
         self._policy_terms: dict = {}
         self._at: dict = {}
@@ -190,20 +201,20 @@ class Model:
 
     def state(self, k: int) -> SymState:
         """State k of an unrolling, its fields to be filled by encode_init or encode_step."""
-        return SymState(k, self.n, self.tag, variables=False)
+        return SymState(k, self.n, self.tag, variables=False, masking=self.masking)
 
     def action(self, k) -> SymAction:
         return SymAction(k, self.n, self.tag)
 
     def generic_state(self, label: str) -> SymState:
         """A state with every field, and the clock, a free variable: the pre-state of an induction step."""
-        return SymState(label, self.n, self.tag)
+        return SymState(label, self.n, self.tag, masking=self.masking)
 
     def encode_init(self, s: SymState) -> List:
         """The empty window: every field of every slot is its default value (no variables)."""
         defaults = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
                     NamespaceSort: NS["window"], RoleSort: R["user"], slot_sort(self.n)[0]: self.slots[0]}
-        for name, sort in span_fields(self.n).items():
+        for name, sort in span_fields(self.n, self.masking).items():
             s.fields[name] = [defaults[sort]] * self.n
         return []
 
@@ -284,7 +295,9 @@ class Model:
             left, right = ranks[j].scaled_num(ranks[i].den), ranks[i].scaled_num(ranks[j].den)
             return left <= right if j < i else left < right
 
-        if self.policy.when is not None or self.policy.until is not None:
+        if self.policy.when is not None or self.policy.until is not None or self.policy.effect == "mask":
+            # A mask may grow a span (placeholder_tokens > tokens), so even the legacy ranked walk needs the general
+            # closed form: its window tokens are no longer monotone.
             evicted = self._stage_walk(s, cand, ahead, budget)
         elif ranks[0] is not None and budget is not None:
             evicted = []
@@ -299,16 +312,25 @@ class Model:
         else:
             limited, limit = z3.BoolVal(True), z3.If(z3.And(a.hosted, a.host < budget), a.host, budget)
         rest = total - z3.Sum([z3.If(evicted[i], self.taken_effect(s, i)[0], 0) for i in range(n)])
-        remaining = [z3.And(s.in_window(i), z3.Not(evicted[i])) for i in range(n)]
+        if self.policy.effect == "mask":
+            # Masked spans stay in the window, with their placeholder tokens, for the host's truncation.
+            remaining = [s.in_window(i) for i in range(n)]
+            left = [z3.If(evicted[i], z3.IntVal(self.policy.placeholder_tokens), s.tokens[i]) for i in range(n)]
+        else:
+            remaining = [z3.And(s.in_window(i), z3.Not(evicted[i])) for i in range(n)]
+            left = s.tokens
         truncated = []
         for i in range(n):
-            older = z3.Sum([z3.IntVal(0)] + [z3.If(remaining[j], s.tokens[j], 0) for j in range(i)])
+            older = z3.Sum([z3.IntVal(0)] + [z3.If(remaining[j], left[j], 0) for j in range(i)])
             truncated.append(z3.And(limited, remaining[i], rest - older > limit))
         return evicted, truncated
 
     def taken_effect(self, s: SymState, i: int) -> tuple:
         """What the stage taking slot i removes from the window's (tokens, spans): evicting removes its tokens and
-        one span. The one place the encoded walk learns what taking a span does."""
+        one span, masking its tokens less the placeholder's and no span. The one place the encoded walk learns what
+        taking a span does (spec.stage.taken_effect in the runtime)."""
+        if self.policy.effect == "mask":
+            return s.tokens[i] - self.policy.placeholder_tokens, z3.IntVal(0)
         return s.tokens[i], z3.IntVal(1)
 
     def _stage_walk(self, s: SymState, cand: list, ahead, budget) -> list:
@@ -347,7 +369,7 @@ class Model:
         is_ = {name: a.act == ACT[name] for name in ACTIONS}
         self._guards(s, a, sel, is_, now, out)
         fresh = sel["target_version"] == sel["rversion"]
-        reverted = z3.And(is_["undo"], sel["alive"], fresh if self.dep.undo == "versioned" else z3.BoolVal(True))
+        reverted = z3.And(is_["undo"], sel["present"], fresh if self.dep.undo == "versioned" else z3.BoolVal(True))
         evicted, truncated = self.compaction(s, a, terms, budget)
         new_kind = z3.If(a.destroy, K["diff"], K["summary"])
         for i in range(self.n):
@@ -368,6 +390,8 @@ class Model:
 
         sel = {field: pick(getattr(s, field), arg, f"sel_{name}") for field, name in SELECTED}
         sel["target_version"] = pick(s.version, sel["target"], "sel_tversion")
+        sel["present"] = z3.And(sel["alive"], z3.Not(pick(s.masked, arg, "sel_masked"))) if self.masking \
+            else sel["alive"]
         sel["content"] = z3.Or([sel["kind"] == c for c in CONTENT])
         return sel
 
@@ -406,7 +430,10 @@ class Model:
         edited_here = z3.And(is_["edit"], here)
         restored_here = z3.And(reverted, sel["target"] == self.slots[i])
         read_here = z3.And(is_["read"], here)
-        gone = z3.And(is_["compact"], z3.Or(*removed))
+        masking = self.policy.effect == "mask"
+        masked_now = z3.And(is_["compact"], removed[0]) if masking else z3.BoolVal(False)
+        gone = z3.And(is_["compact"], removed[1] if masking else z3.Or(*removed))
+        logged = dep.evicted == "logged"
         born = z3.Or(appended, record_here, rationale_here)
         record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
         rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
@@ -419,11 +446,13 @@ class Model:
             t.fields[name][i] = value
 
         becomes("used", (born, True))
-        becomes("alive", (born, True), (restored_here, True), (gone, False))
+        becomes("alive", (born, True), (restored_here, True), *(() if logged else ((gone, False),)))
         becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
                 (edited_here, new_kind), (restored_here, sel["prior_kind"]))
-        becomes("ns", (appended, NS["window"]), (record_here, record_ns), (rationale_here, rationale_ns))
-        becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, sel["tokens"], 1)), (rationale_here, 1))
+        becomes("ns", (appended, NS["window"]), (record_here, record_ns), (rationale_here, rationale_ns),
+                *(((gone, NS["log"]),) if logged else ()))
+        becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, sel["tokens"], 1)), (rationale_here, 1),
+                *(((masked_now, self.policy.placeholder_tokens),) if masking else ()))
         becomes("created", (born, now))
         becomes("last_read", (born, now), (read_here, now))
         becomes("reads", (born, 0), (read_here, s.reads[i] + once))
@@ -438,11 +467,13 @@ class Model:
         becomes("destroy", (record_here, a.destroy))
         becomes("undone", (z3.And(reverted, here), True))
         becomes("role", (appended, a.role), (z3.Or(record_here, rationale_here), R[dep.record_role]))
+        if self.masking:
+            becomes("masked", (born, False), (masked_now, True), (restored_here, False))
 
     # The status's terms, for condition C4 (symbolic/conditions.py) and the theorems.
 
     def gap(self, t: SymState):
-        return z3.Or([z3.And(t.live_edit(i), z3.Not(t.alive[i])) for i in range(self.n)])
+        return z3.Or([z3.And(t.live_edit(i), z3.Not(t.present(i))) for i in range(self.n)])
 
     def says_reversible(self, t: SymState):
         if self.dep.audit == "independent":
@@ -450,5 +481,5 @@ class Model:
         known = []
         for i in range(self.n - 1):
             seen = z3.Or(t.in_window(i), t.in_window(i + 1))
-            known.append(z3.Implies(z3.And(t.live_edit(i), seen), t.alive[i]))
+            known.append(z3.Implies(z3.And(t.live_edit(i), seen), t.present(i)))
         return z3.And(known)

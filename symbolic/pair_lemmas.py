@@ -55,5 +55,9 @@ def pair_candidates(model: PairModel, s: PairState) -> list:
         out += [(f"records_have_record_role[{g}]", z3.Implies(z3.And(sp[g]["used"], z3.Or(
             sp[g]["kind"] == K["record"], sp[g]["kind"] == K["rationale"])), sp[g]["role"] == R[dep.record_role]))
             for g in GHOSTS]
+    if model.masking:
+        out += [(f"{name}_unmasked[{g}]", z3.Implies(z3.And(sp[g]["used"], sp[g]["kind"] == K[name]),
+                                                      z3.Not(sp[g]["masked"])))
+                for name in ("record", "rationale") for g in GHOSTS]
     out += [(f"not {c}", z3.Not(pair_violation(model, c, s, None))) for c in STATE_CONDITIONS]
     return out

@@ -16,7 +16,7 @@ import z3
 
 from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env, window_env
-from prunecheck.spec.policy import POSITION_ATTRS, Policy, read_positions, reads_roles
+from prunecheck.spec.policy import POSITION_ATTRS, Policy, masks, read_positions, reads_roles
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 
 GHOSTS = ("r", "q")
@@ -33,6 +33,7 @@ ROLE_FIELD = {"role": RoleSort}  # only in a model whose policy reads roles (Pai
 # Positions are free per-state counters (spec/SPEC.md §1b), only in a model whose policy reads one
 # (PairModel.positions).
 SPAN_POSITIONS = tuple(name for name in POSITION_ATTRS if name != "window_spans")
+MASKED_FIELD = {"masked": z3.BoolSort()}  # only in a model whose policy masks or reads `masked` (PairModel.masking)
 DEFAULTS = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
             NamespaceSort: NS["window"], RoleSort: R["user"]}
 
@@ -40,13 +41,14 @@ DEFAULTS = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSo
 class PairState:
     """The clock, the window's token count as the policy sees it, and the fields of the ghost spans r and q."""
 
-    def __init__(self, label: str, roles: bool = False, positions: bool = False):
-        """roles, positions: whether the state has the ghosts' roles and the positional counters with the window's
-        span count (only for a policy that reads them: the pair model of any other policy stays what it was)."""
+    def __init__(self, label: str, roles: bool = False, positions: bool = False, masked: bool = False):
+        """roles, positions, masked: whether the state has the ghosts' roles, the positional counters with the
+        window's span count, and the ghosts' masked flags (only for a policy that needs them: the pair model of any
+        other policy stays what it was)."""
         self.label = label
         self.clock = z3.Int(f"clock@{label}")
         self.window_tokens = z3.Int(f"window_tokens@{label}")
-        fields = {**FIELDS, **ROLE_FIELD} if roles else FIELDS
+        fields = {**FIELDS, **(ROLE_FIELD if roles else {}), **(MASKED_FIELD if masked else {})}
         self.span = {g: {name: z3.Const(f"{name}_{g}@{label}", sort) for name, sort in fields.items()}
                      for g in GHOSTS}
         self.window_spans = z3.Int(f"window_spans@{label}") if positions else None
@@ -71,6 +73,11 @@ class PairState:
 
     def live_edit(self, g: str):
         return z3.And(self.is_record(g), z3.Not(self.span[g]["undone"]))
+
+    def present(self, g: str):
+        """Ghost g is alive and not masked (just alive, the same term, in a model without masks)."""
+        f = self.span[g]
+        return z3.And(f["alive"], z3.Not(f["masked"])) if "masked" in f else f["alive"]
 
     def in_window(self, g: str):
         return z3.And(self.span[g]["alive"], self.span[g]["ns"] == NS["window"])
@@ -122,14 +129,15 @@ class PairModel:
         self.policy, self.dep, self.free_policy = policy, policy.deployment, free_policy
         self.positions = not free_policy and bool(read_positions(policy))
         self.roles = not free_policy and reads_roles(policy)
+        self.masking = masks(policy)
         # With a target (or the legacy ranked walk), whether each of the pair's candidates is taken is free (with
         # the policy abstracted the candidates are free anyway, and the model stays that of its free shape).
         ranked = policy.rank is not None and policy.budget is not None
         self.walked = ranked if free_policy else stage_target(policy) is not None
 
     def state(self, label: str) -> PairState:
-        """A state with this model's fields (roles and positions only when the policy reads them)."""
-        return PairState(label, self.roles, self.positions)
+        """A state with this model's fields (roles, positions and masks only when the policy needs them)."""
+        return PairState(label, self.roles, self.positions, self.masking)
 
     def action(self, label: str) -> PairAction:
         return PairAction(label, self.roles)
@@ -192,7 +200,7 @@ class PairModel:
         sp = s.span
         out = self._guards(s, a, t, is_, now)
         # Which undo reverts: the ghost's own record when present and fresh enough; any other edit freely.
-        reverted = {g: z3.And(is_["undo"], _selected(a.ghost, g), sp[g]["alive"],
+        reverted = {g: z3.And(is_["undo"], _selected(a.ghost, g), s.present(g),
                               a.fresh if self.dep.undo == "versioned" else z3.BoolVal(True)) for g in GHOSTS}
         any_revert = z3.Or(reverted["r"], reverted["q"], z3.And(is_["undo"], a.ghost == G_OTHER))
         target_tokens = z3.If(a.target == G_R, sp["r"]["tokens"], z3.If(a.target == G_Q, sp["q"]["tokens"],
@@ -250,10 +258,12 @@ class PairModel:
         evicted = z3.And(candidate, a.chosen[g]) if self.walked else candidate
         # The host may impose any budget at any compaction, so truncation is a free choice with or without a
         # policy budget.
-        truncated = z3.And(f["alive"], f["ns"] == NS["window"], z3.Not(evicted), a.truncate[g])
-        gone = z3.And(is_["compact"], z3.Or(evicted, truncated))
-        removes_record = z3.And(is_["compact"], self_is_record(f), f["alive"], z3.Or(evicted, truncated)) \
-            if g == "r" else None
+        masking, logged = self.policy.effect == "mask", dep.evicted == "logged"
+        # A span masked by the stage stays in the window, where the host's truncation may still remove it.
+        truncated = z3.And(f["alive"], f["ns"] == NS["window"], *(() if masking else (z3.Not(evicted),)), a.truncate[g])
+        masked_now = z3.And(is_["compact"], evicted) if masking else z3.BoolVal(False)
+        gone = z3.And(is_["compact"], truncated if masking else z3.Or(evicted, truncated))
+        removes_record = self._removes(s, a, g, is_, (evicted, truncated)) if g == "r" else None
 
         def becomes(name, *cases):
             value = f[name]
@@ -262,14 +272,15 @@ class PairModel:
             out.append(n[name] == value)
 
         becomes("used", (born, True))
-        becomes("alive", (born, True), (restored, True), (gone, False))
+        becomes("alive", (born, True), (restored, True), *(() if logged else ((gone, False),)))
         becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
                 (edited_here, z3.If(a.destroy, K["diff"], K["summary"])), (restored, a.prior_kind))
         becomes("ns", (appended, NS["window"]),
                 (record_here, NS["undo"] if dep.records == "undo_region" else NS["window"]),
-                (rationale_here, NS["log"] if dep.rationale == "decision_log" else NS["window"]))
+                (rationale_here, NS["log"] if dep.rationale == "decision_log" else NS["window"]),
+                *(((gone, NS["log"]),) if logged else ()))
         becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, target_tokens, 1)),
-                (rationale_here, 1))
+                (rationale_here, 1), *(((masked_now, self.policy.placeholder_tokens),) if masking else ()))
         becomes("created", (born, now))
         becomes("last_read", (born, now), (read_here, now))
         becomes("reads", (born, 0), (read_here, f["reads"] + 1))
@@ -280,7 +291,22 @@ class PairModel:
         becomes("undone", (born, False), (reverted, True))
         if self.roles:
             becomes("role", (appended, a.role), (z3.Or(record_here, rationale_here), R[dep.record_role]))
+        if self.masking:
+            becomes("masked", (born, False), (masked_now, True), (restored, False))
         return removes_record
+
+    def _removes(self, s: PairState, a: PairAction, g: str, is_: dict, taken: tuple):
+        """The term "this compaction makes ghost g's present record not present" (killed, or masked in place)."""
+        evicted, truncated = taken
+        f = s.span[g]
+        if self.policy.effect != "mask" and self.dep.evicted == "destroyed":
+            return z3.And(is_["compact"], self_is_record(f), f["alive"], z3.Or(evicted, truncated))
+        lost = ([evicted] if self.policy.effect == "mask" else []) + \
+            ([truncated if self.policy.effect == "mask" else z3.Or(evicted, truncated)]
+             if self.dep.evicted == "destroyed" else [])
+        if not lost:
+            return z3.BoolVal(False)
+        return z3.And(is_["compact"], self_is_record(f), s.present(g), z3.Or(lost))
 
 
 def _content(kind):

@@ -48,7 +48,7 @@ def template_key(model) -> tuple:
     rank_has_den = policy.rank is not None and model.policy_terms(model.generic())[0][1].den is not None
     return (model.dep, model.n, model.tag, model.token_domain, policy.rank is not None, rank_has_den,
             policy.budget is not None, model.accelerate, model.repeat_domain, model.clock_targets,
-            stage_key(policy))
+            stage_key(policy), policy.effect, policy.placeholder_tokens, model.masking)
 
 
 def stage_key(policy) -> tuple:
@@ -81,7 +81,7 @@ class StepTemplate:
     placeholder constants; instantiating it costs one C call per output term instead of building every term."""
 
     def __init__(self, model, key: tuple):
-        _, n, tag, _, ranked, rank_has_den, budgeted, _, _, _, _ = key
+        _, n, tag, _, ranked, rank_has_den, budgeted = key[:7]
         self.pre = model.generic_state(LABEL)
         self.act = model.action(LABEL)
         self.post = model.state(LABEL + "_post")

@@ -57,6 +57,10 @@ POLICIES = [
     "evict: role == 'tool_result' and age > 1",
     "evict: role in ['user', 'system'] or (role != 'assistant' and kind == 'record')\nrank: tokens\nbudget: 4",
     POSITIONAL[0],
+    # effects: masking in place, a placeholder larger than some spans (the ranked walk is then not monotone)
+    "evict: not masked and kind != 'message'\neffect: mask",
+    "evict: kind in ['record', 'tool_output', 'summary'] or masked\nrank: 0 - tokens\nbudget: 4\neffect: mask\n"
+    "placeholder_tokens: 3",
 ]
 
 # Policies with the compaction stage's keys (keep, when, until, order; spec/SPEC.md 4b).
@@ -69,6 +73,7 @@ STAGE_POLICIES = [
     "evict: kind != 'record'\nrank: 0 - tokens\nwhen: step >= 3\nuntil: window_spans + window_tokens <= 6",
     "evict: true\nkeep: role == 'system'\norder: newest",
     "evict: true\nbudget: 5\nwhen: window_tokens > budget\nuntil: window_tokens * 2 <= budget",
+    "evict: not masked\nuntil: window_tokens <= 4\neffect: mask\nplaceholder_tokens: 2",
 ]
 
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
@@ -177,4 +182,15 @@ TARGETED = [
       Undo(2))),
     ("evict: role == 'tool_result' or role == 'system'", Deployment(records="window", record_role="assistant"),
      (Append("message", 1, "assistant"), Edit(0, "destroy"), Undo(1), Compact())),
+    # evicted: logged moves what a compaction removes to the log, alive; undo still finds the record there
+    ("evict: kind == 'record'\nbudget: 1", Deployment(records="window", evicted="logged"),
+     (Append("message", 2), Edit(0, "destroy"), Append("diff", 1), Compact(), Undo(1), Compact(1))),
+    # effect: mask keeps the span in the window with its placeholder; a masked record makes undo irreversible
+    ("evict: kind in ['record', 'summary']\neffect: mask\nplaceholder_tokens: 2", WINDOW,
+     (Append("message", 3), Edit(0, "transform"), Compact(), Undo(1), Audit())),
+    ("evict: kind == 'summary'\neffect: mask", Deployment(),
+     (Append("message", 3), Edit(0, "transform"), Compact(), Undo(1), Compact(1))),
+    # a ranked walk whose masks grow a span: it stops at the first point the window fits
+    ("evict: true\nrank: tokens\nbudget: 4\neffect: mask\nplaceholder_tokens: 3", Deployment(),
+     (Append("message", 1), Append("message", 4), Append("message", 2), Compact(), Compact(2))),
 ]

@@ -7,9 +7,9 @@ from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, trans
 from prunecheck.spec.policy import POSITION_ATTRS, Deployment, read_positions
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
-from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, ROLE_FIELD, PairModel, PairState
+from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, MASKED_FIELD, ROLE_FIELD, PairModel, PairState
 from prunecheck.spec.runtime import (
-    REVERSIBLE, Append, Audit, Compact, Edit, State, addressable, is_candidate, positions, status, step,
+    REVERSIBLE, Append, Audit, Compact, Edit, State, addressable, is_candidate, positions, present, status, step,
 )
 from prunecheck.symbolic.terms import ENUM_CODES
 
@@ -18,13 +18,14 @@ from support import POLICIES, POSITIONAL, STAGE_POLICIES, TARGETED, model_policy
 
 def _span_values(state: State, i: int) -> dict:
     if i >= len(state.spans):
-        return {name: None for name in {**FIELDS, **ROLE_FIELD}}
+        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD}}
     span = state.span(i)
     edit = state.edit(i)
     return {"used": True, "alive": span.alive, "kind": ENUM_CODES["kind"][span.kind],
             "ns": ENUM_CODES["namespace"][span.namespace], "tokens": span.tokens, "created": span.created,
             "last_read": span.last_read, "reads": span.reads, "pinned": span.pinned, "edited": span.edited,
-            "version": span.version, "undone": bool(edit and edit.undone), "role": ENUM_CODES["role"][span.role]}
+            "version": span.version, "undone": bool(edit and edit.undone), "role": ENUM_CODES["role"][span.role],
+            "masked": span.masked}
 
 
 def _project(ps: PairState, state: State, r: int) -> list:
@@ -36,7 +37,7 @@ def _project(ps: PairState, state: State, r: int) -> list:
             out += [var == int(values[name]) for name, var in ps.counters[g].items() if name in values]
     for g, i in zip(GHOSTS, (r, r + 1)):
         for name, value in _span_values(state, i).items():
-            if name not in ps.span[g]:  # a role, in a model whose policy reads none
+            if name not in ps.span[g]:  # a role or mask, in a model whose policy reads none
                 continue
             var = ps.span[g][name]
             out.append(var == (DEFAULTS[var.sort()] if value is None else value))
@@ -66,7 +67,7 @@ def _check_projection(policy, actions):
             solver.add(act.act == ACT[t.action.name])
             concrete = transition_violations(t)
             record_r = t.before.edit(r)
-            if "C2" in concrete and record_r is not None and t.before.span(r).alive and not t.after.span(r).alive:
+            if "C2" in concrete and record_r is not None and present(t.before.span(r)) and not present(t.after.span(r)):
                 solver.add(pair_violation(model, "C2", post, pair_step))
             if "C3" in concrete and getattr(t.action, "edit", None) == r:
                 solver.add(pair_violation(model, "C3", post, pair_step))
@@ -88,8 +89,8 @@ def _check_projection(policy, actions):
 # Per state condition: the runtime violates it at record r (and its rationale r + 1), so the pair (r, r + 1) must.
 AT_RECORD = {
     "C1": lambda policy, state, r: state.span(r).alive and is_candidate(policy, state, state.span(r)),
-    "C4": lambda policy, state, r: not state.span(r).alive and status(policy, state) == REVERSIBLE,
-    "P1": lambda policy, state, r: not state.span(r + 1).alive,
+    "C4": lambda policy, state, r: not present(state.span(r)) and status(policy, state) == REVERSIBLE,
+    "P1": lambda policy, state, r: not present(state.span(r + 1)),
 }
 
 

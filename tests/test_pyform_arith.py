@@ -57,7 +57,7 @@ def contract(tokens=1, age=0, idle=0, reads=0, window_tokens=0, budget=1, step=0
     span = SimpleNamespace(
         tokens=tokens, age=age, idle=idle, reads=reads,
         recency=Fraction(1, 1 + idle), frequency=Fraction(reads, 1 + age),
-        pinned=flags.get("pinned", False), edited=flags.get("edited", False),
+        pinned=flags.get("pinned", False), edited=flags.get("edited", False), masked=flags.get("masked", False),
         kind=flags.get("kind", "message"), namespace=flags.get("namespace", "window"), role=flags.get("role", "user"),
     )
     return span, SimpleNamespace(window_tokens=window_tokens, budget=budget, step=step)
@@ -65,7 +65,7 @@ def contract(tokens=1, age=0, idle=0, reads=0, window_tokens=0, budget=1, step=0
 
 def env_of(span, window) -> dict:
     """The same values as prunecheck's evaluator takes them (numbers as Fractions)."""
-    env = {name: getattr(span, name) for name in ("pinned", "edited", "kind", "namespace", "role")}
+    env = {name: getattr(span, name) for name in ("pinned", "edited", "masked", "kind", "namespace", "role")}
     for name in ("tokens", "age", "idle", "reads", "recency", "frequency"):
         env[name] = Fraction(getattr(span, name))
     for name in ("window_tokens", "budget", "step"):
@@ -360,10 +360,10 @@ def test_the_readme_adapter_builds_the_contract_views():
     adapter = readme[start: readme.index("```", start)]
     scope = {}
     exec(adapter, scope)  # the README's own reference code, not a policy
-    host_span = SimpleNamespace(tokens=3, age=4, idle=1, reads=2, pinned=False, edited=True, kind="diff",
+    host_span = SimpleNamespace(tokens=3, age=4, idle=1, reads=2, pinned=False, edited=True, masked=True, kind="diff",
                                 namespace="window", role="tool_call")
     span, window = scope["policy_views"](host_span, SimpleNamespace(window_tokens=9, budget=8, step=4))
-    expected, _ = contract(tokens=3, age=4, idle=1, reads=2, edited=True, kind="diff", role="tool_call",
+    expected, _ = contract(tokens=3, age=4, idle=1, reads=2, edited=True, masked=True, kind="diff", role="tool_call",
                            window_tokens=9, budget=8, step=4)
     assert vars(span) == vars(expected)
     assert {k: type(v) for k, v in vars(span).items()} == {k: type(v) for k, v in vars(expected).items()}

@@ -19,6 +19,7 @@ from prunecheck.spec.policy import (
     BOOL_OPS,
     COMPARE_OPS,
     DEPLOYMENT_CHOICES,
+    EFFECTS,
     FUNCTIONS,
     KIND,
     NAMESPACE,
@@ -217,13 +218,15 @@ def test_strategies_cover_the_vocabulary():
             seen.update(features(policy.rank))
             seen["rank"] += 1
         seen["budget set" if policy.budget is not None else "no budget"] += 1
-        seen.update(f"{k}={v}" for k, v in deployment.as_dict().items())
-        seen.update(f"{k}={v}" for k, v in policy.deployment.as_dict().items())
+        seen.update(f"{k}={v}" for k, v in deployment.all_keys().items())
+        seen.update(f"{k}={v}" for k, v in policy.deployment.all_keys().items())
+        seen[f"effect={policy.effect}"] += 1
 
     collect()
     wanted = set(ATTRS) | set(ARITH_OPS) | set(COMPARE_OPS) | set(BOOL_OPS) | set(FUNCTIONS)
     wanted |= {"not", "-", "not in", "InSet", "Cond", "Num", "BoolLit", "EnumLit", "rank", "budget set", "no budget"}
     wanted |= {f"{k}={v}" for k, values in DEPLOYMENT_CHOICES.items() for v in values}
+    wanted |= {f"effect={e}" for e in EFFECTS}
     assert not wanted - set(seen), f"never generated: {sorted(wanted - set(seen))}"
 
 

@@ -20,7 +20,8 @@ def attribute_space(budget: Optional[int], positions: tuple = ()):
     env = {name: Frac(term) for name, term in ints.items()}
     env.update({
         "recency": Frac(z3.IntVal(1), 1 + ints["idle"]), "frequency": Frac(ints["reads"], 1 + ints["age"]),
-        "pinned": z3.Bool("diff_pinned"), "edited": z3.Bool("diff_edited"), "kind": z3.Const("diff_kind", KindSort),
+        "pinned": z3.Bool("diff_pinned"), "edited": z3.Bool("diff_edited"), "masked": z3.Bool("diff_masked"),
+        "kind": z3.Const("diff_kind", KindSort),
         "namespace": ENUM_CODES[NAMESPACE]["window"], "role": z3.Const("diff_role", RoleSort),
     })
     if budget is not None:
@@ -44,7 +45,7 @@ def valuation(model: z3.ModelRef, ints: dict, env: dict, budget: Optional[int]) 
            if name in value}
     out["recency"] = Fraction(1, 1 + value["idle"])
     out["frequency"] = Fraction(value["reads"], 1 + value["age"])
-    for name in ("pinned", "edited"):
+    for name in ("pinned", "edited", "masked"):
         out[name] = z3.is_true(model.eval(env[name], model_completion=True))
     out["kind"] = ENUM_NAMES[str(model.eval(env["kind"], model_completion=True))]
     out["namespace"] = "window"

@@ -14,9 +14,10 @@ from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.symbolic.lemmas import candidate_lemmas
 from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
-from prunecheck.spec.policy import ATTRS, DEPLOYMENT_CHOICES, POSITION_ATTRS, Attr, Policy, read_positions, subexpressions
+from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_CHOICES, POSITION_ATTRS, Attr, Policy, has_effects, read_positions,
+                                    subexpressions)
 from prunecheck.spec.stage import selection
-from prunecheck.spec.runtime import Compact, State, action_args, is_candidate, span_env
+from prunecheck.spec.runtime import Compact, State, action_args, addressable, is_candidate, present, span_env
 from prunecheck.symbolic.terms import ExprEncoder, frac_compare
 
 from prunecheck.checker.language.document import policy_document, policy_hash
@@ -140,6 +141,9 @@ def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout
     keys = differing_deployment_keys(old, new)
     if keys:
         return Equivalence(False, f"deployments differ in {', '.join(keys)}")
+    if (old.effect, old.placeholder_tokens) != (new.effect, new.placeholder_tokens):
+        return Equivalence(False, f"effects differ ({old.effect} vs {new.effect}, placeholder tokens "
+                                  f"{old.placeholder_tokens} vs {new.placeholder_tokens})")
     if old.budget != new.budget:
         return Equivalence(False, f"budgets differ ({old.budget or 'none'} vs {new.budget or 'none'})")
     stage = [key for key in ("when", "until", "order") if getattr(old, key) != getattr(new, key)]
@@ -172,6 +176,11 @@ def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout
 # --------------------------------------------------------------------------- lockstep search
 
 
+def _kept(plain: bool, s: SymState, i: int):
+    """Slot i is in the window, unmasked (just alive when neither policy has effects: the terms of before them)."""
+    return s.alive[i] if plain else z3.And(s.in_window(i), s.present(i))
+
+
 def _pair_lemmas(m_old: Model, m_new: Model, s_old: SymState, s_new: SymState, keep=None) -> list:
     """(name, term) candidates about a pair of states of the two runs: each model's own structural lemmas, and,
     per slot, that a field is equal in both runs or that a span alive in one run is alive in the other."""
@@ -179,21 +188,22 @@ def _pair_lemmas(m_old: Model, m_new: Model, s_old: SymState, s_new: SymState, k
     out += [(f"new:{name}", term) for name, term in candidate_lemmas(m_new, s_new)]
     for i in range(m_old.n):
         out += [(f"same_{name}[{i}]", s_old.fields[name][i] == s_new.fields[name][i])
-                for name in s_old.fields if name != "alive"]
+                for name in s_old.fields if name != "alive" and name in s_new.fields]
         out.append((f"old_alive_in_new[{i}]", z3.Implies(s_old.alive[i], s_new.alive[i])))
         out.append((f"new_alive_in_old[{i}]", z3.Implies(s_new.alive[i], s_old.alive[i])))
     return [(name, term) for name, term in out if keep is None or name in keep]
 
 
-def _witness(a: SymAction, before_old: SymState, before_new: SymState, after_old: SymState, after_new: SymState,
-             direction: str, slot: int):
-    """The step is a compaction that removes `slot`, alive in both runs, from one run only (per direction)."""
+def _witness(plain: bool, a: SymAction, before_old: SymState, before_new: SymState, after_old: SymState,
+             after_new: SymState, direction: str, slot: int):
+    """The step is a compaction that removes `slot`, kept in both runs, from one run only (per direction); removed
+    is dead (or, with effects, out of the window or masked)."""
     dropped, kept = (after_new, after_old) if direction == NEW_EVICTS else (after_old, after_new)
-    return z3.And(a.act == ACT["compact"], before_old.alive[slot], before_new.alive[slot],
-                  z3.Not(dropped.alive[slot]), kept.alive[slot])
+    return z3.And(a.act == ACT["compact"], _kept(plain, before_old, slot), _kept(plain, before_new, slot),
+                  z3.Not(_kept(plain, dropped, slot)), _kept(plain, kept, slot))
 
 
-def _pair_invariant(m_old: Model, m_new: Model, timeout: float, rlimit: int) -> tuple:
+def _pair_invariant(m_old: Model, m_new: Model, plain: bool, timeout: float, rlimit: int) -> tuple:
     """(names of the pair lemmas that hold in every reachable pair of states, by Houdini over the product step;
     the directions that no step from a state satisfying them can witness: none at any depth within n slots)."""
     n = m_old.n
@@ -202,7 +212,8 @@ def _pair_invariant(m_old: Model, m_new: Model, timeout: float, rlimit: int) -> 
     m_new.encode_init(init_new)
     at_init = {name for name, term in _pair_lemmas(m_old, m_new, init_old, init_new) if z3.is_true(z3.simplify(term))}
     clock = z3.Int("pair_clock@pre")
-    pre_old, pre_new = SymState("pre", n, "old_", clock), SymState("pre", n, "new_", clock)
+    pre_old = SymState("pre", n, "old_", clock, masking=m_old.masking)
+    pre_new = SymState("pre", n, "new_", clock, masking=m_new.masking)
     post_old, post_new = m_old.state("post"), m_new.state("post")
     a = SymAction("pre", n, "pair_")
     step = m_old.encode_step(pre_old, a, post_old).constraints + m_new.encode_step(pre_new, a, post_new).constraints
@@ -213,7 +224,7 @@ def _pair_invariant(m_old: Model, m_new: Model, timeout: float, rlimit: int) -> 
     for d in DIRECTIONS:
         solver = new_solver(timeout * 1000, rlimit)
         solver.add(step + [before[name] for name in invariant.names])
-        solver.add(z3.Or([_witness(a, pre_old, pre_new, post_old, post_new, d, i) for i in range(n)]))
+        solver.add(z3.Or([_witness(plain, a, pre_old, pre_new, post_old, post_new, d, i) for i in range(n)]))
         if query(solver).status == Status.UNSAT:
             impossible.append(d)
     return frozenset(invariant.names), tuple(impossible)
@@ -226,7 +237,8 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.dep
     must be enabled in both runs. `timeout` is each direction's solver time; `rlimit` bounds each query by z3's
     resource count as well (0: none)."""
     m_old, m_new = Model(old, spans, tag="old_"), Model(new, spans, tag="new_")
-    lemmas, impossible = _pair_invariant(m_old, m_new, timeout, rlimit)
+    plain = not (has_effects(old) or has_effects(new))
+    lemmas, impossible = _pair_invariant(m_old, m_new, plain, timeout, rlimit)
     answers = {d: Direction(d, None, f"none at any depth within {spans} spans (proved by an inductive invariant "
                                      "of the two runs)") for d in impossible}
     pending = [d for d in DIRECTIONS if d not in impossible]
@@ -247,7 +259,8 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.dep
         solver.add(m_new.encode_step(news[k - 1], a, news[k]).constraints)
         solver.add([term for _, term in _pair_lemmas(m_old, m_new, olds[k], news[k], lemmas)])
         for d in list(pending):
-            per_slot = [_witness(a, olds[k - 1], news[k - 1], olds[k], news[k], d, i) for i in range(spans)]
+            per_slot = [_witness(plain, a, olds[k - 1], news[k - 1], olds[k], news[k], d, i)
+                        for i in range(spans)]
             literal = z3.Bool(f"witness_{d}@{k}")
             solver.add(z3.Implies(literal, z3.Or(per_slot)))
             left = timeout - spent[d]
@@ -287,7 +300,7 @@ def _view(policy: Policy, transition, span_id: int) -> View:
     span = transition.before.span(span_id)
     env = span_env(policy, transition.before, span)
     rank = None if policy.rank is None else Fraction(evaluate(policy.rank, env))
-    fate = ("evicted" if span_id in transition.evicted else
+    fate = (("masked" if policy.effect == "mask" else "evicted") if span_id in transition.evicted else
             "truncated" if span_id in transition.truncated else "kept")
     return View(tuple(env.items()), bool(evaluate(policy.evict, env)), rank,
                 is_candidate(policy, transition.before, span), fate)
@@ -303,9 +316,11 @@ def replayed_witness(old: Policy, new: Policy, direction: str, actions: tuple, s
         raise ReplayMismatch("a policy-difference witness does not end in a compaction")
     last_old, last_new = old_run[-1], new_run[-1]
     dropped, kept = (last_new, last_old) if direction == NEW_EVICTS else (last_old, last_new)
-    if not (span_id < len(last_old.before.spans) and span_id < len(last_new.before.spans)
-            and last_old.before.span(span_id).alive and last_new.before.span(span_id).alive
-            and not dropped.after.span(span_id).alive and kept.after.span(span_id).alive):
+    def on(t, when):  # the span is in the window with its content (alive, for policies without effects)
+        span = getattr(t, when).span(span_id)
+        return span.alive if not (has_effects(old) or has_effects(new)) else addressable(span) and present(span)
+    if not (span_id < len(last_old.before.spans) and span_id < len(last_new.before.spans) and on(last_old, "before")
+            and on(last_new, "before") and not on(dropped, "after") and on(kept, "after")):
         raise ReplayMismatch(f"{DIRECTION_TEXT[direction]} witness of {len(actions)} steps does not remove span "
                              f"#{span_id} from one run only on the runtime")
     return Witness(direction, tuple(actions), span_id, dropped.before.span(span_id).kind,

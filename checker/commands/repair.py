@@ -98,8 +98,8 @@ def available_changes(policy: Policy, allow_deployment: bool = True) -> tuple:
     changes = [Change("exclude", kinds=kinds) for kinds in EXCLUSIONS]
     if allow_deployment:
         safe = SAFE_DEPLOYMENT.as_dict()
-        changes += [Change("deployment", key=key, value=safe[key])
-                    for key in DEPLOYMENT_CHOICES if getattr(policy.deployment, key) != safe[key]]
+        changes += [Change("deployment", key=key, value=safe[key])  # `evicted` (not in safe) is never changed
+                    for key in DEPLOYMENT_CHOICES if key in safe and getattr(policy.deployment, key) != safe[key]]
     if policy.budget is not None:
         changes.append(Change("drop_budget"))
     return tuple(changes)
@@ -312,7 +312,7 @@ def _no_repair_reason(policy: Policy, original: Report, form: str, allow_deploym
             continue
         if all(r.condition in run_violations(p, r.trace.actions, r.trace.spans) for p in texts):
             unsafe = ", ".join(f"{k}: {v}" for k, v in policy.deployment.as_dict().items()
-                               if v != SAFE_DEPLOYMENT.as_dict()[k])
+                               if v != SAFE_DEPLOYMENT.all_keys()[k])
             lines.append(
                 f"no text repair can exist for {r.condition}: its counterexample "
                 f"({', '.join(action_text(a, keywords=True) for a in r.trace.actions)}) has no compact step, and the policy's "

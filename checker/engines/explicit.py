@@ -95,6 +95,8 @@ def constant_domains(policy: Policy) -> tuple:
     repeats |= {v for c in rates for w in waits if w > 1 for v in neighbours(c * (1 + w) / (1 - c))}
     if policy.budget is not None:
         tokens |= neighbours(Fraction(policy.budget))
+    if policy.effect == "mask":  # a span smaller than, as large as, or larger than its placeholder
+        tokens |= neighbours(Fraction(policy.placeholder_tokens))
     return tuple({v for v in values if v >= 1} for values in (tokens, repeats, targets))
 
 

@@ -11,8 +11,8 @@ from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles,
                                     subexpressions)
 from prunecheck.spec.runtime import (
-    REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, is_candidate, span_env,
-    action_text, triggered, window_env,
+    REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, is_candidate, present,
+    span_env, action_text, triggered, window_env,
 )
 
 from prunecheck.checker.language.locate import deployment_location, expression_start, key_locations
@@ -151,6 +151,19 @@ def _role(state: State, span_id: int) -> str:
     return state.span(span_id).kind
 
 
+def _taken_words(policy: Policy) -> str:
+    """What the stage did to the spans it took: evicted (and where they went) or masked in place."""
+    if policy.effect == "mask":
+        return f"masked by the policy (content replaced by {policy.placeholder_tokens} placeholder token" \
+               f"{'s' * (policy.placeholder_tokens != 1)})"
+    return "evicted by the policy" + (" and moved to the log" if policy.deployment.evicted == "logged" else "")
+
+
+def _truncated_label(policy: Policy, a: Compact) -> str:
+    moved = " (moved to the log)" if policy.deployment.evicted == "logged" else ""
+    return f"truncated to {_budget_words(policy, a)}{moved}: "
+
+
 def step_label(policy: Policy, t: Transition) -> str:
     """What one step changed in the edit/record graph."""
     a, before, after = t.action, t.before, t.after
@@ -175,9 +188,9 @@ def step_label(policy: Policy, t: Transition) -> str:
         if policy.when is not None and not triggered(policy, before):
             parts.append(f"the trigger `{to_text(policy.when)}` is false, the policy takes nothing")
         if t.evicted:
-            parts.append("evicted by the policy: " + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.evicted)))
+            parts.append(f"{_taken_words(policy)}: " + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.evicted)))
         if t.truncated:
-            parts.append(f"truncated to {_budget_words(policy, a)}: "
+            parts.append(_truncated_label(policy, a)
                          + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.truncated)))
         return "compaction: " + ("; ".join(parts) if parts else "nothing removed")
     if isinstance(a, Undo):
@@ -185,7 +198,7 @@ def step_label(policy: Policy, t: Transition) -> str:
         if t.outcome == "reverted":
             return f"undo of edit {a.edit}: #{info.target} reverted to {info.prior_kind}"
         if t.outcome == "irreversible":
-            return f"undo of edit {a.edit}: irreversible, record #{a.edit} is gone"
+            return f"undo of edit {a.edit}: irreversible, record #{a.edit} is {_absence(before, a.edit)}"
         return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
     if isinstance(a, Audit):
         if a.times != 1:
@@ -195,11 +208,15 @@ def step_label(policy: Policy, t: Transition) -> str:
     return repr(a)
 
 
+def _absence(state: State, span_id: int) -> str:
+    return "masked" if state.span(span_id).masked and state.span(span_id).alive else "gone"
+
+
 def _removal(transitions: Sequence[Transition], span_id: int) -> Optional[int]:
-    """0-based index of the step that removed a span."""
+    """0-based index of the step that removed a span (made it not present: dead or masked)."""
     for index, t in enumerate(transitions):
-        if t.before.span(span_id).alive if span_id < len(t.before.spans) else False:
-            if not t.after.span(span_id).alive:
+        if present(t.before.span(span_id)) if span_id < len(t.before.spans) else False:
+            if not present(t.after.span(span_id)):
                 return index
     return None
 
@@ -227,7 +244,9 @@ def stage_points(policy: Policy, before: State) -> tuple:
 def _removal_points(policy, transitions, index, span_id, where, placement: str) -> tuple:
     t = transitions[index]
     if span_id in t.evicted:
-        return tuple(predicate_points(policy, t.before, span_id)) + stage_points(policy, t.before) + (
+        masks = (Point("effect: mask", where.get("effect", Loc(1, 1)), "replaces what the policy takes by a "
+                       "placeholder: a masked record or rationale is no longer present"),) if policy.effect == "mask" else ()
+        return tuple(predicate_points(policy, t.before, span_id)) + stage_points(policy, t.before) + masks + (
             _setting(policy, placement, where, f"puts the {_role(t.before, span_id).split()[0]} in the policy's reach"),)
     placed = _setting(policy, placement, where, "puts it among the spans truncation may remove")
     if _host_decides(policy, t.action):
@@ -248,11 +267,12 @@ def _c1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
 def _c2_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     t = transitions[-1]
     gone = sorted(e.record for e in t.before.edits
-                  if t.before.span(e.record).alive and not t.after.span(e.record).alive)
+                  if present(t.before.span(e.record)) and not present(t.after.span(e.record)))
     record = gone[0]
-    how = "evicted by the policy" if record in t.evicted else _truncation_words(policy, t)
+    how = _taken_words(policy) if record in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, len(transitions) - 1, record, where, "records")
-    return f"the compaction removes record #{record} of edit {record} ({how})", points
+    verb = "masks" if policy.effect == "mask" and record in t.evicted else "removes"
+    return f"the compaction {verb} record #{record} of edit {record} ({how})", points
 
 
 def _c3_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
@@ -266,22 +286,24 @@ def _c3_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
 
 def _c4_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     after = transitions[-1].after
-    info = next(e for e in after.live_edits() if not after.span(e.record).alive)
+    info = next(e for e in after.live_edits() if not present(after.span(e.record)))
     index = _removal(transitions, info.record)
     points = (_setting(policy, "audit", where, "the pruning pass only counts edits whose record or rationale it can "
                        "still see"),)
     if index is not None:
         points += _removal_points(policy, transitions, index, info.record, where, "records")
     removed = f" (removed at step {index + 1})" if index is not None else ""
-    return f"status says '{REVERSIBLE}' while record #{info.record} of edit {info.record} is gone{removed}", points
+    return (f"status says '{REVERSIBLE}' while record #{info.record} of edit {info.record} is "
+            f"{_absence(after, info.record)}{removed}", points)
 
 
 def _p1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     t = transitions[-1]
-    info = next(e for e in t.after.live_edits() if not t.after.span(e.rationale).alive)
-    how = "evicted by the policy" if info.rationale in t.evicted else _truncation_words(policy, t)
+    info = next(e for e in t.after.live_edits() if not present(t.after.span(e.rationale)))
+    how = _taken_words(policy) if info.rationale in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, len(transitions) - 1, info.rationale, where, "rationale")
-    return f"the compaction removes rationale #{info.rationale} of live edit {info.record} ({how})", points
+    verb = "masks" if policy.effect == "mask" and info.rationale in t.evicted else "removes"
+    return f"the compaction {verb} rationale #{info.rationale} of live edit {info.record} ({how})", points
 
 
 # Per condition of spec/conditions.py: (policy, transitions ending in the violation, key locations) -> (summary,

@@ -24,6 +24,10 @@ def policy_document(policy: Policy) -> dict:
             doc[key] = to_text(getattr(policy, key))
     if policy.order != "oldest":
         doc["order"] = policy.order
+    if policy.effect != "evict":
+        doc["effect"] = policy.effect
+    if policy.placeholder_tokens != 1:
+        doc["placeholder_tokens"] = policy.placeholder_tokens
     doc["deployment"] = policy.deployment.as_dict()
     return doc
 

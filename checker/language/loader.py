@@ -17,8 +17,8 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, ORDERS, Acceptance, BoolLit, Deployment, DeploymentOverride,
-                                   Loc, Origin, Policy, stage_exprs, with_override)
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, ORDERS, Acceptance, BoolLit, Deployment,
+                                   DeploymentOverride, Loc, Origin, Policy, stage_exprs, with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
 from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items, kind_of, reason, scalar_locator,
@@ -29,7 +29,8 @@ from prunecheck.checker.language.source_text import (EXTENSIONS, SourceText, dec
 from prunecheck.checker.language.typecheck import MAX_DIGITS, ORDER_WITH_RANK, check_policy, suggestion
 from prunecheck.checker.options import override_of
 
-TOP_KEYS = ("name", "description", "evict", "rank", "budget", "keep", "when", "until", "order", "deployment", "expect",
+TOP_KEYS = ("name", "description", "evict", "rank", "budget", "keep", "when", "until", "order", "effect",
+            "placeholder_tokens", "deployment", "expect",
             "accept")
 ACCEPT_KEYS = ("condition", "reason")
 _INTEGER = re.compile(r"0|[1-9][0-9]*")
@@ -52,15 +53,15 @@ def _expression(src: SourceText, node, what: str, builder: Builder):
     return parse_expr(node.value, src.file, scalar_locator(src, node), builder=builder)
 
 
-def _budget(src: SourceText, node) -> int:
+def _budget(src: SourceText, node, what: str = "budget") -> int:
     if not isinstance(node, ScalarNode) or node.style is not None or not _INTEGER.fullmatch(node.value):
         shown = node.value[:40] if isinstance(node, ScalarNode) else kind_of(node)
-        src.fail_at(f"budget must be a whole number of tokens >= 1, got `{shown}`", node)
+        src.fail_at(f"{what} must be a whole number of tokens >= 1, got `{shown}`", node)
     if len(node.value) > MAX_DIGITS:
-        src.fail_at(f"budget is too large: at most {MAX_DIGITS} digits", node)
+        src.fail_at(f"{what} is too large: at most {MAX_DIGITS} digits", node)
     value = int(node.value)
     if value < 1:
-        src.fail_at("budget must be at least 1", node)
+        src.fail_at(f"{what} must be at least 1", node)
     return value
 
 
@@ -81,6 +82,17 @@ def _stage(src: SourceText, fields: dict, builder: Builder) -> dict:
     if "order" in fields:
         out["order"] = _order(src, fields)
     return out
+def _effect(src: SourceText, fields: dict) -> Tuple[str, int]:
+    """`effect` (evict or mask) and `placeholder_tokens` (only with mask)."""
+    effect = string(src, fields["effect"], "effect") if "effect" in fields else "evict"
+    if effect not in EFFECTS:
+        src.fail_at(f"effect must be one of {', '.join(EFFECTS)}, got `{effect[:64]}`{suggestion(effect, EFFECTS)}",
+                    fields["effect"])
+    if "placeholder_tokens" not in fields:
+        return effect, 1
+    if effect != "mask":
+        src.fail_at("placeholder_tokens is only for `effect: mask`", fields["placeholder_tokens"])
+    return effect, _budget(src, fields["placeholder_tokens"], "placeholder_tokens")
 
 
 def _deployment(src: SourceText, node) -> Deployment:
@@ -164,6 +176,7 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         src.fail_at("name must not be blank", fields["name"])
     description = string(src, fields["description"], "description") if "description" in fields else ""
     budget = _budget(src, fields["budget"]) if "budget" in fields else None
+    effect, placeholder = _effect(src, fields)
     deployment = _deployment(src, fields["deployment"]) if "deployment" in fields else Deployment()
     expect = _expect(src, fields["expect"]) if "expect" in fields else {}
     accepts = _accepts(src, fields["accept"]) if "accept" in fields else ()
@@ -181,6 +194,8 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         accepts=accepts,
         origin=_yaml_origin(src, root),
         **_stage(src, fields, builder),
+        effect=effect,
+        placeholder_tokens=placeholder,
     )
     return policy, expect
 
@@ -220,6 +235,8 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
         source=src.file,
         accepts=accepts,
         origin=_python_origin(src, parts),
+        effect=parts.effect,
+        placeholder_tokens=parts.placeholder_tokens,
     )
     return policy, parts.expect or {}, parts.floats
 
@@ -259,7 +276,7 @@ def _python_origin(src: SourceText, parts) -> Origin:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             at = node.value if name == "BUDGET" else node
-            if name in ("BUDGET", "DEPLOYMENT"):
+            if name in ("BUDGET", "DEPLOYMENT", "EFFECT"):
                 out.setdefault(name.lower(), Loc(at.lineno, at.col_offset + 1))
         if isinstance(node, ast.FunctionDef) and node.name in ("rank", "keep", "when", "until"):
             out[node.name] = Loc(node.lineno, node.col_offset + 1)

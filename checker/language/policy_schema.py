@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, ORDERS, Deployment
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, EFFECTS, ORDERS, Deployment
 
 from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
@@ -61,6 +61,10 @@ def _properties() -> dict:
                                 f"one at a time until it holds; {_EXPRESSION}"},
         "order": {"enum": list(ORDERS), "default": ORDERS[0],
                   "description": "the order candidates are taken in when there is no rank (not with rank)"},
+        "effect": {"enum": list(EFFECTS), "default": "evict",
+                   "description": "what a compaction does to the spans it takes: evict them, or mask them in place"},
+        "placeholder_tokens": {"type": "integer", "minimum": 1, "maximum": 10 ** MAX_DIGITS - 1, "default": 1,
+                               "description": "the tokens a masked span keeps (only with effect: mask)"},
         "deployment": _deployment(),
         "expect": {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
                    "additionalProperties": {"enum": list(VERDICTS)},
@@ -83,6 +87,7 @@ def policy_schema() -> dict:
         "properties": {key: properties[key] for key in TOP_KEYS},  # a key the loader does not know is a KeyError
         "required": ["name", "evict"],
         "not": {"required": ["order", "rank"]},
+        "dependentSchemas": {"placeholder_tokens": {"required": ["effect"], "properties": {"effect": {"const": "mask"}}}},
         "additionalProperties": False,
     }
 

@@ -257,6 +257,13 @@ def _deployment_items(policy):
     return list(deployment.as_dict().items())
 
 
+def _effect_items(policy) -> list:
+    """(key, value) for `effect` and `placeholder_tokens`, each only when not at its default."""
+    effect, placeholder = getattr(policy, "effect", "evict"), getattr(policy, "placeholder_tokens", 1)
+    return ([("effect", effect)] if effect != "evict" else []) + \
+        ([("placeholder_tokens", placeholder)] if placeholder != 1 else [])
+
+
 def policy_yaml(policy) -> str:
     """A complete YAML policy file for policy (name, description, evict, rank, budget, the stage's keep, when, until
     and order, deployment)."""
@@ -271,6 +278,7 @@ def policy_yaml(policy) -> str:
     lines += [f"{key}: {_yaml_scalar(to_text(expr))}" for key, expr in _stage_items(policy)]
     if getattr(policy, "order", "oldest") != "oldest":
         lines.append(f"order: {policy.order}")
+    lines += [f"{key}: {value}" for key, value in _effect_items(policy)]
     items = _deployment_items(policy)
     if items:
         lines.append("deployment:")
@@ -304,6 +312,7 @@ def policy_python(policy) -> str:
     head = [f"NAME = {policy.name!r}"]
     if policy.budget is not None:
         head.append(f"BUDGET = {int(policy.budget)}")
+    head += [f"{key.upper()} = {value!r}" for key, value in _effect_items(policy)]
     items = _deployment_items(policy)
     if items:
         head.append("DEPLOYMENT = {" + ", ".join(f"{k!r}: {v!r}" for k, v in items) + "}")

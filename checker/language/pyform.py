@@ -1,7 +1,7 @@
 """The restricted-Python policy form: read with ast.parse (which only builds a tree), never executed.
 
-A policy module holds an optional docstring (the description), the constants NAME, BUDGET,
-DEPLOYMENT, EXPECT and ACCEPT (literals only; ACCEPT maps a condition to the reason it is accepted), `def evict(span, window):` and optionally
+A policy module holds an optional docstring (the description), the constants NAME, BUDGET, EFFECT,
+PLACEHOLDER_TOKENS, DEPLOYMENT, EXPECT and ACCEPT (literals only; ACCEPT maps a condition to the reason it is accepted), `def evict(span, window):` and optionally
 `def rank(span, window):`.  Function bodies are if/elif/else chains of `return <expr>`; an
 `if t: return a` followed by the rest of the block becomes Cond(t, a, rest).  Everything else is
 refused with a PolicySyntaxError naming the construct at its line and column.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import ORDERS, Cond, Loc
+from prunecheck.spec.policy import EFFECTS, ORDERS, Cond, Loc
 
 from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
 from prunecheck.checker.language.builder import too_deep_message
@@ -41,6 +41,8 @@ class PyPolicyParts:
     order: Optional[str] = None  # ORDER's value; None when absent
     order_loc: Loc = field(default_factory=lambda: Loc(1, 1))
     budget: Optional[int] = None
+    effect: str = "evict"
+    placeholder_tokens: int = 1
     # (key, value, key Loc, value Loc) per DEPLOYMENT entry; None when DEPLOYMENT is absent
     deployment: Optional[List[Tuple[str, str, Loc, Loc]]] = None
     expect: Optional[Dict[str, str]] = None
@@ -92,6 +94,9 @@ class _Converter(ExpressionReader):
             raise PolicySyntaxError("policy defines no `def evict(span, window):`", self.file, 1, 1)
         if parts.order is not None and parts.rank is not None:
             raise PolicySyntaxError(ORDER_WITH_RANK, self.file, parts.order_loc.line, parts.order_loc.col)
+        if "PLACEHOLDER_TOKENS" in seen and parts.effect != "mask":
+            raise PolicySyntaxError('PLACEHOLDER_TOKENS is only for EFFECT = "mask"', self.file,
+                                    seen["PLACEHOLDER_TOKENS"], 1)
         parts.floats = tuple(self.floats)
         return parts
 
@@ -116,12 +121,12 @@ class _Converter(ExpressionReader):
             if not (isinstance(value, ast.Constant) and isinstance(value.value, str)) or not value.value.strip():
                 self.fail("NAME must be a non-empty string literal", value)
             parts.name = value.value
-        elif name == "BUDGET":
-            if not (isinstance(value, ast.Constant) and type(value.value) is int) or value.value < 1:
-                self.fail("BUDGET must be a whole number literal >= 1", value)
-            if value.value >= 10**MAX_DIGITS:
-                self.fail(f"BUDGET is too large: at most {MAX_DIGITS} digits", value)
-            parts.budget = value.value
+        elif name in ("BUDGET", "PLACEHOLDER_TOKENS"):
+            setattr(parts, name.lower(), self.whole(value, name))
+        elif name == "EFFECT":
+            if not (isinstance(value, ast.Constant) and value.value in EFFECTS):
+                self.fail(f"EFFECT must be one of {', '.join(repr(e) for e in EFFECTS)}", value)
+            parts.effect = value.value
         elif name == "DEPLOYMENT":
             parts.deployment = [(k, v, kl, vl) for k, v, kl, vl in self.string_dict(value, name)]
         elif name == "ACCEPT":
@@ -132,6 +137,13 @@ class _Converter(ExpressionReader):
             parts.order, parts.order_loc = value.value, self.loc(value)
         else:
             parts.expect = {k: v for k, v, _, _ in self.string_dict(value, name)}
+
+    def whole(self, value, name: str) -> int:
+        if not (isinstance(value, ast.Constant) and type(value.value) is int) or value.value < 1:
+            self.fail(f"{name} must be a whole number literal >= 1", value)
+        if value.value >= 10**MAX_DIGITS:
+            self.fail(f"{name} is too large: at most {MAX_DIGITS} digits", value)
+        return value.value
 
     def string_dict(self, value, name):
         if not isinstance(value, ast.Dict):

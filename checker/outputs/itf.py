@@ -12,6 +12,7 @@ from typing import Sequence
 from prunecheck.spec.errors import PolicySyntaxError, TraceFormatError
 from prunecheck.spec.runtime import ACTION_TYPES, OPTIONAL_ARGS, Span, State, Transition, action_args, status
 from prunecheck.spec.conditions import violations
+from prunecheck.spec.policy import masks
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 VARS = ("step", "spans", "edits", "status", "outcome", "violations", "mbt::actionTaken", "mbt::nondetPicks")
@@ -39,15 +40,16 @@ def _value(value):
     raise TypeError(f"no ITF form for {value!r}")
 
 
-def _span(span: Span) -> dict:
-    return {key: _value(getattr(span, key)) for key in span.__dataclass_fields__}
+def _span(span: Span, masking: bool) -> dict:
+    # `masked` only for a policy that masks or reads it, so that other policies' traces stay as they were.
+    return {key: _value(getattr(span, key)) for key in span.__dataclass_fields__ if masking or key != "masked"}
 
 
 def _state(policy, state: State, action_name: str, args: dict, outcome: str, bad) -> dict:
     picks = {key: _value(value) for key, value in args.items()}
     return {
         "step": _int(state.step),
-        "spans": [_span(s) for s in state.spans],
+        "spans": [_span(s, masks(policy)) for s in state.spans],
         "edits": [{key: _value(getattr(e, key)) for key in e.__dataclass_fields__} for e in state.edits],
         "status": status(policy, state),
         "outcome": outcome,

@@ -17,6 +17,8 @@ def span_line(span, roles: bool = False) -> str:
     """One span; its role only when the policy reads roles (`roles`)."""
     role = f" role={span.role}" if roles else ""
     flags = [span.namespace, "alive" if span.alive else "EVICTED"]
+    if span.masked:
+        flags.append("masked")
     if span.pinned:
         flags.append("pinned")
     if span.edited:

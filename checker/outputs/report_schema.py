@@ -7,7 +7,7 @@ import types
 import typing
 
 from prunecheck.spec.conditions import CONDITIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, UNLISTED_AT_DEFAULT
 from prunecheck.spec.runtime import ACTION_TYPES
 
 from prunecheck.checker.result import VERSION_KEYS, Outcome, Search, Verdict
@@ -106,7 +106,8 @@ def _stats() -> dict:
 
 
 def _report() -> dict:
-    deployment = _closed({key: {"enum": list(values)} for key, values in DEPLOYMENT_CHOICES.items()})
+    deployment = _closed({key: {"enum": list(values)} for key, values in DEPLOYMENT_CHOICES.items()},
+                         optional=tuple(UNLISTED_AT_DEFAULT))
     conditions = {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
                   "additionalProperties": {"$ref": "#/$defs/result"}}
     return _closed({
