@@ -22,6 +22,7 @@ from prunecheck.spec.policy import (
     KIND,
     NAMESPACE,
     NUM,
+    PAIRS,
     ROLE,
     ROLES,
     SPAN_ATTRS,
@@ -39,7 +40,7 @@ from prunecheck.spec.policy import (
     Unary,
 )
 from prunecheck.spec.runtime import (
-    ACTION_TYPES, CONTENT_KINDS, REPEATABLE, Append, Compact, State, enabled_actions, step,
+    ACTION_TYPES, CONTENT_KINDS, REPEATABLE, Append, Compact, State, answers_call, enabled_actions, step,
 )
 
 FORMS = ("yaml", "python", "json")
@@ -294,7 +295,8 @@ def _policies(draw, max_depth: int, deployment, python: bool) -> Policy:
     else:
         chosen = draw(deployment)
     name = draw(policy_names())
-    text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen))
+    pairs = draw(st.sampled_from(PAIRS))
+    text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen, pairs=pairs))
     return parse_policy_text(text, f"{name}.yaml")
 
 
@@ -302,7 +304,8 @@ def policies(
     max_depth: int = 3, *, deployment: Union[None, Deployment, st.SearchStrategy] = None, python: bool = False
 ) -> st.SearchStrategy:
     """Parsed, type-checked Policies: evict (depth <= max_depth), optional rank, optional budget in 2..12
-    (`budget` is referenced only when set) and a deployment (drawn, fixed, or from the given strategy).
+    (`budget` is referenced only when set), `pairs` apart or together, and a deployment (drawn, fixed, or from the
+    given strategy).
 
     Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one; with
     python, the expressions are those of expressions(python=True), which the Python form accepts too.
@@ -340,8 +343,9 @@ def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_
             by_name.setdefault(action.name, []).append(action)
         name = draw(st.sampled_from([n for n in ACTION_TYPES if n in by_name]))  # compact, audit: never empty
         if name == "append":
+            roles = [r for r in ROLES if r != "tool_result" or answers_call(state)]  # a result answers a call
             action = Append(draw(st.sampled_from(CONTENT_KINDS)), draw(st.integers(1, max_tokens)),
-                            draw(st.sampled_from(ROLES)))
+                            draw(st.sampled_from(roles)))
         elif name == "compact":
             action = Compact(draw(st.none() | st.integers(1, state.window_tokens() + 1)))
         else:
@@ -357,7 +361,7 @@ def traces(policy: Policy, max_steps: int = 10, max_spans: Optional[int] = 8, *,
            max_times: int = 3) -> st.SearchStrategy:
     """Lists of at most max_steps runtime actions, each enabled (see spec.runtime.enabled_actions) in the state
     the previous ones reach from State() under policy with max_spans; each step draws the action name first,
-    then its arguments (appends carry 1..max_tokens tokens and any role; a compaction has no host budget or one of 1 up to the
+    then its arguments (appends carry 1..max_tokens tokens and any role the state enables; a compaction has no host budget or one of 1 up to the
     window's tokens + 1; a read or audit is repeated 1..max_times times, one action standing for that many steps:
     spec.runtime.real_steps counts them; max_times=1 draws single steps only)."""
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:

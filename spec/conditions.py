@@ -6,8 +6,9 @@ import enum
 from dataclasses import dataclass
 from typing import Callable
 
-from prunecheck.spec.policy import Policy
-from prunecheck.spec.runtime import REVERSIBLE, Compact, State, Transition, Undo, is_candidate, status
+from prunecheck.spec.policy import Policy, uses_pairs
+from prunecheck.spec.runtime import (REVERSIBLE, Compact, State, Transition, Undo, addressable, is_candidate, is_pair,
+                                     status)
 
 
 class Scope(enum.Enum):
@@ -29,6 +30,7 @@ class Condition:
     description: str
     rule: str
     violated: Callable[..., bool]
+    applies: Callable[[Policy], bool] = lambda policy: True  # reported only for the policies it applies to
 
 
 def _c1(policy: Policy, state: State) -> bool:
@@ -56,6 +58,13 @@ def _c4(policy: Policy, state: State) -> bool:
 
 def _p1(policy: Policy, state: State) -> bool:
     return any(not state.span(e.rationale).alive for e in state.live_edits())
+
+
+def _t1(transition: Transition) -> bool:
+    before, evicted = transition.before, transition.evicted
+    return isinstance(transition.action, Compact) and any(
+        is_pair(before, k) and addressable(before.span(k)) and addressable(before.span(k + 1))
+        and (k in evicted) != (k + 1 in evicted) for k in range(len(before.spans) - 1))
 
 
 _FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"
@@ -93,6 +102,12 @@ CONDITION_TABLE = (
               "separate, append-only decision log that is never itself a pruning target.",
         description="provenance: the rationale of a live edit is never evicted",
         rule="RationaleProvenance", violated=_p1),
+    Condition(
+        id="T1", scope=Scope.STEP, source="issue 15, item 3 (model APIs reject a tool result without its call)",
+        words="An optional integrity condition for tool pairs: no compaction leaves a tool result without its call "
+              "(or the reverse) — the property real model APIs reject requests for.",
+        description="tool-call pairs: no compaction stage removes one span of a tool call and its result",
+        rule="ToolCallPairs", violated=_t1, applies=uses_pairs),
 )
 
 BY_ID = {c.id: c for c in CONDITION_TABLE}
@@ -100,6 +115,11 @@ CONDITIONS = tuple(BY_ID)
 DESCRIPTIONS = {c.id: c.description for c in CONDITION_TABLE}
 STATE_CONDITIONS = tuple(c.id for c in CONDITION_TABLE if c.scope is Scope.STATE)
 STEP_CONDITIONS = tuple(c.id for c in CONDITION_TABLE if c.scope is Scope.STEP)
+
+
+def applicable(policy: Policy, conditions=CONDITIONS) -> tuple:
+    """The conditions of `conditions` reported for this policy, in table order (T1 only where it applies)."""
+    return tuple(c for c in CONDITIONS if c in set(conditions) and BY_ID[c].applies(policy))
 
 
 def state_violations(policy: Policy, state: State) -> frozenset:
@@ -114,4 +134,5 @@ def transition_violations(transition: Transition) -> frozenset:
 
 def violations(policy: Policy, transition: Transition) -> frozenset:
     """Every condition the step violates, in the step itself or in the state it leaves."""
-    return transition_violations(transition) | state_violations(policy, transition.after)
+    found = transition_violations(transition) | state_violations(policy, transition.after)
+    return frozenset(c for c in found if BY_ID[c].applies(policy))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from typing import Optional, Union
 
@@ -247,9 +247,14 @@ class Origin:
         return dict(self.keys)
 
 
-@dataclass(frozen=True)
+PAIRS = ("apart", "together")  # the `pairs` key: whether a compaction takes a tool call and its result together
+POLICY_DEFAULTS = {"pairs": "apart"}  # keys a Policy's repr (hence its hash) leaves out at their default
+
+
+@dataclass(frozen=True, repr=False)
 class Policy:
-    """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first)."""
+    """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first), `pairs`
+    says whether the stage takes tool-call pairs together."""
 
     name: str
     evict: Expr
@@ -261,6 +266,17 @@ class Policy:
     overridden: tuple = field(default=(), compare=False, repr=False)  # deployment keys set by an override
     accepts: tuple = field(default=(), compare=False, repr=False)  # Acceptances; not hashed (docs/decisions/0007)
     origin: Optional[Origin] = field(default=None, compare=False, repr=False)  # None: not parsed from text
+    pairs: str = "apart"
+
+    def __post_init__(self):
+        if self.pairs not in PAIRS:
+            raise ValueError(f"pairs must be one of {', '.join(PAIRS)}")
+
+    def __repr__(self) -> str:
+        # Keys added after policies were first hashed are left out at their default, so old hashes stay.
+        shown = [f for f in fields(self) if f.repr
+                 and not (f.name in POLICY_DEFAULTS and getattr(self, f.name) == POLICY_DEFAULTS[f.name])]
+        return f"{type(self).__qualname__}({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
 
 
 def with_override(policy: Policy, override: Optional[DeploymentOverride]) -> Policy:
@@ -293,6 +309,11 @@ def subexpressions(expr: Expr):
         node = stack.pop()
         yield node
         stack.extend(reversed(children(node)))
+
+
+def uses_pairs(policy: Policy) -> bool:
+    """Whether the policy can tell tool-call pairs apart: it reads `role` or sets `pairs` (condition T1 applies)."""
+    return policy.pairs != "apart" or reads_attribute(policy, "role")
 
 
 def reads_attribute(policy: Policy, name: str) -> bool:

@@ -286,6 +286,8 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
         _require(action.kind in CONTENT_KINDS, f"append of non-content kind {action.kind!r}")
         _require(isinstance(action.tokens, int) and action.tokens >= 1, "append needs tokens >= 1")
         _require(action.role in ROLES, f"append of unknown role {action.role!r}")
+        _require(action.role != "tool_result" or answers_call(state), "a tool result answers the newest span, which is "
+                 "not a tool call in the window")
         _require(room is None or room >= 1, "no span slot left")
     elif isinstance(action, Edit):
         _require(_exists(state, action.target), f"no span {action.target}")
@@ -352,8 +354,46 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
     return Transition(state, action, replace(state, step=state.step + action.times), status(policy, state))
 
 
+def answers_call(state: State) -> bool:
+    """A tool result may be appended: the newest span is an appended tool call, alive in the window."""
+    return bool(state.spans) and is_call(state.spans[-1]) and addressable(state.spans[-1])
+
+
+def is_call(span: Span) -> bool:
+    return span.kind in CONTENT_KINDS and span.role == "tool_call"
+
+
+def is_pair(state: State, k: int) -> bool:
+    """Spans k and k+1 are a tool call and its result (the append guard makes every appended result one)."""
+    return (0 <= k < len(state.spans) - 1 and is_call(state.span(k))
+            and state.span(k + 1).kind in CONTENT_KINDS and state.span(k + 1).role == "tool_result")
+
+
+def partner(state: State, span_id: int) -> Optional[int]:
+    """The other span of span_id's tool-call pair, None if it is in none."""
+    if is_pair(state, span_id):
+        return span_id + 1
+    return span_id - 1 if is_pair(state, span_id - 1) else None
+
+
+def pair_closure(state: State, taken) -> list:
+    """`pairs: together`: the spans of the window the stage takes besides `taken` because their partner was taken."""
+    extra = {partner(state, i) for i in taken} - {None} - set(taken)
+    return sorted(i for i in extra if addressable(state.span(i)))
+
+
 def _evict(policy: Policy, state: State) -> tuple:
-    """Step 2 of a compaction: the evicted ids in order, and the window's tokens after them (the host's budget plays
+    """Step 2 of a compaction: the evicted ids in order (the selection's, then its pair closure's), and the
+    window's tokens after them."""
+    evicted, tokens = _select(policy, state)
+    if policy.pairs == "together":
+        extra = pair_closure(state, evicted)
+        evicted, tokens = evicted + extra, tokens - sum(state.span(i).tokens for i in extra)
+    return evicted, tokens
+
+
+def _select(policy: Policy, state: State) -> tuple:
+    """The stage's selection: the chosen ids in order, and the window's tokens after them (the host's budget plays
     no part: the ranked walk stops at the policy's own budget)."""
     chosen = [state.span(i) for i in candidates(policy, state)]
     budget = policy.budget

@@ -100,6 +100,26 @@ class SymState:
     def window_tokens(self):
         return z3.Sum([z3.If(self.in_window(i), self.tokens[i], 0) for i in range(self.n)])
 
+    def is_pair(self, i: int):
+        """Slots i and i+1 hold a tool call and its result (spec/runtime.py is_pair)."""
+        return z3.And(self.used[i], self.used[i + 1], content(self.kind[i]), self.role[i] == R["tool_call"],
+                      content(self.kind[i + 1]), self.role[i + 1] == R["tool_result"])
+
+
+def content(kind):
+    return z3.Or([kind == c for c in CONTENT])
+
+
+def pair_closure(s: SymState, taken: list) -> list:
+    """Per slot: taken, or in the window with its tool-call partner taken (spec/runtime.py pair_closure)."""
+    n = len(taken)
+    out = []
+    for i in range(n):
+        by_partner = [z3.And(s.is_pair(i), taken[i + 1])] if i + 1 < n else []
+        by_partner += [z3.And(s.is_pair(i - 1), taken[i - 1])] if i > 0 else []
+        out.append(z3.Or(taken[i], z3.And(s.in_window(i), z3.Or(by_partner))) if by_partner else taken[i])
+    return out
+
 
 class SymAction:
     """The variables choosing the action taken from state k."""
@@ -125,10 +145,11 @@ class SymAction:
 class StepTerms:
     """One encoded step: its constraints, and the terms that conditions on the step refer to."""
 
-    def __init__(self, constraints, reverted, fresh):
+    def __init__(self, constraints, reverted, fresh, evicted=()):
         self.constraints = constraints
         self.reverted = reverted
         self.fresh = fresh
+        self.evicted = list(evicted)  # per slot: taken by the compaction stage (not by the host's truncation)
 
 
 class Model:
@@ -249,6 +270,8 @@ class Model:
                 evicted.append(z3.And(cand[i], total - before > budget))
         else:
             evicted = cand
+        if self.policy.pairs == "together":
+            evicted = pair_closure(s, evicted)
         if budget is None:
             limited, limit = a.hosted, a.host
         else:
@@ -280,7 +303,7 @@ class Model:
         new_kind = z3.If(a.destroy, K["diff"], K["summary"])
         for i in range(self.n):
             self._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, (evicted[i], truncated[i]))
-        return StepTerms(out, reverted, fresh)
+        return StepTerms(out, reverted, fresh, evicted)
 
     def _selected(self, s: SymState, a: SymAction, picks, out: list) -> dict:
         """The fields of the slot the action names (and of its record's target), one constant each, constrained by
@@ -311,6 +334,9 @@ class Model:
             out.append(a.times == 1)
         out.append(z3.Implies(is_["append"], z3.And(z3.Not(s.used[n - 1]), a.tokens >= 1,
                                                     z3.Or([a.kind == c for c in CONTENT]))))
+        answers = [z3.And(s.first_free(i), content(s.kind[i - 1]), s.role[i - 1] == R["tool_call"], s.in_window(i - 1))
+                   for i in range(1, n)]
+        out.append(z3.Implies(z3.And(is_["append"], a.role == R["tool_result"]), z3.Or(answers)))
         if self.token_domain is not None:
             out.append(z3.Implies(is_["append"], z3.Or([a.tokens == v for v in self.token_domain])))
         room_for_two = z3.Not(s.used[n - 2]) if n >= 2 else z3.BoolVal(False)

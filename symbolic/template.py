@@ -47,7 +47,7 @@ def template_key(model) -> tuple:
     policy = model.policy
     rank_has_den = policy.rank is not None and model.policy_terms(model.generic())[0][1].den is not None
     return (model.dep, model.n, model.tag, model.token_domain, policy.rank is not None, rank_has_den,
-            policy.budget is not None, model.accelerate, model.repeat_domain, model.clock_targets)
+            policy.budget is not None, model.accelerate, model.repeat_domain, model.clock_targets, policy.pairs)
 
 
 def clear_templates() -> None:
@@ -71,7 +71,7 @@ class StepTemplate:
     placeholder constants; instantiating it costs one C call per output term instead of building every term."""
 
     def __init__(self, model, key: tuple):
-        _, n, tag, _, ranked, rank_has_den, budgeted, _, _, _ = key
+        _, n, tag, _, ranked, rank_has_den, budgeted = key[:7]
         self.pre = model.generic_state(LABEL)
         self.act = model.action(LABEL)
         self.post = model.state(LABEL + "_post")
@@ -104,4 +104,5 @@ class StepTemplate:
         for name, values in self.post.fields.items():
             t.fields[name] = [sub(v) for v in values]
         step = self.step
-        return step.__class__([sub(c) for c in step.constraints], sub(step.reverted), sub(step.fresh))
+        return step.__class__([sub(c) for c in step.constraints], sub(step.reverted), sub(step.fresh),
+                              [sub(e) for e in step.evicted])

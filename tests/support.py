@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
 from prunecheck.checker.engines.replay import decode_state
 from prunecheck.checker.language.loader import parse_policy_text
-from prunecheck.spec.conditions import CONDITIONS, state_violations, violations
+from prunecheck.spec.conditions import applicable, state_violations, violations
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, ROLES, Deployment
 from prunecheck.spec.runtime import (
@@ -48,6 +48,8 @@ POLICIES = [
     "evict: (kind if reads > 0 else 'message') in ['message', 'record'] and namespace == 'window'",
     "evict: role == 'tool_result' and age > 1",
     "evict: role in ['user', 'system'] or (role != 'assistant' and kind == 'record')\nrank: tokens\nbudget: 4",
+    "evict: role == 'tool_call' or tokens >= 3\npairs: together",
+    "evict: kind != 'record'\nrank: 0 - tokens\nbudget: 3\npairs: together",
 ]
 
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
@@ -121,7 +123,7 @@ def agree(policy, actions, with_lemmas):
         state = transition.after
         assert decode_state(m, states[k]) == state, f"state {k} after {action}"
         expected = violations(policy, transition)
-        symbolic = {c: violation_at(model, c, states, syms, steps, k) for c in CONDITIONS}
+        symbolic = {c: violation_at(model, c, states, syms, steps, k) for c in applicable(policy)}
         got = {c for c, term in symbolic.items() if z3.is_true(m.eval(term, model_completion=True))}
         assert got == set(expected), f"step {k} {action}: model says {sorted(got)}, runtime {sorted(expected)}"
 
@@ -152,8 +154,15 @@ TARGETED = [
      (Append("message", 1), Edit(0, "transform"), Pin(1), Read(2), Unpin(1), Compact())),
     # records and rationale take the deployment's record_role; an edit and its undo keep the target's role
     ("evict: role == 'tool_result'", Deployment(records="window", rationale="window", record_role="tool_result"),
-     (Append("message", 1, "system"), Append("message", 1, "tool_result"), Edit(0, "transform"), Compact(),
+     (Append("message", 1, "tool_call"), Append("message", 1, "tool_result"), Edit(0, "transform"), Compact(),
       Undo(2))),
     ("evict: role == 'tool_result' or role == 'system'", Deployment(records="window", record_role="assistant"),
      (Append("message", 1, "assistant"), Edit(0, "destroy"), Undo(1), Compact())),
+    # tool-call pairs: split apart (T1), taken together (the closure), the closure after a ranked walk
+    ("evict: role == 'tool_result'", Deployment(),
+     (Append("message", 1, "tool_call"), Append("message", 2, "tool_result"), Append("message", 1), Compact())),
+    ("evict: role == 'tool_result'\npairs: together", WINDOW,
+     (Append("message", 1, "tool_call"), Append("message", 2, "tool_result"), Edit(0, "transform"), Compact(1))),
+    ("evict: true\nrank: 0 - tokens\nbudget: 3\npairs: together", Deployment(),
+     (Append("message", 2, "tool_call"), Append("message", 2, "tool_result"), Append("message", 1), Compact())),
 ]

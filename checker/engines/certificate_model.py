@@ -23,7 +23,7 @@ ROLE_DATATYPES = (KindSort, NamespaceSort, RoleSort, ActionSort, GhostSort, Allo
 def free_shape(policy, timeout: float, rlimit: int = 0) -> tuple:
     """What a proof with the policy abstracted depends on: the deployment, the policy's form and the bounds."""
     return (policy.deployment, policy.rank is not None and policy.budget is not None, policy.budget is not None,
-            timeout, rlimit)
+            timeout, rlimit, policy.pairs)
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class Encoding:
         self.condition, self.free_policy, self.assume = condition, free_policy, tuple(assume)
         self.model = PairModel(policy, free_policy)
         roles = self.model.roles
-        self.pre, self.act = PairState("pre", roles), PairAction("a", roles)
+        self.pre, self.act = PairState("pre", roles), PairAction("a", roles, self.model.together)
         self.post, self.param = PairState("post", roles), PairState("p", roles)
         self.init = self.model.encode_init(self.pre)
         self.step = self.model.encode_step(self.pre, self.act, self.post)

@@ -7,9 +7,9 @@ import time
 from fractions import Fraction
 from typing import Iterable, Optional
 
-from prunecheck.spec.conditions import CONDITIONS, violations
+from prunecheck.spec.conditions import CONDITIONS, applicable, violations
 from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, ROLES, Attr, Binary, EnumLit, InSet, Num, Policy,
-                                    subexpressions)
+                                    subexpressions, uses_pairs)
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
 from prunecheck.checker.engines.replay import confirm
@@ -38,8 +38,10 @@ def kind_representatives(policy: Policy) -> tuple:
 
 
 def role_representatives(policy: Policy) -> tuple:
-    """Roles the policy names, plus one for all the others (`user` first, so a policy naming none keeps `user`)."""
-    return representatives(policy, ROLES)
+    """Roles the policy names, plus one for all the others (`user` first, so a policy naming none keeps `user`), plus
+    tool_call and tool_result when the policy uses pairs (it reads `role` or sets `pairs`): they make pairs."""
+    roles = representatives(policy, ROLES)
+    return roles + tuple(r for r in ("tool_call", "tool_result") if uses_pairs(policy) and r not in roles)
 
 
 def neighbours(x: Fraction) -> set:
@@ -123,7 +125,7 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
     The search stops at `time_limit` seconds or, deterministically, once it has explored `max_states` states.
     """
     domains = domains or domains_for(policy)
-    pending = [c for c in CONDITIONS if c in set(conditions)]
+    pending = list(applicable(policy, conditions))
     results, started = {}, time.perf_counter()
     parent = {State(): None}
     frontier, explored, stopped = [State()], 1, None

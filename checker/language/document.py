@@ -19,6 +19,8 @@ def policy_document(policy: Policy) -> dict:
         doc["rank"] = to_text(policy.rank)
     if policy.budget is not None:
         doc["budget"] = policy.budget
+    if policy.pairs != "apart":
+        doc["pairs"] = policy.pairs
     doc["deployment"] = policy.deployment.as_dict()
     return doc
 

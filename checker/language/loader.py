@@ -17,8 +17,8 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, Acceptance, BoolLit, Deployment, DeploymentOverride, Loc,
-                                   Origin, Policy, with_override)
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, PAIRS, Acceptance, BoolLit, Deployment, DeploymentOverride,
+                                   Loc, Origin, Policy, with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
 from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items, kind_of, reason, scalar_locator,
@@ -29,7 +29,7 @@ from prunecheck.checker.language.source_text import (EXTENSIONS, SourceText, dec
 from prunecheck.checker.language.typecheck import MAX_DIGITS, check_policy, suggestion
 from prunecheck.checker.options import override_of
 
-TOP_KEYS = ("name", "description", "evict", "rank", "budget", "deployment", "expect", "accept")
+TOP_KEYS = ("name", "description", "evict", "rank", "budget", "pairs", "deployment", "expect", "accept")
 ACCEPT_KEYS = ("condition", "reason")
 _INTEGER = re.compile(r"0|[1-9][0-9]*")
 
@@ -60,6 +60,13 @@ def _budget(src: SourceText, node) -> int:
     value = int(node.value)
     if value < 1:
         src.fail_at("budget must be at least 1", node)
+    return value
+
+
+def _pairs(src: SourceText, node) -> str:
+    value = string(src, node, "pairs")
+    if value not in PAIRS:
+        src.fail_at(f"pairs must be one of {', '.join(PAIRS)}, got `{value[:64]}`{suggestion(value, PAIRS)}", node)
     return value
 
 
@@ -144,6 +151,7 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         src.fail_at("name must not be blank", fields["name"])
     description = string(src, fields["description"], "description") if "description" in fields else ""
     budget = _budget(src, fields["budget"]) if "budget" in fields else None
+    pairs = _pairs(src, fields["pairs"]) if "pairs" in fields else "apart"
     deployment = _deployment(src, fields["deployment"]) if "deployment" in fields else Deployment()
     expect = _expect(src, fields["expect"]) if "expect" in fields else {}
     accepts = _accepts(src, fields["accept"]) if "accept" in fields else ()
@@ -160,6 +168,7 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         source=src.file,
         accepts=accepts,
         origin=_yaml_origin(src, root),
+        pairs=pairs,
     )
     return policy, expect
 
@@ -196,6 +205,7 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
         source=src.file,
         accepts=accepts,
         origin=_python_origin(src, parts),
+        pairs=parts.pairs,
     )
     return policy, parts.expect or {}, parts.floats
 
@@ -218,7 +228,7 @@ def _yaml_origin(src: SourceText, root: MappingNode) -> Origin:
     """The text and its keys' positions (the keys were checked: plain names, each once)."""
     keys = []
     for key, value in root.value:
-        keys.append((key.value, Loc(*src.pos((value if key.value == "budget" else key).start_mark.index))))
+        keys.append((key.value, Loc(*src.pos((value if key.value in ("budget", "pairs") else key).start_mark.index))))
         if key.value == "deployment" and isinstance(value, MappingNode):
             keys += [(f"deployment.{sub.value}", Loc(*src.pos(subvalue.start_mark.index)))
                      for sub, subvalue in value.value]
@@ -234,8 +244,8 @@ def _python_origin(src: SourceText, parts) -> Origin:
     for node in ast.parse(src.text, "<policy>").body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
-            at = node.value if name == "BUDGET" else node
-            if name in ("BUDGET", "DEPLOYMENT"):
+            at = node.value if name in ("BUDGET", "PAIRS") else node
+            if name in ("BUDGET", "PAIRS", "DEPLOYMENT"):
                 out.setdefault(name.lower(), Loc(at.lineno, at.col_offset + 1))
         if isinstance(node, ast.FunctionDef) and node.name == "rank":
             out["rank"] = Loc(node.lineno, node.col_offset + 1)

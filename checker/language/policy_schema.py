@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Deployment
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, PAIRS, Deployment
 
 from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
@@ -52,6 +52,8 @@ def _properties() -> dict:
         "rank": {"type": ["string", "number"], "description": f"numeric, lower evicted first; {_EXPRESSION}"},
         "budget": {"type": "integer", "minimum": 1, "maximum": 10 ** MAX_DIGITS - 1,
                    "description": "the policy's own token budget, a whole number written without a fraction"},
+        "pairs": {"enum": list(PAIRS), "default": PAIRS[0],
+                  "description": "together: a compaction that takes one span of a tool call and its result takes both"},
         "deployment": _deployment(),
         "expect": {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
                    "additionalProperties": {"enum": list(VERDICTS)},

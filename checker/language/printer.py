@@ -258,7 +258,7 @@ def _deployment_items(policy):
 
 
 def policy_yaml(policy) -> str:
-    """A complete YAML policy file for policy (name, description, evict, rank, budget, deployment)."""
+    """A complete YAML policy file for policy (name, description, evict, rank, budget, pairs, deployment)."""
     lines = [f"name: {_yaml_scalar(policy.name)}"]
     if policy.description:
         lines.append(f"description: {_yaml_scalar(policy.description)}")
@@ -267,6 +267,8 @@ def policy_yaml(policy) -> str:
         lines.append(f"rank: {_yaml_scalar(to_text(policy.rank))}")
     if policy.budget is not None:
         lines.append(f"budget: {int(policy.budget)}")
+    if getattr(policy, "pairs", "apart") != "apart":
+        lines.append(f"pairs: {policy.pairs}")
     items = _deployment_items(policy)
     if items:
         lines.append("deployment:")
@@ -286,13 +288,16 @@ def _py_function(name: str, expr) -> str:
 
 
 def policy_python(policy) -> str:
-    """A complete restricted-Python policy module for policy (docstring, NAME, BUDGET, DEPLOYMENT, evict, rank)."""
+    """A complete restricted-Python policy module for policy (docstring, NAME, BUDGET, PAIRS, DEPLOYMENT, evict,
+    rank)."""
     parts = []
     if policy.description:
         parts.append(repr(policy.description) + "\n")  # a string first statement is the module docstring
     head = [f"NAME = {policy.name!r}"]
     if policy.budget is not None:
         head.append(f"BUDGET = {int(policy.budget)}")
+    if getattr(policy, "pairs", "apart") != "apart":
+        head.append(f"PAIRS = {policy.pairs!r}")
     items = _deployment_items(policy)
     if items:
         head.append("DEPLOYMENT = {" + ", ".join(f"{k!r}: {v!r}" for k, v in items) + "}")
