@@ -82,7 +82,8 @@ def check(policy: Policy, options: CheckOptions = DEFAULTS, proofs: Optional[dic
 
 
 def _check(policy: Policy, options: CheckOptions, known: dict) -> Report:
-    wanted, depth, spans, timeout = applicable(policy, options.conditions), options.depth, options.spans, options.timeout
+    wanted, depth, spans, timeout = options.conditions, options.depth, options.spans, options.timeout
+    wanted = applicable(policy, wanted)  # T1 only for a policy that uses pairs
     restrict = {"token_domain": options.tokens, "repeat_domain": options.repeats, "rlimit": options.rlimit}
     doc, digest = policy_document(policy), policy_hash(policy)
     refuted = {}

@@ -8,6 +8,7 @@ import z3
 
 from prunecheck.checker.check import check
 from prunecheck.checker.cli import main
+from prunecheck.checker.commands.policydiff import equivalence
 from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.language.document import policy_document, policy_hash
@@ -173,3 +174,24 @@ def test_host_truncation_never_counts_against_t1():
     policy = parse_policy_text("name: p\nevict: false\npairs: together\n", "p.yaml")
     last = _run(policy, (CALL, RESULT, Compact(2)))[-1]
     assert last.truncated == {0} and "T1" not in violations(policy, last)
+
+
+def test_policies_that_differ_only_in_pairs_are_not_proved_equivalent():
+    apart, together = parse_policy_text(DROP_RESULTS, "p.yaml"), parse_policy_text(TOGETHER, "p.yaml")
+    result = equivalence(apart, together, HOUR, RLIMIT)
+    assert not result.proved and "pairs differ" in result.reason
+
+
+def test_a_cached_report_with_t1_is_verified_and_reused(tmp_path):
+    (tmp_path / "policies").mkdir()
+    texts = {"apart.yaml": DROP_RESULTS, "together.yaml": TOGETHER, "old.yaml": "name: o\nevict: false\n"}
+    for name, text in texts.items():
+        (tmp_path / "policies" / name).write_text(text)
+    argv = ["check", str(tmp_path / "policies"), "--cache", str(tmp_path / "cache"), "--depth", "3", "--spans", "3",
+            *CLI_BOUNDS]
+    outputs = []
+    for _ in range(2):
+        out, err = io.StringIO(), io.StringIO()
+        assert main(argv, out, err) == 1
+        outputs.append(out.getvalue())
+    assert "0 from the cache" in outputs[0] and "3 from the cache" in outputs[1] and "rejected" not in outputs[1]

@@ -164,14 +164,16 @@ def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraint
 
 
 def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout, rlimit: int = 0) -> Equivalence:
-    """Proved when deployment and budget are equal, the ranks agree on every candidate (or no budget makes the rank
-    matter), and the evict predicates agree on every valuation of the attribute vocabulary within its intervals:
+    """Proved when deployment, budget and pairs are equal, the ranks agree on every candidate (or no budget makes the
+    rank matter), and the evict predicates agree on every valuation of the attribute vocabulary within its intervals:
     then every compaction has the same candidates and order, so every run is the same run under both."""
     keys = differing_deployment_keys(old, new)
     if keys:
         return Equivalence(False, f"deployments differ in {', '.join(keys)}")
     if old.budget != new.budget:
         return Equivalence(False, f"budgets differ ({old.budget or 'none'} vs {new.budget or 'none'})")
+    if old.pairs != new.pairs:
+        return Equivalence(False, f"pairs differ ({old.pairs} vs {new.pairs}): their compactions take different spans")
     ints, env, constraints = _attribute_space(old.budget)
     old_evict, new_evict = ExprEncoder(env).encode(old.evict), ExprEncoder(env).encode(new.evict)
     why = _differ_somewhere("evict", old.evict, new.evict, old_evict == new_evict, ints, env, constraints,

@@ -277,7 +277,8 @@ def _require_own_report(original: Report, policy: Policy, options: CheckOptions)
             and (original.depth, original.spans) == (options.depth, options.spans)
             and tuple(r.condition for r in original.results) == applicable(policy))
     if not same:
-        raise ValueError("the report given is not check's report of this policy (every condition that applies) at these bounds")
+        raise ValueError("the report given is not check's report of this policy (every condition that applies) at "
+                         "these bounds")
 
 
 def _failure_tally(failed: Counter) -> str:
