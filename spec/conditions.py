@@ -30,7 +30,7 @@ class Condition:
     description: str
     rule: str
     violated: Callable[..., bool]
-    applies: Callable[[Policy], bool] = lambda policy: True  # reported only for the policies it applies to
+    applies: Callable[[Policy], bool] = lambda policy: True  # which policies it is reported for (default: all)
 
 
 def _c1(policy: Policy, state: State) -> bool:
@@ -123,16 +123,16 @@ def applicable(policy: Policy, conditions=CONDITIONS) -> tuple:
 
 
 def state_violations(policy: Policy, state: State) -> frozenset:
-    """The state conditions (C1, C4, P1) that `state` violates."""
+    """The state conditions (C1, C4, P1) that `state` violates, whether or not they apply to the policy."""
     return frozenset(c.id for c in CONDITION_TABLE if c.scope is Scope.STATE and c.violated(policy, state))
 
 
 def transition_violations(transition: Transition) -> frozenset:
-    """The step conditions (C2, C3) that the step violates."""
+    """The step conditions (C2, C3, T1) that the step violates, whether or not they apply to the policy."""
     return frozenset(c.id for c in CONDITION_TABLE if c.scope is Scope.STEP and c.violated(transition))
 
 
 def violations(policy: Policy, transition: Transition) -> frozenset:
-    """Every condition the step violates, in the step itself or in the state it leaves."""
+    """Every condition that applies to the policy and that the step violates, in the step or in the state it leaves."""
     found = transition_violations(transition) | state_violations(policy, transition.after)
     return frozenset(c for c in found if BY_ID[c].applies(policy))
