@@ -35,7 +35,7 @@ _EXPORTS = {
     "reason_text": ("prunecheck.checker.outputs.reasons", "reason_text"),
     "CONDITIONS": ("prunecheck.spec.conditions", "CONDITIONS"),
     "ActionRefused": ("prunecheck.spec.runtime", "ActionRefused"),
-    **{name: ("prunecheck.spec.runtime", name)
+    **{name: ("prunecheck.spec.actions", name)
        for name in ("Append", "Edit", "Read", "Pin", "Unpin", "Compact", "Undo", "Audit")},
 }
 __all__ = sorted(["check", "check_explicit", "parse_policy", "explain", "repair", "diff", "check_many", "replay",

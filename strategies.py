@@ -23,6 +23,7 @@ from prunecheck.spec.policy import (
     NAMESPACE,
     NUM,
     ORDERS,
+    PAIRS,
     ROLE,
     ROLES,
     SPAN_ATTRS,
@@ -40,8 +41,9 @@ from prunecheck.spec.policy import (
     Unary,
 )
 from prunecheck.spec.runtime import (
-    ACTION_TYPES, CONTENT_KINDS, REPEATABLE, Append, Compact, State, enabled_actions, step,
+    CONTENT_KINDS, REPEATABLE, Append, Compact, State, answers_call, enabled_actions, step,
 )
+from prunecheck.spec.actions import ACTION_TYPES
 
 FORMS = ("yaml", "python", "json")
 TYPES = (BOOL, NUM, KIND, NAMESPACE, ROLE)
@@ -324,8 +326,9 @@ def _policies(draw, max_depth: int, deployment, python: bool, stage: bool = True
     name = draw(policy_names())
     keys = draw(_stage(max_depth, with_budget, rank is not None, python)) if stage and draw(st.booleans()) else {}
     effect, placeholder = draw(st.one_of(st.just(("evict", 1)), st.tuples(st.just("mask"), st.integers(1, 3))))
+    pairs = draw(st.sampled_from(PAIRS))
     text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen, effect=effect,
-                              placeholder_tokens=placeholder, **keys))
+                              placeholder_tokens=placeholder, pairs=pairs, **keys))
     return parse_policy_text(text, f"{name}.yaml")
 
 
@@ -334,10 +337,10 @@ def policies(
     stage: bool = True,
 ) -> st.SearchStrategy:
     """Parsed, type-checked Policies: evict (depth <= max_depth), optional rank, optional budget in 2..12
-    (`budget` is referenced only when set), an effect (evict, or mask to 1..3 placeholder tokens) and a deployment
-    (drawn, fixed, or from the given strategy). With stage (the default), about half of them also set some of the
-    compaction stage's keep, when, until and order (window_conditions); stage=False draws the policies of before the
-    stage.
+    (`budget` is referenced only when set), an effect (evict, or mask to 1..3 placeholder tokens), `pairs` apart or
+    together, and a deployment (drawn, fixed, or from the given strategy). With stage (the default), about half of
+    them also set some of the compaction stage's keep, when, until and order (window_conditions); stage=False draws
+    the policies of before the stage.
 
     Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one; with
     python, the expressions are those of expressions(python=True), which the Python form accepts too.
@@ -375,8 +378,9 @@ def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_
             by_name.setdefault(action.name, []).append(action)
         name = draw(st.sampled_from([n for n in ACTION_TYPES if n in by_name]))  # compact, audit: never empty
         if name == "append":
+            roles = [r for r in ROLES if r != "tool_result" or answers_call(state)]  # a result answers a call
             action = Append(draw(st.sampled_from(CONTENT_KINDS)), draw(st.integers(1, max_tokens)),
-                            draw(st.sampled_from(ROLES)))
+                            draw(st.sampled_from(roles)))
         elif name == "compact":
             action = Compact(draw(st.none() | st.integers(1, state.window_tokens() + 1)))
         else:
@@ -392,7 +396,7 @@ def traces(policy: Policy, max_steps: int = 10, max_spans: Optional[int] = 8, *,
            max_times: int = 3) -> st.SearchStrategy:
     """Lists of at most max_steps runtime actions, each enabled (see spec.runtime.enabled_actions) in the state
     the previous ones reach from State() under policy with max_spans; each step draws the action name first,
-    then its arguments (appends carry 1..max_tokens tokens and any role; a compaction has no host budget or one of 1 up to the
+    then its arguments (appends carry 1..max_tokens tokens and any role the state enables; a compaction has no host budget or one of 1 up to the
     window's tokens + 1; a read or audit is repeated 1..max_times times, one action standing for that many steps:
     spec.runtime.real_steps counts them; max_times=1 draws single steps only)."""
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:

@@ -27,7 +27,7 @@ from prunecheck.checker.engines.explicit import domains_for, explore
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.result import Verdict
-from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.conditions import CONDITIONS, applicable
 from prunecheck.spec.policy import COMPARE_OPS
 from prunecheck.strategies import deployments, policies
 
@@ -90,15 +90,16 @@ def compare(policy, record: dict) -> None:
     record["times"]["symbolic"] += time.perf_counter() - started
     record["shallower"] += depth < DEPTH
     text = policy_yaml(policy)
-    for c in CONDITIONS:
+    conditions = applicable(policy)  # T1 only for a policy that uses pairs
+    for c in conditions:
         record["tallies"][c][str(free[c][0])] += 1
         record["tallies"][c]["explicit " + str(explicit[c][0])] += 1
     if exact != explicit:
         record["disagreements"].append((text, exact, explicit))
-    missed = [c for c in CONDITIONS if free[c][0] == Verdict.VIOLATED and explicit[c] != free[c]]
+    missed = [c for c in conditions if free[c][0] == Verdict.VIOLATED and explicit[c] != free[c]]
     if missed:
         record["missed"].append((text, free, explicit))
-    if any(explicit[c][0] == Verdict.VIOLATED and free[c][0] != Verdict.VIOLATED for c in CONDITIONS):
+    if any(explicit[c][0] == Verdict.VIOLATED and free[c][0] != Verdict.VIOLATED for c in conditions):
         record["unsound"].append((text, free, explicit))
 
 

@@ -454,7 +454,8 @@ def expectations(spec: Spec) -> dict:
 def _cross_check(policy, result) -> list:
     """Independent checks of a reported counterexample: (the problems found, the names of the checks made)."""
     from prunecheck.spec.conditions import violations
-    from prunecheck.spec.runtime import REPEATABLE, State, expand, step
+    from prunecheck.spec.runtime import REPEATABLE, State, step
+    from prunecheck.spec.actions import expand
 
     trace, problems, made = result.trace, [], []
     c = result.condition
@@ -506,7 +507,7 @@ def _check_one(path, mode: str) -> dict:
     from prunecheck.checker.check import clear_caches
     from prunecheck.checker.language.loader import load_policy
     from prunecheck.checker.outputs.reasons import reason_text
-    from prunecheck.spec.runtime import action_text
+    from prunecheck.spec.actions import action_text
 
     policy = load_policy(path)
     if mode in ("cold", "both"):

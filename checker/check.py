@@ -8,6 +8,7 @@ from typing import Optional
 
 import z3
 
+from prunecheck.spec.conditions import applicable
 from prunecheck.spec.errors import SolverUnknown
 from prunecheck.spec.policy import Policy
 
@@ -73,7 +74,7 @@ def check(policy: Policy, options: CheckOptions = DEFAULTS, proofs: Optional[dic
         if isinstance(exc, z3.Z3Exception) and not out_of_memory(exc):  # building terms can run out of memory too
             raise
         memory = Reason((Clause(Method.BMC, Found.MEMORY, megabytes=int(memory_mb)),))
-        results = tuple(Result(c, Verdict.UNKNOWN, None, memory) for c in options.conditions)
+        results = tuple(Result(c, Verdict.UNKNOWN, None, memory) for c in applicable(policy, options.conditions))
         return new_report(policy, policy_hash(policy), options.depth, options.spans, results, bounds)
     finally:
         if memory_mb > 0:
@@ -82,6 +83,7 @@ def check(policy: Policy, options: CheckOptions = DEFAULTS, proofs: Optional[dic
 
 def _check(policy: Policy, options: CheckOptions, known: dict) -> Report:
     wanted, depth, spans, timeout = options.conditions, options.depth, options.spans, options.timeout
+    wanted = applicable(policy, wanted)  # T1 only for a policy that uses pairs
     restrict = {"token_domain": options.tokens, "repeat_domain": options.repeats, "rlimit": options.rlimit}
     doc, digest = policy_document(policy), policy_hash(policy)
     refuted = {}

@@ -315,7 +315,7 @@ def _check(args, stdout, stderr) -> int:
 
 
 def _explain(args, stdout) -> int:
-    from prunecheck.spec.runtime import real_steps
+    from prunecheck.spec.actions import real_steps
 
     from prunecheck.checker.findings.explain import explanation_json, explanation_lines, explanation_of
     from prunecheck.checker.outputs.itf import read_trace
@@ -374,7 +374,7 @@ def _unlocated_note(found) -> str:
 
 def _replay(args, stdout) -> int:
     from prunecheck.spec.conditions import violations
-    from prunecheck.spec.runtime import real_steps
+    from prunecheck.spec.actions import real_steps
 
     from prunecheck.checker.outputs.itf import first_difference, read_trace_file
     from prunecheck.checker.outputs.render import step_lines
@@ -407,7 +407,7 @@ def _replay(args, stdout) -> int:
 
 def _replay_against(args, info, actions, stdout) -> int:
     """Replay a trace's actions on another policy: exit 1 if its condition is still violated along them, else 0."""
-    from prunecheck.spec.runtime import real_steps
+    from prunecheck.spec.actions import real_steps
 
     from prunecheck.checker.language.loader import load_deployment, load_policy
     from prunecheck.checker.outputs.render import deployment_items_text, step_lines

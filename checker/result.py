@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Optional
 
-from prunecheck.spec.runtime import real_steps
+from prunecheck.spec.actions import real_steps
 
 
 class Verdict(enum.IntEnum):

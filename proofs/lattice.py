@@ -7,9 +7,9 @@ from dataclasses import replace
 from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.engines.certificate import Status
 from prunecheck.checker.language.loader import parse_policy_text
-from prunecheck.spec.runtime import action_text
+from prunecheck.spec.actions import action_text
 from prunecheck.checker.result import Verdict
-from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.conditions import applicable
 from prunecheck.spec.policy import Deployment
 
 from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, TheoremResult, any_policy, prove_invariant, timed
@@ -20,6 +20,8 @@ STATEMENT = ("For each deployment (the safe design, each single setting flipped,
              "every step keeps b at every step; proved on the parametric model restricted to such runs, with the "
              "policy free), or a witness trace, replayed on the runtime, keeps a at every step and violates b.")
 SAFE = Deployment()
+# The seeds' conditions: those that apply to every policy (T1 applies only to a policy that uses pairs).
+CONDITIONS = applicable(any_policy(SAFE))
 DEPLOYMENTS = [("safe design", SAFE)] + [
     (f"{key}: {value}", replace(SAFE, **{key: value}))
     for key, value in (("records", "window"), ("rationale", "window"), ("pins", "self"), ("audit", "policy"),

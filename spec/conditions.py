@@ -6,8 +6,9 @@ import enum
 from dataclasses import dataclass
 from typing import Callable
 
-from prunecheck.spec.policy import Policy
-from prunecheck.spec.runtime import REVERSIBLE, Compact, State, Transition, Undo, is_candidate, present, status
+from prunecheck.spec.policy import Policy, uses_pairs
+from prunecheck.spec.runtime import (REVERSIBLE, Compact, State, Transition, Undo, addressable, is_candidate, is_pair,
+                                     present, status)
 
 
 class Scope(enum.Enum):
@@ -29,6 +30,7 @@ class Condition:
     description: str
     rule: str
     violated: Callable[..., bool]
+    applies: Callable[[Policy], bool] = lambda policy: True  # which policies it is reported for (default: all)
 
 
 def _c1(policy: Policy, state: State) -> bool:
@@ -56,6 +58,15 @@ def _c4(policy: Policy, state: State) -> bool:
 
 def _p1(policy: Policy, state: State) -> bool:
     return any(not present(state.span(e.rationale)) for e in state.live_edits())
+
+
+def _t1(transition: Transition) -> bool:
+    before, after = transition.before, transition.after
+    # What the stage took and did not mask left the window (a masked span stays; truncation is the host's).
+    removed = {i for i in transition.evicted if not after.span(i).masked}
+    return isinstance(transition.action, Compact) and any(
+        is_pair(before, k) and addressable(before.span(k)) and addressable(before.span(k + 1))
+        and (k in removed) != (k + 1 in removed) for k in range(len(before.spans) - 1))
 
 
 _FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"
@@ -93,6 +104,12 @@ CONDITION_TABLE = (
               "separate, append-only decision log that is never itself a pruning target.",
         description="provenance: the rationale of a live edit is never evicted",
         rule="RationaleProvenance", violated=_p1),
+    Condition(
+        id="T1", scope=Scope.STEP, source="issue 15, item 3 (model APIs reject a tool result without its call)",
+        words="An optional integrity condition for tool pairs: no compaction leaves a tool result without its call "
+              "(or the reverse) — the property real model APIs reject requests for.",
+        description="tool-call pairs: no compaction stage removes one span of a tool call and its result",
+        rule="ToolCallPairs", violated=_t1, applies=uses_pairs),
 )
 
 BY_ID = {c.id: c for c in CONDITION_TABLE}
@@ -102,16 +119,22 @@ STATE_CONDITIONS = tuple(c.id for c in CONDITION_TABLE if c.scope is Scope.STATE
 STEP_CONDITIONS = tuple(c.id for c in CONDITION_TABLE if c.scope is Scope.STEP)
 
 
+def applicable(policy: Policy, conditions=CONDITIONS) -> tuple:
+    """The conditions of `conditions` reported for this policy, in table order (T1 only where it applies)."""
+    return tuple(c for c in CONDITIONS if c in set(conditions) and BY_ID[c].applies(policy))
+
+
 def state_violations(policy: Policy, state: State) -> frozenset:
-    """The state conditions (C1, C4, P1) that `state` violates."""
+    """The state conditions (C1, C4, P1) that `state` violates, whether or not they apply to the policy."""
     return frozenset(c.id for c in CONDITION_TABLE if c.scope is Scope.STATE and c.violated(policy, state))
 
 
 def transition_violations(transition: Transition) -> frozenset:
-    """The step conditions (C2, C3) that the step violates."""
+    """The step conditions (C2, C3, T1) that the step violates, whether or not they apply to the policy."""
     return frozenset(c.id for c in CONDITION_TABLE if c.scope is Scope.STEP and c.violated(transition))
 
 
 def violations(policy: Policy, transition: Transition) -> frozenset:
-    """Every condition the step violates, in the step itself or in the state it leaves."""
-    return transition_violations(transition) | state_violations(policy, transition.after)
+    """Every condition that applies to the policy and that the step violates, in the step or in the state it leaves."""
+    found = transition_violations(transition) | state_violations(policy, transition.after)
+    return frozenset(c for c in found if BY_ID[c].applies(policy))

@@ -269,16 +269,18 @@ class Origin:
 
 
 ORDERS = ("oldest", "newest")  # the compaction stage's candidate order without a rank; the default first
+PAIRS = ("apart", "together")  # the `pairs` key: whether a compaction takes a tool call and its result together
 # Policy fields left out of its repr at these defaults, so that an old policy's hash (its repr's) stays the same.
 QUIET_POLICY_DEFAULTS = {"keep": None, "when": None, "until": None, "order": "oldest", "effect": "evict",
-                         "placeholder_tokens": 1}
+                         "placeholder_tokens": 1, "pairs": "apart"}
 
 
 @dataclass(frozen=True, repr=False)
 class Policy:
     """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first); `keep`,
     `when`, `until` and `order` are the rest of the compaction stage (spec/SPEC.md 4b); `effect` says what happens to
-    the spans the stage takes (evicted, or masked to `placeholder_tokens` tokens; spec/SPEC.md 4c)."""
+    the spans the stage takes (evicted, or masked to `placeholder_tokens` tokens; spec/SPEC.md 4c); `pairs` whether
+    it takes tool-call pairs together (spec/SPEC.md 6c)."""
 
     name: str
     evict: Expr
@@ -297,6 +299,7 @@ class Policy:
     order: str = "oldest"  # the candidates' order when there is no rank
     effect: str = "evict"
     placeholder_tokens: int = 1
+    pairs: str = "apart"
 
     def __post_init__(self):
         if self.effect not in EFFECTS:
@@ -307,6 +310,8 @@ class Policy:
             raise ValueError("placeholder_tokens is only for effect: mask")
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {', '.join(ORDERS)}")
+        if self.pairs not in PAIRS:
+            raise ValueError(f"pairs must be one of {', '.join(PAIRS)}")
 
     def __repr__(self) -> str:
         shown = [f for f in fields(self) if f.repr and not (
@@ -354,6 +359,9 @@ def subexpressions(expr: Expr):
 def read_attributes(policy: Policy) -> frozenset:
     """The attributes the policy's expressions (evict, rank, keep, when, until) read."""
     return frozenset(node.name for e in stage_exprs(policy) for node in subexpressions(e) if isinstance(node, Attr))
+def uses_pairs(policy: Policy) -> bool:
+    """Whether the policy can tell tool-call pairs apart: it reads `role` or sets `pairs` (condition T1 applies)."""
+    return policy.pairs != "apart" or reads_attribute(policy, "role")
 
 
 def reads_attribute(policy: Policy, name: str) -> bool:

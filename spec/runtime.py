@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Optional, Union
+from typing import Optional
 
 from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.evaluate import evaluate
+from prunecheck.spec.actions import REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin
 from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy
-from prunecheck.spec.stage import walk
+from prunecheck.spec.stage import taken_effect, walk
 
 REVERSIBLE = "reversible"
 UNKNOWN = "reversibility unknown"
@@ -70,121 +71,6 @@ class State:
 
     def window_tokens(self) -> int:
         return sum(s.tokens for s in self.spans if s.alive and s.namespace == "window")
-
-
-@dataclass(frozen=True)
-class Append:
-    """New content arrives at the end of the window."""
-
-    kind: str
-    tokens: int
-    role: str = "user"
-    name = "append"
-
-
-@dataclass(frozen=True)
-class Edit:
-    """Summarise (`transform`) or replace-and-discard (`destroy`) a content span, writing a record and a rationale."""
-
-    target: int
-    mode: str
-    name = "edit"
-
-
-@dataclass(frozen=True)
-class Read:
-    """The agent reads a span, `times` times in a row (one step each; see expand)."""
-
-    span: int
-    times: int = 1
-    name = "read"
-
-
-@dataclass(frozen=True)
-class Pin:
-    """The agent sets a span's pinned flag."""
-
-    span: int
-    name = "pin"
-
-
-@dataclass(frozen=True)
-class Unpin:
-    """The agent clears a span's pinned flag."""
-
-    span: int
-    name = "unpin"
-
-
-@dataclass(frozen=True)
-class Compact:
-    """Evict the policy's candidates, then truncate oldest-first to the effective budget: the least of the policy's
-    budget and the host's (`budget`, None when the host imposes none; it may differ at every compaction)."""
-
-    budget: Optional[int] = None
-    name = "compact"
-
-
-@dataclass(frozen=True)
-class Undo:
-    """Undo the edit whose record is span `edit`."""
-
-    edit: int
-    name = "undo"
-
-
-@dataclass(frozen=True)
-class Audit:
-    """Ask for the closure status, `times` times in a row: changes nothing but the clock (a wait of `times` steps)."""
-
-    times: int = 1
-    name = "audit"
-
-
-Action = Union[Append, Edit, Read, Pin, Unpin, Compact, Undo, Audit]
-ACTION_TYPES = {cls.name: cls for cls in (Append, Edit, Read, Pin, Unpin, Compact, Undo, Audit)}
-
-
-REPEATABLE = (Read, Audit)
-
-
-def action_args(action: Action) -> dict:
-    """The action's arguments, without the defaults that mean "as a single step": a compaction without a host
-    budget, a read or audit done once."""
-    return {key: getattr(action, key) for key in action.__dataclass_fields__
-            if not (isinstance(action, Compact) and getattr(action, key) is None)
-            and not (key == "times" and getattr(action, key) == 1)
-            and not (key == "role" and getattr(action, key) == "user")}
-
-
-OPTIONAL_ARGS = ("role", "budget", "times")  # what action_args leaves out at its default; always passed by name
-
-
-def action_text(action: Action, keywords: bool = False) -> str:
-    """The action as a call: `compact(3, budget=2)`, or with every argument named, `compact(now=3, budget=2)`."""
-    args = action_args(action)
-    if keywords:
-        return f"{action.name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
-    positional = [repr(v) for k, v in args.items() if k not in OPTIONAL_ARGS]
-    named = [f"{k}={args[k]!r}" for k in OPTIONAL_ARGS if k in args]
-    return f"{action.name}({', '.join(positional + named)})"
-
-
-def steps_of(action: Action) -> int:
-    """How many real steps the action stands for: its `times` for a repeated read or audit, else 1."""
-    return action.times if isinstance(action, REPEATABLE) else 1
-
-
-def real_steps(actions) -> int:
-    """The number of real steps a sequence of actions stands for (each repeated action counts `times`)."""
-    return sum(steps_of(a) for a in actions)
-
-
-def expand(action: Action) -> tuple:
-    """The single steps a repeated action stands for: step(expand(a)) reaches the state step(a) does (tested)."""
-    if isinstance(action, REPEATABLE) and action.times != 1:
-        return (replace(action, times=1),) * action.times
-    return (action,)
 
 
 def effective_budget(policy: Policy, host: Optional[int]) -> Optional[int]:
@@ -329,6 +215,8 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
         _require(action.kind in CONTENT_KINDS, f"append of non-content kind {action.kind!r}")
         _require(isinstance(action.tokens, int) and action.tokens >= 1, "append needs tokens >= 1")
         _require(action.role in ROLES, f"append of unknown role {action.role!r}")
+        _require(action.role != "tool_result" or answers_call(state), "a tool result answers the newest span, which is "
+                 "not a tool call in the window")
         _require(room is None or room >= 1, "no span slot left")
     elif isinstance(action, Edit):
         _require(_exists(state, action.target), f"no span {action.target}")
@@ -407,15 +295,58 @@ def triggered(policy: Policy, state: State) -> bool:
     return policy.when is None or bool(evaluate(policy.when, window_env(policy, state)))
 
 
+def answers_call(state: State) -> bool:
+    """A tool result may be appended: the newest span is an appended tool call, alive in the window."""
+    return bool(state.spans) and is_call(state.spans[-1]) and addressable(state.spans[-1])
+
+
+def is_call(span: Span) -> bool:
+    return span.kind in CONTENT_KINDS and span.role == "tool_call"
+
+
+def is_pair(state: State, k: int) -> bool:
+    """Spans k and k+1 are a tool call and its result (the append guard makes every appended result one)."""
+    return (0 <= k < len(state.spans) - 1 and is_call(state.span(k))
+            and state.span(k + 1).kind in CONTENT_KINDS and state.span(k + 1).role == "tool_result")
+
+
+def partner(state: State, span_id: int) -> Optional[int]:
+    """The other span of span_id's tool-call pair, None if it is in none."""
+    if is_pair(state, span_id):
+        return span_id + 1
+    return span_id - 1 if is_pair(state, span_id - 1) else None
+
+
+def kept(policy: Policy, state: State, span: Span) -> bool:
+    """The stage's `keep` holds on span (false without a keep)."""
+    return policy.keep is not None and bool(evaluate(policy.keep, span_env(policy, state, span)))
+
+
+def pair_closure(policy: Policy, state: State, taken) -> list:
+    """`pairs: together`: `taken` closed under pairs. A taken span whose partner is in the window and kept is not
+    taken; the partner in the window of every other taken span is taken too."""
+    def windowed(i):
+        p = partner(state, i)
+        return p if p is not None and addressable(state.span(p)) else None
+    out = [i for i in taken if windowed(i) is None or not kept(policy, state, state.span(windowed(i)))]
+    return out + sorted({windowed(i) for i in out} - {None} - set(out))
+
+
 def _evict(policy: Policy, state: State) -> tuple:
-    """Step 2 of a compaction (the stage): the evicted ids in order, and the window's tokens after them. Nothing when
+    """Step 2 of a compaction (the stage): the taken ids in order, and the window's tokens after them. Nothing when
     the trigger is false; otherwise each candidate in order is taken while the target is false in the state the ones
-    taken before it leave (the host's budget plays no part)."""
+    taken before it leave (the host's budget plays no part), then (pairs: together) the pair closure."""
     tokens, spans = state.window_tokens(), window_spans(state)
     if not triggered(policy, state):
         return [], tokens
     ordered = stage_order(policy, state, [state.span(i) for i in candidates(policy, state)])
-    return walk(policy, ordered, tokens, spans, lambda t, n: window_env(policy, state, t, n))
+    taken, after = walk(policy, ordered, tokens, spans, lambda t, n: window_env(policy, state, t, n))
+    if policy.pairs != "together":
+        return taken, after
+    taken = pair_closure(policy, state, taken)
+    for i in taken:
+        tokens, spans = taken_effect(policy, state.span(i), tokens, spans)
+    return taken, tokens
 
 
 def _remove(policy: Policy, span: Span) -> Span:

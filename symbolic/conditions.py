@@ -44,6 +44,14 @@ def _p1(model, t):
                                               for i in range(model.n - 1)]))
 
 
+def _t1(model, s, a, t, step):
+    if model.policy.effect == "mask":
+        return z3.BoolVal(False)  # a masked span stays in the window: masking splits no pair
+    split = [z3.And(s.is_pair(i), s.in_window(i), s.in_window(i + 1), z3.Xor(step.evicted[i], step.evicted[i + 1]))
+             for i in range(model.n - 1)]
+    return z3.And(a.act == ACT["compact"], z3.Or(split))
+
+
 # The pair model (symbolic/parametric.py): r ranges over every span id, so checking r alone covers every span.
 
 def _pair_c1(model, s):
@@ -74,12 +82,20 @@ def _pair_p1(model, s):
     return z3.And(s.live_edit("r"), z3.Not(s.present("q")))
 
 
+def _pair_t1(model, step):
+    if model.policy.effect == "mask":
+        return z3.BoolVal(False)  # a masked span stays in the window: masking splits no pair
+    s, taken = step.pre, step.taken
+    return z3.And(step.compacts, model.is_pair(s), s.in_window("r"), s.in_window("q"), z3.Xor(taken["r"], taken["q"]))
+
+
 TERMS = {
     "C1": ConditionTerms(_c1, _pair_c1),
     "C2": ConditionTerms(_c2, _pair_c2),
     "C3": ConditionTerms(_c3, _pair_c3),
     "C4": ConditionTerms(_c4, _pair_c4),
     "P1": ConditionTerms(_p1, _pair_p1),
+    "T1": ConditionTerms(_t1, _pair_t1),
 }
 
 

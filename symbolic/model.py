@@ -10,6 +10,7 @@ from prunecheck.spec.policy import CONTENT_KINDS, KIND, NAMESPACE, ROLE, Policy,
 from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
+from prunecheck.symbolic.window_terms import pair_closure, position_terms
 
 ACTIONS = ("append", "edit", "read", "pin", "unpin", "compact", "undo", "audit")
 # Constructors are prefixed so that SMT-LIB text stays unambiguous (`undo` is also a namespace).
@@ -79,26 +80,6 @@ def attribute_env(clock, span: dict, window_tokens: Frac, budget, window_spans=N
     return env
 
 
-def _count(terms) -> z3.ArithRef:
-    return z3.Sum([z3.IntVal(0)] + list(terms))
-
-
-def position_terms(s: "SymState", i: int, names) -> dict:
-    """The positional attributes in `names` of slot i in s, as Int sums over the other slots (slots are in id
-    order): the runtime's spec.runtime.positions."""
-    n, inw = s.n, [s.in_window(j) for j in range(s.n)]
-    newer = range(i + 1, n)
-    sums = {
-        "position": lambda: _count(z3.If(inw[j], 1, 0) for j in range(i)),
-        "from_end": lambda: _count(z3.If(inw[j], 1, 0) for j in newer),
-        "from_end_in_role": lambda: _count(z3.If(z3.And(inw[j], s.role[j] == s.role[i]), 1, 0) for j in newer),
-        "turn": lambda: _count(z3.If(z3.And(inw[j], s.role[j] == R["user"]), 1, 0) for j in newer),
-        "tokens_after": lambda: _count(z3.If(inw[j], s.tokens[j], 0) for j in newer),
-        "window_spans": lambda: _count(z3.If(inw[j], 1, 0) for j in range(n)),
-    }
-    return {name: sums[name]() for name in names}
-
-
 class SymState:
     """One state: its clock (a numeral when unrolled from the empty window) and a z3 term per slot field."""
 
@@ -145,6 +126,15 @@ class SymState:
     def window_spans(self):
         return z3.Sum([z3.If(self.in_window(i), 1, 0) for i in range(self.n)])
 
+    def is_pair(self, i: int):
+        """Slots i and i+1 hold a tool call and its result (spec/runtime.py is_pair)."""
+        return z3.And(self.used[i], self.used[i + 1], content(self.kind[i]), self.role[i] == R["tool_call"],
+                      content(self.kind[i + 1]), self.role[i + 1] == R["tool_result"])
+
+
+def content(kind):
+    return z3.Or([kind == c for c in CONTENT])
+
 
 class SymAction:
     """The variables choosing the action taken from state k."""
@@ -170,10 +160,11 @@ class SymAction:
 class StepTerms:
     """One encoded step: its constraints, and the terms that conditions on the step refer to."""
 
-    def __init__(self, constraints, reverted, fresh):
+    def __init__(self, constraints, reverted, fresh, evicted=()):
         self.constraints = constraints
         self.reverted = reverted
         self.fresh = fresh
+        self.evicted = list(evicted)  # per slot: taken by the compaction stage (not by the host's truncation)
 
 
 class Model:
@@ -258,13 +249,9 @@ class Model:
 
     def _build_policy_terms(self, s: SymState) -> list:
         """Per slot: (selected: evict and not keep, rank or None)."""
-        w, spans = Frac(s.window_tokens()), s.window_spans()
-        read = tuple(name for name in read_positions(self.policy) if name != "window_spans")
         keep = self.policy.keep
         terms = []
-        for i in range(self.n):
-            env = attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w,
-                                self.policy.budget, spans, position_terms(s, i, read))
+        for i, env in enumerate(self.slot_envs(s, self.policy.budget)):
             encoder = ExprEncoder(env)
             rank = encoder.encode(self.policy.rank) if self.policy.rank is not None else None
             selected = encoder.encode(self.policy.evict)
@@ -272,6 +259,19 @@ class Model:
                 selected = z3.And(selected, z3.Not(encoder.encode(keep)))
             terms.append((selected, rank))
         return terms
+
+    def slot_envs(self, s: SymState, budget) -> list:
+        """Per slot: the policy vocabulary as terms in s (positions only for those the policy reads)."""
+        w, spans = Frac(s.window_tokens()), s.window_spans()
+        read = tuple(name for name in read_positions(self.policy) if name != "window_spans")
+        return [attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w, budget, spans,
+                              position_terms(s, i, read)) for i in range(self.n)]
+
+    def kept_terms(self, s: SymState, budget) -> list:
+        """Per slot: the stage's `keep` in s (false without one), for the pair closure."""
+        if self.policy.keep is None:
+            return [z3.BoolVal(False)] * self.n
+        return [ExprEncoder(env).encode(self.policy.keep) for env in self.slot_envs(s, budget)]
 
     def candidate(self, s: SymState, i: int):
         return z3.And(s.in_window(i), self.policy_terms(s)[i][0])
@@ -307,6 +307,8 @@ class Model:
                 evicted.append(z3.And(cand[i], total - before > budget))
         else:
             evicted = cand
+        if self.policy.pairs == "together":
+            evicted = pair_closure(s, evicted, self.kept_terms(s, budget))
         if budget is None:
             limited, limit = a.hosted, a.host
         else:
@@ -374,7 +376,7 @@ class Model:
         new_kind = z3.If(a.destroy, K["diff"], K["summary"])
         for i in range(self.n):
             self._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, (evicted[i], truncated[i]))
-        return StepTerms(out, reverted, fresh)
+        return StepTerms(out, reverted, fresh, evicted)
 
     def _selected(self, s: SymState, a: SymAction, picks, out: list) -> dict:
         """The fields of the slot the action names (and of its record's target), one constant each, constrained by
@@ -407,6 +409,9 @@ class Model:
             out.append(a.times == 1)
         out.append(z3.Implies(is_["append"], z3.And(z3.Not(s.used[n - 1]), a.tokens >= 1,
                                                     z3.Or([a.kind == c for c in CONTENT]))))
+        answers = [z3.And(s.first_free(i), content(s.kind[i - 1]), s.role[i - 1] == R["tool_call"], s.in_window(i - 1))
+                   for i in range(1, n)]
+        out.append(z3.Implies(z3.And(is_["append"], a.role == R["tool_result"]), z3.Or(answers)))
         if self.token_domain is not None:
             out.append(z3.Implies(is_["append"], z3.Or([a.tokens == v for v in self.token_domain])))
         room_for_two = z3.Not(s.used[n - 2]) if n >= 2 else z3.BoolVal(False)

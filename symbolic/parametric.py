@@ -86,7 +86,9 @@ class PairState:
 class PairAction:
     """The choices of one abstract step: the action, which ghost it touches, and the unobserved outcomes."""
 
-    def __init__(self, label: str, roles: bool = False):
+    def __init__(self, label: str, roles: bool = False, together: bool = False):
+        """together (`pairs: together`): also choose whether the partner outside the pair of r (its call r-1) and of
+        q (its result q+1) was taken."""
         c = lambda name, sort: z3.Const(f"{name}@{label}", sort)  # noqa: E731
         self.act = c("act", ACT["append"].sort())
         self.ghost = c("ghost", GhostSort)
@@ -104,22 +106,31 @@ class PairAction:
         self.policy = {g: c(f"policy_{g}", z3.BoolSort()) for g in GHOSTS}
         self.chosen = {g: c(f"chosen_{g}", z3.BoolSort()) for g in GHOSTS}
         self.truncate = {g: c(f"truncate_{g}", z3.BoolSort()) for g in GHOSTS}
+        self.partner = {g: c(f"partner_taken_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
+        # With pairs together: whether the unseen partner is kept (so the ghost is not taken), and the keep of each
+        # ghost when the policy is abstracted.
+        self.dropped = {g: c(f"partner_kept_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
+        self.kept = {g: c(f"kept_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
 
     def variables(self) -> list:
         scalars = [self.act, self.ghost, self.alloc, self.target, self.restore, self.kind, self.tokens,
                    self.other_tokens, self.destroy, self.fresh, self.prior_kind, self.prior_edited]
         scalars += [self.role] if self.role is not None else []
-        return scalars + [d[g] for d in (self.policy, self.chosen, self.truncate) for g in GHOSTS]
+        choices = (self.policy, self.chosen, self.truncate) + (
+            (self.partner, self.dropped, self.kept) if self.partner is not None else ())
+        return scalars + [d[g] for d in choices for g in GHOSTS]
 
 
 class PairStep:
     """One encoded abstract step: constraints, and the terms the step conditions refer to."""
 
-    def __init__(self, constraints, reverted_r, fresh, compact_removes_record_r):
+    def __init__(self, constraints, reverted_r, fresh, compact_removes_record_r, compaction=(None, None, None)):
         self.constraints = constraints
         self.reverted_r = reverted_r
         self.fresh = fresh
         self.compact_removes_record_r = compact_removes_record_r
+        # the pre-state, "the step compacts", and per ghost: taken by the stage (not by the host's truncation)
+        self.pre, self.compacts, self.taken = compaction
 
 
 class PairModel:
@@ -128,7 +139,9 @@ class PairModel:
     def __init__(self, policy: Policy, free_policy: bool = False):
         self.policy, self.dep, self.free_policy = policy, policy.deployment, free_policy
         self.positions = not free_policy and bool(read_positions(policy))
-        self.roles = not free_policy and reads_roles(policy)
+        self.together = policy.pairs == "together"
+        # Roles tell tool-call pairs apart: present when the policy reads them or takes pairs together.
+        self.roles = (not free_policy and reads_roles(policy)) or self.together
         self.masking = masks(policy)
         # With a target (or the legacy ranked walk), whether each of the pair's candidates is taken is free (with
         # the policy abstracted the candidates are free anyway, and the model stays that of its free shape).
@@ -140,7 +153,7 @@ class PairModel:
         return PairState(label, self.roles, self.positions, self.masking)
 
     def action(self, label: str) -> PairAction:
-        return PairAction(label, self.roles)
+        return PairAction(label, self.roles, self.together)
 
     def encode_init(self, s: PairState) -> List:
         out = [s.clock == 0] + window_bounds(s)
@@ -205,9 +218,49 @@ class PairModel:
         any_revert = z3.Or(reverted["r"], reverted["q"], z3.And(is_["undo"], a.ghost == G_OTHER))
         target_tokens = z3.If(a.target == G_R, sp["r"]["tokens"], z3.If(a.target == G_Q, sp["q"]["tokens"],
                                                                           a.other_tokens))
-        removes = {g: self._ghost_update(s, a, t, g, is_, now, out, (reverted[g], any_revert), target_tokens)
-                   for g in GHOSTS}
-        return PairStep(out, reverted["r"], a.fresh, removes["r"])
+        taken = self.taken(s, a)
+        removes = {g: self._ghost_update(s, a, t, g, is_, now, out, (reverted[g], any_revert, taken[g]),
+                                         target_tokens) for g in GHOSTS}
+        return PairStep(out, reverted["r"], a.fresh, removes["r"], (s, is_["compact"], taken))
+
+    def is_pair(self, s: PairState):
+        """r and q (= r+1) are a tool call and its result; without roles in the model, any two content spans may be."""
+        r, q = s.span["r"], s.span["q"]
+        both = [r["used"], q["used"], _content(r["kind"]), _content(q["kind"])]
+        if self.roles:
+            both += [r["role"] == R["tool_call"], q["role"] == R["tool_result"]]
+        return z3.And(both)
+
+    def taken(self, s: PairState, a: PairAction) -> dict:
+        """Per ghost: taken by the stage (its trigger, selection and walk), then with `pairs: together` closed under
+        pairs as the runtime's pair_closure: a taken span whose partner in the window is kept is not taken, and the
+        partner of a taken span is taken unless kept. A partner outside the pair (r-1 of a result r, q+1 of a call
+        q) is unseen, so what it does is a free choice."""
+        chosen = {}
+        for g in GHOSTS:
+            candidate = z3.And(self.triggered(s), self.candidate(s, g, a)) if self.policy.when is not None \
+                else self.candidate(s, g, a)
+            chosen[g] = z3.And(candidate, a.chosen[g]) if self.walked else candidate
+        if not self.together:
+            return chosen
+        pair, sp, other = self.is_pair(s), s.span, {"r": "q", "q": "r"}
+        kept = {g: self.kept(s, g, a) for g in GHOSTS}
+        unseen = {"r": z3.And(_content(sp["r"]["kind"]), sp["r"]["role"] == R["tool_result"]),
+                  "q": z3.And(_content(sp["q"]["kind"]), sp["q"]["role"] == R["tool_call"])}
+        stays = {g: z3.And(chosen[g], z3.Not(z3.And(pair, s.in_window(other[g]), kept[other[g]])),
+                           z3.Not(z3.And(unseen[g], a.dropped[g]))) for g in GHOSTS}
+        return {g: z3.Or(stays[g], z3.And(s.in_window(g), z3.Not(kept[g]), z3.Or(
+            z3.And(pair, stays[other[g]]), z3.And(unseen[g], a.partner[g])))) for g in GHOSTS}
+
+    def kept(self, s: PairState, g: str, a: PairAction):
+        """The stage's `keep` on ghost g: a free choice when the policy is abstracted, false without a keep."""
+        if self.free_policy:
+            return a.kept[g]
+        if self.policy.keep is None:
+            return z3.BoolVal(False)
+        env = attribute_env(s.clock, s.span[g], Frac(s.window_tokens), self.policy.budget, s.window_spans,
+                            s.positions(g))
+        return ExprEncoder(env).encode(self.policy.keep)
 
     def _guards(self, s: PairState, a: PairAction, t: PairState, is_: dict, now) -> list:
         """The step's frame (clock, window tokens, argument domains) and the runtime's guards, restricted to what the
@@ -215,6 +268,9 @@ class PairModel:
         sp = s.span
         out = [t.clock == now] + window_bounds(t) + [a.tokens >= 1, a.other_tokens >= 1,
                _content(a.kind), _content(a.prior_kind)] + self.position_facts(s)
+        if self.roles:  # a result appended at q answers r; one appended at r answers r-1, unseen
+            answers = z3.And(_content(sp["r"]["kind"]), sp["r"]["role"] == R["tool_call"], s.in_window("r"))
+            out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_Q, a.role == R["tool_result"]), answers))
         # An edit's target was appended at some step >= 1, so no edit happens from the empty window's clock 0.
         out.append(z3.Implies(is_["edit"], s.clock >= 1))
         out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_R), z3.Not(sp["r"]["used"])))
@@ -244,7 +300,7 @@ class PairModel:
         """Ghost g's fields after the step, as equations into out; returns the term "the compaction removes g's
         record" (used for r)."""
         dep, f, n = self.dep, s.span[g], t.span[g]
-        reverted, any_revert = undo
+        reverted, any_revert, evicted = undo
         appended = z3.And(is_["append"], _selected(a.ghost, g))
         record_here = z3.And(is_["edit"], a.alloc == (A_REC_R if g == "r" else A_REC_Q))
         rationale_here = z3.And(is_["edit"], a.alloc == A_REC_R) if g == "q" else \
@@ -253,9 +309,6 @@ class PairModel:
         edited_here = z3.And(is_["edit"], _selected(a.target, g))
         read_here = z3.And(is_["read"], _selected(a.ghost, g))
         restored = z3.And(any_revert, _selected(a.restore, g))
-        candidate = z3.And(self.triggered(s), self.candidate(s, g, a)) if self.policy.when is not None \
-            else self.candidate(s, g, a)
-        evicted = z3.And(candidate, a.chosen[g]) if self.walked else candidate
         # The host may impose any budget at any compaction, so truncation is a free choice with or without a
         # policy budget.
         masking, logged = self.policy.effect == "mask", dep.evicted == "logged"

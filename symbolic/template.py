@@ -48,7 +48,8 @@ def template_key(model) -> tuple:
     rank_has_den = policy.rank is not None and model.policy_terms(model.generic())[0][1].den is not None
     return (model.dep, model.n, model.tag, model.token_domain, policy.rank is not None, rank_has_den,
             policy.budget is not None, model.accelerate, model.repeat_domain, model.clock_targets,
-            stage_key(policy), policy.effect, policy.placeholder_tokens, model.masking)
+            stage_key(policy), policy.effect, policy.placeholder_tokens, model.masking, policy.pairs,
+            policy.keep if policy.pairs == "together" else None)
 
 
 def stage_key(policy) -> tuple:
@@ -114,4 +115,5 @@ class StepTemplate:
         for name, values in self.post.fields.items():
             t.fields[name] = [sub(v) for v in values]
         step = self.step
-        return step.__class__([sub(c) for c in step.constraints], sub(step.reverted), sub(step.fresh))
+        return step.__class__([sub(c) for c in step.constraints], sub(step.reverted), sub(step.fresh),
+                              [sub(e) for e in step.evicted])

@@ -3,15 +3,17 @@
 import z3
 from hypothesis import strategies as st
 
+from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.engines.explicit import DEFAULT_TOKENS, domains_for, explore
 from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
+from prunecheck.checker.result import Verdict
 from prunecheck.checker.engines.replay import decode_state
 from prunecheck.checker.language.loader import parse_policy_text
-from prunecheck.spec.conditions import CONDITIONS, state_violations, violations
+from prunecheck.spec.conditions import applicable, state_violations, violations
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, ROLES, Deployment
-from prunecheck.spec.runtime import (
-    Append, Audit, Compact, Edit, Pin, Read, State, Undo, Unpin, action_args, enabled_actions, step,
-)
+from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Pin, Read, State, Undo, Unpin, enabled_actions, step
+from prunecheck.spec.actions import action_args
 from prunecheck.symbolic.conditions import violation_at
 from prunecheck.symbolic.model import ACT, Model
 from prunecheck.symbolic.terms import ENUM_CODES
@@ -61,6 +63,8 @@ POLICIES = [
     "evict: not masked and kind != 'message'\neffect: mask",
     "evict: kind in ['record', 'tool_output', 'summary'] or masked\nrank: 0 - tokens\nbudget: 4\neffect: mask\n"
     "placeholder_tokens: 3",
+    "evict: role == 'tool_call' or tokens >= 3\npairs: together",
+    "evict: kind != 'record'\nrank: 0 - tokens\nbudget: 3\npairs: together",
 ]
 
 # Policies with the compaction stage's keys (keep, when, until, order; spec/SPEC.md 4b).
@@ -74,6 +78,7 @@ STAGE_POLICIES = [
     "evict: true\nkeep: role == 'system'\norder: newest",
     "evict: true\nbudget: 5\nwhen: window_tokens > budget\nuntil: window_tokens * 2 <= budget",
     "evict: not masked\nuntil: window_tokens <= 4\neffect: mask\nplaceholder_tokens: 2",
+    "evict: role == 'tool_result'\nkeep: from_end < 1\npairs: together\nuntil: window_spans <= 2",
 ]
 
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
@@ -147,7 +152,7 @@ def agree(policy, actions, with_lemmas):
         state = transition.after
         assert decode_state(m, states[k]) == state, f"state {k} after {action}"
         expected = violations(policy, transition)
-        symbolic = {c: violation_at(model, c, states, syms, steps, k) for c in CONDITIONS}
+        symbolic = {c: violation_at(model, c, states, syms, steps, k) for c in applicable(policy)}
         got = {c for c, term in symbolic.items() if z3.is_true(m.eval(term, model_completion=True))}
         assert got == set(expected), f"step {k} {action}: model says {sorted(got)}, runtime {sorted(expected)}"
 
@@ -178,7 +183,7 @@ TARGETED = [
      (Append("message", 1), Edit(0, "transform"), Pin(1), Read(2), Unpin(1), Compact())),
     # records and rationale take the deployment's record_role; an edit and its undo keep the target's role
     ("evict: role == 'tool_result'", Deployment(records="window", rationale="window", record_role="tool_result"),
-     (Append("message", 1, "system"), Append("message", 1, "tool_result"), Edit(0, "transform"), Compact(),
+     (Append("message", 1, "tool_call"), Append("message", 1, "tool_result"), Edit(0, "transform"), Compact(),
       Undo(2))),
     ("evict: role == 'tool_result' or role == 'system'", Deployment(records="window", record_role="assistant"),
      (Append("message", 1, "assistant"), Edit(0, "destroy"), Undo(1), Compact())),
@@ -193,4 +198,43 @@ TARGETED = [
     # a ranked walk whose masks grow a span: it stops at the first point the window fits
     ("evict: true\nrank: tokens\nbudget: 4\neffect: mask\nplaceholder_tokens: 3", Deployment(),
      (Append("message", 1), Append("message", 4), Append("message", 2), Compact(), Compact(2))),
+    # tool-call pairs: split apart (T1), taken together (the closure), the closure after a ranked walk
+    ("evict: role == 'tool_result'", Deployment(),
+     (Append("message", 1, "tool_call"), Append("message", 2, "tool_result"), Append("message", 1), Compact())),
+    ("evict: role == 'tool_result'\npairs: together", WINDOW,
+     (Append("message", 1, "tool_call"), Append("message", 2, "tool_result"), Edit(0, "transform"), Compact(1))),
+    ("evict: true\nrank: 0 - tokens\nbudget: 3\npairs: together", Deployment(),
+     (Append("message", 2, "tool_call"), Append("message", 2, "tool_result"), Append("message", 1), Compact())),
 ]
+
+
+# The differential comparison of the two engines (tests/test_differential.py), bounded by depth, span slots, explored
+# states and z3's rlimit, never by the clock.
+DIFF_DEPTH, DIFF_SPANS, DIFF_STATES, DIFF_RLIMIT = 4, 4, 30_000, 200_000_000
+
+
+def verdict_summary(results):
+    """Per condition: its verdict, and its depth where violated."""
+    return {r.condition: (r.verdict, r.depth if r.verdict == Verdict.VIOLATED else None) for r in results}
+
+
+def explore_within(policy, depth, domains, states=DIFF_STATES):
+    """The explicit search to `depth`, or to the deepest level it completes within `states` states."""
+    results = explore(policy, depth, DIFF_SPANS, domains=domains, time_limit=HOUR, max_states=states)
+    stopped = [r.depth for r in results if r.reason.clauses[0].state_limit is not None]
+    if stopped:
+        depth = stopped[0]
+        results = explore(policy, depth, DIFF_SPANS, domains=domains, time_limit=HOUR, max_states=states)
+    return depth, results
+
+
+def engines_agree(policy, depth=DIFF_DEPTH, tokens=DEFAULT_TOKENS):
+    """Both engines over the explicit engine's domains (repetitions derived from the policy's constants, tokens too
+    unless given): exactly equal. More token counts make the symbolic search of a ranked eviction much dearer."""
+    domains = domains_for(policy, tokens)
+    depth, explicit = explore_within(policy, depth, domains)
+    symbolic = check_bounded(policy, depth, DIFF_SPANS, timeout=HOUR, rlimit=DIFF_RLIMIT, token_domain=domains.tokens,
+                             repeat_domain=domains.repeats, clock_targets=domains.clock_targets)
+    found, expected = verdict_summary(symbolic), verdict_summary(explicit)
+    assert expected == found, f"explicit {expected} symbolic {found}"
+    return found

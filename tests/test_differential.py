@@ -17,11 +17,12 @@ from prunecheck.spec.policy import Deployment
 from prunecheck.strategies import policies
 from prunecheck.checker.outputs.reasons import domains_text
 
-from conftest import BOUNDS, HOUR
+from conftest import BOUNDS
 from support import POLICIES, deployments, model_policy
 
 # Bounded by depth, span slots, explored states and z3's rlimit, never by the clock.
-DEPTH, SPANS, STATES, RLIMIT = 4, 4, 30_000, 200_000_000
+from support import DIFF_DEPTH as DEPTH, DIFF_RLIMIT as RLIMIT, DIFF_SPANS as SPANS, DIFF_STATES as STATES
+from support import engines_agree as agree, explore_within as _explore, verdict_summary as _summary
 SLOW_STATES = 1_000_000
 
 # Thresholds people write, with large constants: {c} a clock or token threshold, {r} = 1/c, {h} = c/2, {b} a budget.
@@ -42,31 +43,6 @@ LEAKY = (Deployment(records="window"), Deployment(rationale="window"),
 def large(template: str, c: int, deployment: Deployment):
     text = template.format(c=c, r=f"{1 / c:.7f}".rstrip("0"), h=c // 2, b=min(10**5, 10 * c))
     return model_policy(text, deployment)
-
-
-def _summary(results):
-    return {r.condition: (r.verdict, r.depth if r.verdict == Verdict.VIOLATED else None) for r in results}
-
-
-def _explore(policy, depth, domains, states=STATES):
-    """The explicit search to `depth`, or to the deepest level it completes within `states` states."""
-    results = explore(policy, depth, SPANS, domains=domains, time_limit=HOUR, max_states=states)
-    stopped = [r.depth for r in results if r.reason.clauses[0].state_limit is not None]
-    if stopped:
-        depth = stopped[0]
-        results = explore(policy, depth, SPANS, domains=domains, time_limit=HOUR, max_states=states)
-    return depth, results
-
-
-def agree(policy, depth=DEPTH, tokens=DEFAULT_TOKENS):
-    """Both engines over the explicit engine's domains (repetitions derived from the policy's constants, tokens too
-    unless given): exactly equal. More token counts make the symbolic search of a ranked eviction much dearer."""
-    domains = domains_for(policy, tokens)
-    depth, explicit = _explore(policy, depth, domains)
-    symbolic = check_bounded(policy, depth, SPANS, timeout=HOUR, rlimit=RLIMIT, token_domain=domains.tokens,
-                             repeat_domain=domains.repeats, clock_targets=domains.clock_targets)
-    assert _summary(explicit) == _summary(symbolic), f"explicit {_summary(explicit)} symbolic {_summary(symbolic)}"
-    return _summary(symbolic)
 
 
 def agree_unrestricted(policy, depth, states=STATES):

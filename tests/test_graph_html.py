@@ -23,7 +23,7 @@ from prunecheck.checker.findings.graph import (
 from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.language.loader import load_policy, parse_policy_text
-from prunecheck.spec.runtime import action_text
+from prunecheck.spec.actions import action_text
 from prunecheck.checker.engines.replay import replay
 from prunecheck.spec.runtime import Append, Compact, Edit, Undo
 

@@ -14,7 +14,8 @@ from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.engines.replay import replay
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.policy import masks
-from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Read, State, action_args, status
+from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Read, State, status
+from prunecheck.spec.actions import action_args
 
 from conftest import CLI_BOUNDS
 from policy_table import EXAMPLES

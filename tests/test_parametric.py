@@ -9,7 +9,8 @@ from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, MASKED_FIELD, ROLE_FIELD, PairModel, PairState
 from prunecheck.spec.runtime import (
-    REVERSIBLE, Append, Audit, Compact, Edit, State, addressable, is_candidate, positions, present, status, step,
+    REVERSIBLE, Append, Audit, Compact, Edit, State, addressable, is_candidate, is_pair, positions, present, status,
+    step,
 )
 from prunecheck.symbolic.terms import ENUM_CODES
 
@@ -71,6 +72,8 @@ def _check_projection(policy, actions):
                 solver.add(pair_violation(model, "C2", post, pair_step))
             if "C3" in concrete and getattr(t.action, "edit", None) == r:
                 solver.add(pair_violation(model, "C3", post, pair_step))
+            if "T1" in concrete and _splits(t, r):
+                solver.add(pair_violation(model, "T1", post, pair_step))
             assert solver.check() == z3.sat, f"step {k + 1} {t.action} does not project on pair ({r}, {r + 1})"
             after = state_violations(policy, t.after)
             holds = z3.Solver()
@@ -84,6 +87,13 @@ def _check_projection(policy, actions):
                     holds.add(bad)
                     assert holds.check() == z3.sat, f"{condition} at record {r} is not a violation of the pair model"
                     holds.pop()
+
+
+def _splits(t, r) -> bool:
+    """The step's compaction stage takes exactly one span of the tool-call pair (r, r + 1)."""
+    before = t.before
+    return (is_pair(before, r) and addressable(before.span(r)) and addressable(before.span(r + 1))
+            and (r in t.evicted) != (r + 1 in t.evicted))
 
 
 # Per state condition: the runtime violates it at record r (and its rationale r + 1), so the pair (r, r + 1) must.

@@ -17,16 +17,17 @@ from prunecheck.checker.result import Method, Verdict
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import POSITION_ATTRS, ROLES, Attr, Deployment
 from prunecheck.spec.runtime import Append, Compact, Edit, State, addressable, candidates, span_env, step
-from prunecheck.symbolic.model import Model, position_terms
+from prunecheck.symbolic.model import Model
+from prunecheck.symbolic.window_terms import position_terms
 
 from conftest import BOUNDS
 from support import N, POSITIONAL, model_policy, pin_action, runs
 from support import agree as agree_with_runtime
-from test_differential import agree
+from support import engines_agree as agree
 
 WINDOW = Deployment(records="window", pins="self")
 BUILT = (Append("message", 2, "system"), Append("message", 3, "user"), Append("tool_output", 1, "assistant"),
-         Append("message", 4, "user"), Edit(2, "destroy"), Append("message", 5, "tool_result"), Compact())
+         Append("message", 4, "user"), Edit(2, "destroy"), Append("message", 5, "assistant"), Compact())
 
 
 def _run(policy, actions):
@@ -50,7 +51,7 @@ def test_runtime_positions_count_live_window_spans_in_id_order():
     assert _positions(policy, state, 0) == (0, 4, 0, 2, 13, 5)
     assert _positions(policy, state, 1) == (1, 3, 1, 1, 10, 5)
     assert _positions(policy, state, 3) == (2, 2, 0, 0, 6, 5)
-    assert _positions(policy, state, 4) == (3, 1, 1, 0, 5, 5)
+    assert _positions(policy, state, 4) == (3, 1, 0, 0, 5, 5)
     assert _positions(policy, state, 6) == (4, 0, 0, 0, 0, 5)
     last_two = model_policy("evict: from_end >= 2", Deployment(records="window"))
     assert candidates(last_two, state) == (0, 1, 3)

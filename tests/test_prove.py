@@ -4,7 +4,7 @@ import io
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from prunecheck import cli
@@ -17,7 +17,7 @@ from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.engines.prove import prove
 from prunecheck.checker.result import Verdict
-from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.conditions import CONDITIONS, applicable
 from prunecheck.checker.outputs.reasons import reason_text
 
 from conftest import BOUNDS, CLI_BOUNDS, HOUR, RLIMIT
@@ -56,6 +56,7 @@ def test_check_combines_both_engines(name, path, text, expected):
 @given(st.sampled_from(POLICIES), deployments, st.sampled_from(CONDITIONS))
 def test_no_condition_is_both_proved_and_refuted(text, deployment, condition):
     policy = model_policy(text, deployment)
+    assume(condition in applicable(policy))
     proof = _prove(policy, condition)
     (bounded,) = check_bounded(policy, depth=7, spans=5, conditions=[condition], **BOUNDS)
     assert not (proof.verdict == Verdict.HOLDS and bounded.verdict == Verdict.VIOLATED), \

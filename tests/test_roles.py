@@ -13,9 +13,8 @@ from prunecheck.checker.outputs.itf import actions_of, itf_states
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import ROLES, Deployment
-from prunecheck.spec.runtime import (
-    ActionRefused, Append, Compact, Edit, State, Undo, action_text, candidates, span_env, step,
-)
+from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, Undo, candidates, span_env, step
+from prunecheck.spec.actions import action_text
 
 from conftest import BOUNDS, HOUR, RLIMIT
 
@@ -56,10 +55,10 @@ def test_an_append_of_an_unknown_role_is_refused_and_the_default_role_is_not_wri
 
 def test_an_itf_trace_keeps_the_roles_and_reads_them_back():
     policy = _policy(CLEAR_ALL, records="window")
-    actions = (Append("message", 1, "tool_result"), Append("message", 1), Edit(1, "transform"), Compact())
+    actions = (Append("message", 1, "tool_call"), Append("message", 1), Edit(1, "transform"), Compact())
     _, transitions = _run(policy, actions)
     states = itf_states(policy, transitions)
-    assert [s["role"] for s in states[-1]["spans"]] == ["tool_result", "user", "tool_result", "tool_result"]
+    assert [s["role"] for s in states[-1]["spans"]] == ["tool_call", "user", "tool_result", "tool_result"]
     assert actions_of({"states": states}) == actions
 
 
@@ -86,8 +85,10 @@ def test_role_type_errors_are_one_line_policy_errors(text, words):
 
 
 def test_the_explicit_engine_appends_the_named_roles_and_one_other():
-    assert domains_for(_policy(CLEAR_ALL)).roles == ("tool_result", "user")
-    assert domains_for(_policy("name: t\nevict: role in ['user', 'system']\n")).roles == ("user", "system", "assistant")
+    # and, since a role-reading policy can tell tool-call pairs apart (T1), a tool call and a tool result
+    assert domains_for(_policy(CLEAR_ALL)).roles == ("tool_result", "user", "tool_call")
+    assert domains_for(_policy("name: t\nevict: role in ['user', 'system']\n")).roles == (
+        "user", "system", "assistant", "tool_call", "tool_result")
     assert domains_for(_policy("name: t\nevict: age > 1\n")).roles == ("user",)
 
 

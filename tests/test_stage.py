@@ -200,7 +200,10 @@ def _summary(results):
 def test_a_safe_stage_policy_is_proved_with_records_in_the_undo_region():
     policy = _policy("evict: true\nkeep: role == 'system'\nwhen: window_spans > 3\nuntil: window_tokens <= 10")
     results = check(policy, CheckOptions(depth=3, spans=4, **BOUNDS)).results
-    assert {r.condition: r.verdict for r in results} == {c: Verdict.HOLDS for c in CONDITIONS}
+    verdicts = {r.condition: r.verdict for r in results}
+    # It reads `role`, so T1 applies too, and is not proved: the walk may stop between a tool call and its result.
+    assert verdicts.pop("T1") is not Verdict.HOLDS
+    assert verdicts == {c: Verdict.HOLDS for c in CONDITIONS if c != "T1"}
     (c2,) = [r for r in results if r.condition == "C2"]
     assert confirm_certificate(c2.certificate, policy, "C2", timeout_ms=int(HOUR * 1000),
                                rlimit=RLIMIT).status is Status.CONFIRMED

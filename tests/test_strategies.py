@@ -37,7 +37,8 @@ from prunecheck.spec.policy import (
     subexpressions,
     children,
 )
-from prunecheck.spec.runtime import ACTION_TYPES, State, enabled, real_steps, step
+from prunecheck.spec.runtime import State, enabled, step
+from prunecheck.spec.actions import ACTION_TYPES, real_steps
 from prunecheck.strategies import (
     EXTENSION,
     FORMS,

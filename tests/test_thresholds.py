@@ -11,7 +11,7 @@ from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.engines.prove import prove
 from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.result import Verdict
-from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.conditions import applicable
 from prunecheck.checker.outputs.reasons import reason_text
 
 from conftest import ROOT
@@ -47,7 +47,7 @@ def test_the_family_is_large_and_parses(tmp_path):
     assert len(FAMILY) >= 60 and sum(s.python for s in FAMILY.values()) >= 10
     for spec in FAMILY.values():
         policy = _load(tmp_path, spec)
-        assert policy.name == spec.name and set(family_module.expectations(spec)) == set(CONDITIONS)
+        assert policy.name == spec.name and set(family_module.expectations(spec)) == set(applicable(policy))
 
 
 @pytest.mark.parametrize("name", SAMPLE)
@@ -55,7 +55,7 @@ def test_violations_are_found_with_the_derived_shortest_length(tmp_path, name):
     spec = FAMILY[name]
     policy = _load(tmp_path, spec)
     expected = family_module.expectations(spec)
-    violated = [c for c in CONDITIONS if expected[c][0] == "violated"]
+    violated = [c for c in applicable(policy) if expected[c][0] == "violated"]
     # Bounded by z3's resource count; the hour is a safety net a loaded machine never reaches. Without the
     # structural lemmas: every violation here is at most 5 actions deep, where they cost more than they save.
     found = check_bounded(policy, conditions=violated, timeout=3600.0, rlimit=RLIMIT, lemmas=False)

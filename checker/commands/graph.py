@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prunecheck.spec.errors import ReplayMismatch, TraceFormatError
-from prunecheck.spec.runtime import real_steps
+from prunecheck.spec.actions import real_steps
 
 from prunecheck.checker.engines.replay import replay
 from prunecheck.checker.findings.graph import FORMATS, RenderError, edit_graph, graph_dot, graph_title, picture

@@ -17,14 +17,15 @@ from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
 from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_CHOICES, POSITION_ATTRS, Attr, Policy, has_effects, read_positions,
                                     subexpressions)
 from prunecheck.spec.stage import selection
-from prunecheck.spec.runtime import Compact, State, action_args, addressable, is_candidate, present, span_env
+from prunecheck.spec.runtime import Compact, State, addressable, is_candidate, present, span_env
+from prunecheck.spec.actions import action_args
 from prunecheck.symbolic.terms import ExprEncoder, frac_compare
 
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.versions import versions
 from prunecheck.checker.engines.invariants import houdini
 from prunecheck.checker.language.printer import number_text, to_text
-from prunecheck.spec.runtime import action_text
+from prunecheck.spec.actions import action_text
 from prunecheck.checker.engines.replay import decode_action, decode_state, replay
 from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.checker.engines.unknowns import solver_words
@@ -134,9 +135,9 @@ def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraint
 
 
 def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout, rlimit: int = 0) -> Equivalence:
-    """Proved when deployment, budget and the stage's when, until and order are equal, the ranks agree on every
-    candidate (or neither a budget nor a target makes the rank matter), and the selections (evict and not keep) agree
-    on every valuation of the attribute vocabulary within its intervals: then every compaction has the same
+    """Proved when deployment, budget, pairs and the stage's when, until and order are equal, the ranks agree on
+    every candidate (or neither a budget nor a target makes the rank matter), and the selections (evict and not keep)
+    agree on every valuation of the attribute vocabulary within its intervals: then every compaction has the same
     candidates, trigger, order and target, so every run is the same run under both."""
     keys = differing_deployment_keys(old, new)
     if keys:
@@ -146,6 +147,10 @@ def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout
                                   f"{old.placeholder_tokens} vs {new.placeholder_tokens})")
     if old.budget != new.budget:
         return Equivalence(False, f"budgets differ ({old.budget or 'none'} vs {new.budget or 'none'})")
+    if old.pairs != new.pairs:
+        return Equivalence(False, f"pairs differ ({old.pairs} vs {new.pairs}): their compactions take different spans")
+    if old.pairs == "together" and old.keep != new.keep:
+        return Equivalence(False, "the keeps differ and pairs are together: the closure reads keep")
     stage = [key for key in ("when", "until", "order") if getattr(old, key) != getattr(new, key)]
     if stage:  # not compared semantically: a witness search decides
         return Equivalence(False, f"the compaction stages differ in {', '.join(stage)}")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from prunecheck.spec.conditions import CONDITIONS, violations
+from prunecheck.spec.conditions import CONDITIONS, applicable, violations
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Policy
 from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, step
@@ -22,7 +22,7 @@ from prunecheck.checker.language.loader import decode_policy_bytes, expected_ver
 from prunecheck.checker.engines.prove import prove_all
 from prunecheck.checker.outputs.reasons import RECHECKED, reason_text
 from prunecheck.checker.options import DEFAULTS, CheckOptions, options_with
-from prunecheck.spec.runtime import action_text
+from prunecheck.spec.actions import action_text
 from prunecheck.checker.commands.repair_text import EXCLUSIONS, SAFE_DEPLOYMENT, Change, form_of, repaired_policy, repaired_text, unified_diff
 from prunecheck.checker.result import Report, Result, Trace, Verdict
 from prunecheck.checker.language.typecheck import check_policy
@@ -153,28 +153,30 @@ def _contains(changes: tuple, repair_changes: tuple) -> bool:
     return rest >= needed_rest and kinds >= needed
 
 
-def _proved(report: Report) -> bool:
-    return all(r.verdict == Verdict.HOLDS for r in report.results) and len(report.results) == len(CONDITIONS)
+def _proved(report: Report, policy: Policy) -> bool:
+    return (all(r.verdict == Verdict.HOLDS for r in report.results)
+            and tuple(r.condition for r in report.results) == applicable(policy))
 
 
-def _outcome(report: Report) -> Outcome:
-    if _proved(report):
+def _outcome(report: Report, policy: Policy) -> Outcome:
+    if _proved(report, policy):
         return Outcome.PROVED
     return Outcome.VIOLATED if report.verdict == Verdict.VIOLATED else Outcome.UNDECIDED
 
 
 def check_candidate(candidate: Policy, options: CheckOptions) -> Report:
     """The report `check` gives the candidate, found proofs first: a candidate that survived the replays is usually
-    safe, and a proof of all five conditions makes the bounded search superfluous. The conditions left open go on
+    safe, and a proof of every condition makes the bounded search superfluous. The conditions left open go on
     to the rest of the full checker (bounded search, Spacer), as `check --only` would take them."""
     digest = policy_hash(candidate)
-    proofs = prove_all(candidate, CONDITIONS, policy_document(candidate), digest, options.timeout, options.rlimit)
-    open_conditions = [c for c in CONDITIONS if proofs[c].verdict != Verdict.HOLDS]
+    wanted = applicable(candidate)
+    proofs = prove_all(candidate, wanted, policy_document(candidate), digest, options.timeout, options.rlimit)
+    open_conditions = [c for c in wanted if proofs[c].verdict != Verdict.HOLDS]
     if open_conditions:
         rest = check(candidate, replace(options, only=tuple(open_conditions), prove=True),
                      proofs={c: proofs[c] for c in open_conditions})
         proofs.update((r.condition, r) for r in rest.results)
-    return new_report(candidate, digest, options.depth, options.spans, tuple(proofs[c] for c in CONDITIONS))
+    return new_report(candidate, digest, options.depth, options.spans, tuple(proofs[c] for c in wanted))
 
 
 @dataclass
@@ -209,7 +211,7 @@ class _Search:
         return self._record(changes, candidate, report)
 
     def _record(self, changes: tuple, candidate: Policy, report: Report) -> Outcome:
-        outcome = _outcome(report)
+        outcome = _outcome(report, candidate)
         if outcome is not Outcome.VIOLATED:
             self.settled.append(changes)
         if outcome is Outcome.PROVED:
@@ -249,7 +251,7 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
     if original is not None:
         _require_own_report(original, policy, options)
     original = original or check(policy, options)
-    if _proved(original):
+    if _proved(original, policy):
         return RepairResult(original, (), policy, text, "", original, "every condition already holds", form,
                             seconds=time.perf_counter() - started)
     search = _Search(policy, form, options, [*SCHEMAS, *_traces(original)])
@@ -273,9 +275,10 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
 def _require_own_report(original: Report, policy: Policy, options: CheckOptions) -> None:
     same = (original.policy_hash == policy_hash(policy)
             and (original.depth, original.spans) == (options.depth, options.spans)
-            and tuple(r.condition for r in original.results) == tuple(CONDITIONS))
+            and tuple(r.condition for r in original.results) == applicable(policy))
     if not same:
-        raise ValueError("the report given is not check's report of this policy (all five conditions) at these bounds")
+        raise ValueError("the report given is not check's report of this policy (every condition that applies) at "
+                         "these bounds")
 
 
 def _failure_tally(failed: Counter) -> str:

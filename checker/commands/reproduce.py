@@ -15,7 +15,7 @@ from prunecheck.spec.runtime import (
 from prunecheck.checker.check import check
 from prunecheck.checker.options import options_with
 from prunecheck.checker.language.loader import parse_policy_text
-from prunecheck.spec.runtime import action_text
+from prunecheck.spec.actions import action_text
 from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.result import Verdict
 

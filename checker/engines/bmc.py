@@ -8,7 +8,7 @@ from typing import Iterable
 
 import z3
 
-from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.conditions import CONDITIONS, applicable
 from prunecheck.symbolic.conditions import violation_at
 from prunecheck.symbolic.model import Model
 from prunecheck.spec.policy import Policy
@@ -40,7 +40,7 @@ def check_bounded(policy: Policy, depth: int = DEFAULTS.depth, spans: int = DEFA
     `token_domain` and `repeat_domain` (with `clock_targets`) restrict appends' tokens and repetitions, to compare
     with the explicit engine (checker/result.py `Domains`).
     """
-    pending = [c for c in CONDITIONS if c in set(conditions)]
+    pending = list(applicable(policy, conditions))
     if not pending:
         return ()
     model = Model(policy, spans, token_domain=token_domain, accelerate=accelerate, repeat_domain=repeat_domain,

@@ -7,9 +7,9 @@ import time
 from fractions import Fraction
 from typing import Iterable, Optional
 
-from prunecheck.spec.conditions import CONDITIONS, violations
+from prunecheck.spec.conditions import CONDITIONS, applicable, violations
 from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, ROLES, Attr, Binary, EnumLit, InSet, Num, Policy,
-                                    read_attributes, stage_exprs, subexpressions)
+                                    read_attributes, stage_exprs, subexpressions, uses_pairs)
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
 from prunecheck.checker.engines.replay import confirm
@@ -39,12 +39,14 @@ def kind_representatives(policy: Policy) -> tuple:
 
 def role_representatives(policy: Policy) -> tuple:
     """Roles the policy names, plus one for all the others (`user` first, so a policy naming none keeps `user`);
-    `turn` tells `user` from one other role, and `from_end_in_role` compares any two roles, so it keeps them all."""
+    `turn` tells `user` from one other role, and `from_end_in_role` compares any two roles, so it keeps them all;
+    tool_call and tool_result when the policy uses pairs (it reads roles or sets `pairs`): they make pairs."""
     read = read_attributes(policy)
     if "from_end_in_role" in read:
         return ROLES
     named = representatives(policy, ROLES)  # always holds `user`, named or as the one for all the others
-    return named + ROLES[1:2] if "turn" in read and named == ("user",) else named
+    named = named + ROLES[1:2] if "turn" in read and named == ("user",) else named
+    return named + tuple(r for r in ("tool_call", "tool_result") if uses_pairs(policy) and r not in named)
 
 
 def neighbours(x: Fraction) -> set:
@@ -130,7 +132,7 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
     The search stops at `time_limit` seconds or, deterministically, once it has explored `max_states` states.
     """
     domains = domains or domains_for(policy)
-    pending = [c for c in CONDITIONS if c in set(conditions)]
+    pending = list(applicable(policy, conditions))
     results, started = {}, time.perf_counter()
     parent = {State(): None}
     frontier, explored, stopped = [State()], 1, None

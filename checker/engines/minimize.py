@@ -134,6 +134,16 @@ def minimize(policy: Policy, actions: Sequence, condition: str, max_spans: Optio
     current = violation_prefix(policy, actions, condition, max_spans)
     if current is None:
         return tuple(actions)
+    while True:
+        # A simpler value may let a step go (a tool call no longer answered by a tool result), so repeat both.
+        reduced = _simpler_values(policy, _fewer_steps(policy, current, condition, max_spans), condition, max_spans)
+        if reduced == current:
+            return current
+        current = reduced
+
+
+def _fewer_steps(policy: Policy, current: tuple, condition: str, max_spans) -> tuple:
+    """Every step dropped that the violation does not need."""
     changed = True
     while changed:
         changed = False
@@ -143,6 +153,11 @@ def minimize(policy: Policy, actions: Sequence, condition: str, max_spans: Optio
             shorter = violation_prefix(policy, without_step(current, index), condition, max_spans)
             if shorter is not None:
                 current, changed = shorter, True
+    return current
+
+
+def _simpler_values(policy: Policy, current: tuple, condition: str, max_spans) -> tuple:
+    """Each step's values made as simple as the violation allows, first step first."""
     for index in range(len(current)):
         current = _fewer(policy, current, index, condition, max_spans)
         current = milder_budget(policy, current, index, condition, max_spans)

@@ -8,12 +8,12 @@ from typing import Dict, List, Optional, Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles,
-                                    subexpressions)
+from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
+                                    uses_pairs)
 from prunecheck.spec.runtime import (
-    REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, is_candidate, present,
-    span_env, action_text, triggered, window_env,
+    REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, addressable, is_candidate, is_pair, present, span_env, triggered, window_env,
 )
+from prunecheck.spec.actions import action_text
 
 from prunecheck.checker.language.locate import deployment_location, expression_start, key_locations
 from prunecheck.checker.language.printer import to_text
@@ -167,7 +167,7 @@ def _truncated_label(policy: Policy, a: Compact) -> str:
 def step_label(policy: Policy, t: Transition) -> str:
     """What one step changed in the edit/record graph."""
     a, before, after = t.action, t.before, t.after
-    roles = reads_roles(policy)  # a span's role is named only where the policy can tell roles apart
+    roles = reads_roles(policy) or uses_pairs(policy)  # roles are named where the policy tells roles or pairs apart
     if isinstance(a, Append):
         role = f", role {a.role}" if roles else ""
         return f"span #{len(before.spans)} ({a.kind}{role}, {a.tokens} token{'s' * (a.tokens != 1)}) enters the window"
@@ -306,9 +306,22 @@ def _p1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     return f"the compaction {verb} rationale #{info.rationale} of live edit {info.record} ({how})", points
 
 
+def _t1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    k = next(k for k in range(len(t.before.spans) - 1) if is_pair(t.before, k) and addressable(t.before.span(k))
+             and addressable(t.before.span(k + 1)) and (k in t.evicted) != (k + 1 in t.evicted))
+    taken, left = (k, k + 1) if k in t.evicted else (k + 1, k)
+    what = {k: "tool call", k + 1: "tool result"}
+    points = predicate_points(policy, t.before, taken) + (
+        Point(f"pairs: {policy.pairs}", where.get("pairs", NOWHERE), "the stage does not take a tool call and its "
+              "result together"),)
+    return (f"the compaction evicts {what[taken]} #{taken} but leaves its {what[left]} #{left} in the window: the "
+            "model's API rejects the orphan", points)
+
+
 # Per condition of spec/conditions.py: (policy, transitions ending in the violation, key locations) -> (summary,
 # points), the summary and the places in the policy's text that cause_of puts in its Cause.
-EXPLAINERS = {"C1": _c1_cause, "C2": _c2_cause, "C3": _c3_cause, "C4": _c4_cause, "P1": _p1_cause}
+EXPLAINERS = {"C1": _c1_cause, "C2": _c2_cause, "C3": _c3_cause, "C4": _c4_cause, "P1": _p1_cause, "T1": _t1_cause}
 
 
 def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) -> Cause:

@@ -8,7 +8,8 @@ import unicodedata
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from prunecheck.spec.errors import PrunecheckError
-from prunecheck.spec.runtime import Transition, action_text, is_candidate
+from prunecheck.spec.runtime import Transition, is_candidate
+from prunecheck.spec.actions import action_text
 
 from prunecheck.checker.result import length_text
 

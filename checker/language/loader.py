@@ -17,7 +17,7 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, ORDERS, Acceptance, BoolLit, Deployment,
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, Acceptance, BoolLit, Deployment,
                                    DeploymentOverride, Loc, Origin, Policy, stage_exprs, with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
@@ -30,8 +30,7 @@ from prunecheck.checker.language.typecheck import MAX_DIGITS, ORDER_WITH_RANK, c
 from prunecheck.checker.options import override_of
 
 TOP_KEYS = ("name", "description", "evict", "rank", "budget", "keep", "when", "until", "order", "effect",
-            "placeholder_tokens", "deployment", "expect",
-            "accept")
+            "placeholder_tokens", "pairs", "deployment", "expect", "accept")
 ACCEPT_KEYS = ("condition", "reason")
 _INTEGER = re.compile(r"0|[1-9][0-9]*")
 
@@ -82,6 +81,8 @@ def _stage(src: SourceText, fields: dict, builder: Builder) -> dict:
     if "order" in fields:
         out["order"] = _order(src, fields)
     return out
+
+
 def _effect(src: SourceText, fields: dict) -> Tuple[str, int]:
     """`effect` (evict or mask) and `placeholder_tokens` (only with mask)."""
     effect = string(src, fields["effect"], "effect") if "effect" in fields else "evict"
@@ -93,6 +94,13 @@ def _effect(src: SourceText, fields: dict) -> Tuple[str, int]:
     if effect != "mask":
         src.fail_at("placeholder_tokens is only for `effect: mask`", fields["placeholder_tokens"])
     return effect, _budget(src, fields["placeholder_tokens"], "placeholder_tokens")
+
+
+def _pairs(src: SourceText, node) -> str:
+    value = string(src, node, "pairs")
+    if value not in PAIRS:
+        src.fail_at(f"pairs must be one of {', '.join(PAIRS)}, got `{value[:64]}`{suggestion(value, PAIRS)}", node)
+    return value
 
 
 def _deployment(src: SourceText, node) -> Deployment:
@@ -177,6 +185,7 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
     description = string(src, fields["description"], "description") if "description" in fields else ""
     budget = _budget(src, fields["budget"]) if "budget" in fields else None
     effect, placeholder = _effect(src, fields)
+    pairs = _pairs(src, fields["pairs"]) if "pairs" in fields else "apart"
     deployment = _deployment(src, fields["deployment"]) if "deployment" in fields else Deployment()
     expect = _expect(src, fields["expect"]) if "expect" in fields else {}
     accepts = _accepts(src, fields["accept"]) if "accept" in fields else ()
@@ -196,6 +205,7 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         **_stage(src, fields, builder),
         effect=effect,
         placeholder_tokens=placeholder,
+        pairs=pairs,
     )
     return policy, expect
 
@@ -237,6 +247,7 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
         origin=_python_origin(src, parts),
         effect=parts.effect,
         placeholder_tokens=parts.placeholder_tokens,
+        pairs=parts.pairs,
     )
     return policy, parts.expect or {}, parts.floats
 
@@ -259,7 +270,7 @@ def _yaml_origin(src: SourceText, root: MappingNode) -> Origin:
     """The text and its keys' positions (the keys were checked: plain names, each once)."""
     keys = []
     for key, value in root.value:
-        keys.append((key.value, Loc(*src.pos((value if key.value == "budget" else key).start_mark.index))))
+        keys.append((key.value, Loc(*src.pos((value if key.value in ("budget", "pairs") else key).start_mark.index))))
         if key.value == "deployment" and isinstance(value, MappingNode):
             keys += [(f"deployment.{sub.value}", Loc(*src.pos(subvalue.start_mark.index)))
                      for sub, subvalue in value.value]
@@ -275,8 +286,8 @@ def _python_origin(src: SourceText, parts) -> Origin:
     for node in ast.parse(src.text, "<policy>").body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
-            at = node.value if name == "BUDGET" else node
-            if name in ("BUDGET", "DEPLOYMENT", "EFFECT"):
+            at = node.value if name in ("BUDGET", "PAIRS") else node
+            if name in ("BUDGET", "PAIRS", "DEPLOYMENT", "EFFECT"):
                 out.setdefault(name.lower(), Loc(at.lineno, at.col_offset + 1))
         if isinstance(node, ast.FunctionDef) and node.name in ("rank", "keep", "when", "until"):
             out[node.name] = Loc(node.lineno, node.col_offset + 1)

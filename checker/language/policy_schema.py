@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, EFFECTS, ORDERS, Deployment
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, Deployment
 
 from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
@@ -65,6 +65,8 @@ def _properties() -> dict:
                    "description": "what a compaction does to the spans it takes: evict them, or mask them in place"},
         "placeholder_tokens": {"type": "integer", "minimum": 1, "maximum": 10 ** MAX_DIGITS - 1, "default": 1,
                                "description": "the tokens a masked span keeps (only with effect: mask)"},
+        "pairs": {"enum": list(PAIRS), "default": PAIRS[0],
+                  "description": "together: a compaction that takes one span of a tool call and its result takes both"},
         "deployment": _deployment(),
         "expect": {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
                    "additionalProperties": {"enum": list(VERDICTS)},

@@ -266,7 +266,7 @@ def _effect_items(policy) -> list:
 
 def policy_yaml(policy) -> str:
     """A complete YAML policy file for policy (name, description, evict, rank, budget, the stage's keep, when, until
-    and order, deployment)."""
+    and order, effect, pairs, deployment)."""
     lines = [f"name: {_yaml_scalar(policy.name)}"]
     if policy.description:
         lines.append(f"description: {_yaml_scalar(policy.description)}")
@@ -279,6 +279,8 @@ def policy_yaml(policy) -> str:
     if getattr(policy, "order", "oldest") != "oldest":
         lines.append(f"order: {policy.order}")
     lines += [f"{key}: {value}" for key, value in _effect_items(policy)]
+    if getattr(policy, "pairs", "apart") != "apart":
+        lines.append(f"pairs: {policy.pairs}")
     items = _deployment_items(policy)
     if items:
         lines.append("deployment:")
@@ -304,8 +306,8 @@ def _py_function(name: str, expr) -> str:
 
 
 def policy_python(policy) -> str:
-    """A complete restricted-Python policy module for policy (docstring, NAME, BUDGET, DEPLOYMENT, ORDER, evict, rank,
-    keep, when, until)."""
+    """A complete restricted-Python policy module for policy (docstring, NAME, BUDGET, DEPLOYMENT, ORDER, EFFECT,
+    PLACEHOLDER_TOKENS, PAIRS, evict, rank, keep, when, until)."""
     parts = []
     if policy.description:
         parts.append(repr(policy.description) + "\n")  # a string first statement is the module docstring
@@ -313,6 +315,8 @@ def policy_python(policy) -> str:
     if policy.budget is not None:
         head.append(f"BUDGET = {int(policy.budget)}")
     head += [f"{key.upper()} = {value!r}" for key, value in _effect_items(policy)]
+    if getattr(policy, "pairs", "apart") != "apart":
+        head.append(f"PAIRS = {policy.pairs!r}")
     items = _deployment_items(policy)
     if items:
         head.append("DEPLOYMENT = {" + ", ".join(f"{k!r}: {v!r}" for k, v in items) + "}")

@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
-from prunecheck.spec.conditions import CONDITIONS
+from prunecheck.spec.conditions import CONDITIONS, applicable
 from prunecheck.spec.errors import PrunecheckError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, UNLISTED_AT_DEFAULT
-from prunecheck.spec.runtime import ACTION_TYPES, OPTIONAL_ARGS
+from prunecheck.spec.actions import ACTION_TYPES, OPTIONAL_ARGS
 
 from prunecheck.checker.engines.certificate import Status, dumps
 from prunecheck.checker.outputs.itf import MAX_TIMES_DIGITS
@@ -293,7 +293,7 @@ def verify_report(report: Report, policy, settings: dict) -> Optional[str]:
         return "the report names another deployment, or other overridden keys"
     if (report.depth, report.spans) != (settings["depth"], settings["spans"]):
         return f"the report's bounds (depth {report.depth}, {report.spans} spans) are not the ones asked for"
-    if [r.condition for r in report.results] != settings["only"]:
+    if [r.condition for r in report.results] != list(applicable(policy, settings["only"])):
         return "the report's conditions are not the ones asked for"
     if dict(report.versions) != settings["versions"]:
         return "the report was made by other tool versions"

@@ -10,7 +10,7 @@ from typing import List, Optional
 from prunecheck.version import __version__
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.policy import Policy
-from prunecheck.spec.runtime import action_args
+from prunecheck.spec.actions import action_args
 
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.findings.finding import Finding, Findings

@@ -16,7 +16,7 @@ from prunecheck.checker.language.locate import source_lines
 from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.outputs.render import bounds_text, deployment_text, run_text
-from prunecheck.spec.runtime import action_text
+from prunecheck.spec.actions import action_text
 from prunecheck.checker.result import Report
 
 CSS = """

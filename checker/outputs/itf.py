@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Sequence
 
 from prunecheck.spec.errors import PolicySyntaxError, TraceFormatError
-from prunecheck.spec.runtime import ACTION_TYPES, OPTIONAL_ARGS, Span, State, Transition, action_args, status
+from prunecheck.spec.runtime import Span, State, Transition, status
+from prunecheck.spec.actions import ACTION_TYPES, OPTIONAL_ARGS, action_args
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.policy import masks
 

@@ -7,7 +7,8 @@ from typing import Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.policy import reads_roles
-from prunecheck.spec.runtime import State, Transition, action_args, action_text, status
+from prunecheck.spec.runtime import State, Transition, status
+from prunecheck.spec.actions import action_args, action_text
 
 from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.result import EngineRun, Method, Outcome, Report, Result, Search

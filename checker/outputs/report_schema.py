@@ -8,7 +8,7 @@ import typing
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, UNLISTED_AT_DEFAULT
-from prunecheck.spec.runtime import ACTION_TYPES
+from prunecheck.spec.actions import ACTION_TYPES
 
 from prunecheck.checker.result import VERSION_KEYS, Outcome, Search, Verdict
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
 from prunecheck.version import __version__
-from prunecheck.spec.conditions import CONDITION_TABLE, CONDITIONS, DESCRIPTIONS
+from prunecheck.spec.conditions import CONDITION_TABLE, DESCRIPTIONS
 from prunecheck.spec.policy import NOWHERE, Policy
-from prunecheck.spec.runtime import action_text
+from prunecheck.spec.actions import action_text
 
 from prunecheck.checker.findings.finding import Finding, Findings
 from prunecheck.checker.language.locate import key_locations
@@ -37,13 +37,15 @@ def _location(policy: Policy, line: int, col: int, message: str = "") -> dict:
     return out
 
 
-def _rules() -> list:
+def _rules(policies: Sequence[Policy]) -> list:
+    """The rule of every condition reported for some checked policy (T1 only where it applies); with none, all."""
+    shown = [c for c in CONDITION_TABLE if not policies or any(c.applies(p) for p in policies)]
     return [{"id": c.id, "name": c.rule, "shortDescription": {"text": c.description},
              "fullDescription": {"text": f"{c.id}: {c.description} (spec/SPEC.md)"},
-             "defaultConfiguration": {"level": "error"}} for c in CONDITION_TABLE]
+             "defaultConfiguration": {"level": "error"}} for c in shown]
 
 
-def _violation(policy: Policy, report: Report, r, finding: Finding) -> dict:
+def _violation(policy: Policy, report: Report, r, finding: Finding, rule_ids: list) -> dict:
     explanation = finding.explanation
     cause = explanation.cause
     main = cause.points[0] if cause.points else None
@@ -53,7 +55,7 @@ def _violation(policy: Policy, report: Report, r, finding: Finding) -> dict:
              for i, (a, label) in enumerate(zip(explanation.actions, explanation.steps), start=1)]
     return {
         "ruleId": r.condition,
-        "ruleIndex": CONDITIONS.index(r.condition),
+        "ruleIndex": rule_ids.index(r.condition),
         "level": "error",
         "kind": "fail",
         "message": {"text": f"{r.condition} violated after {r.trace.length()}: {cause.summary}. {headline}"
@@ -71,12 +73,12 @@ def _violation(policy: Policy, report: Report, r, finding: Finding) -> dict:
     }
 
 
-def _unknown(policy: Policy, report: Report, r, where: dict) -> dict:
+def _unknown(policy: Policy, report: Report, r, where: dict, rule_ids: list) -> dict:
     loc = where.get("evict", NOWHERE)
     line, col = (loc.line, loc.col) if loc != NOWHERE else (1, 1)
     return {
         "ruleId": r.condition,
-        "ruleIndex": CONDITIONS.index(r.condition),
+        "ruleIndex": rule_ids.index(r.condition),
         "level": "warning",
         "kind": "open",
         "message": {"text": f"{r.condition} unknown: {reason_text(r.reason)}"},
@@ -111,6 +113,8 @@ def sarif_log(checked: Sequence[Findings], errors: Sequence[Tuple[str, str]] = (
     finding. errors: (path, one-line error) of the files that could not be checked, as the run's notifications.
     triages (accept.Triage per policy) turn accepted findings into suppressed results, levels unchanged."""
     results = []
+    rules = _rules([f.policy for f in checked])
+    rule_ids = [rule["id"] for rule in rules]
     for index, findings in enumerate(checked):
         policy, report = findings.policy, findings.report
         where = key_locations(policy)
@@ -118,16 +122,16 @@ def sarif_log(checked: Sequence[Findings], errors: Sequence[Tuple[str, str]] = (
         for r in report.results:
             if r.verdict == Verdict.VIOLATED and r.trace is not None:
                 finding = findings.first(r.condition)
-                results.append(_suppressed(_violation(policy, report, r, finding), accepted(r.condition)))
+                results.append(_suppressed(_violation(policy, report, r, finding, rule_ids), accepted(r.condition)))
             elif r.verdict == Verdict.UNKNOWN:
-                results.append(_suppressed(_unknown(policy, report, r, where), accepted(r.condition)))
+                results.append(_suppressed(_unknown(policy, report, r, where, rule_ids), accepted(r.condition)))
     versions = dict(checked[0].report.versions) if checked else {}
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "prunecheck", "version": __version__, "semanticVersion": __version__,
-                                "informationUri": "https://github.com/prunecheck/prunecheck", "rules": _rules()}},
+                                "informationUri": "https://github.com/prunecheck/prunecheck", "rules": rules}},
             "columnKind": "unicodeCodePoints",
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "results": results,

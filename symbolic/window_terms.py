@@ -1,0 +1,41 @@
+"""Terms that relate a state's slots to each other: positions in the window (spec/SPEC.md §1b) and tool-call pairs."""
+
+from __future__ import annotations
+
+import z3
+
+from prunecheck.spec.policy import ROLE
+from prunecheck.symbolic.terms import ENUM_CODES
+
+R = ENUM_CODES[ROLE]
+
+
+def _count(terms) -> z3.ArithRef:
+    return z3.Sum([z3.IntVal(0)] + list(terms))
+
+
+def position_terms(s, i: int, names) -> dict:
+    """The positional attributes in `names` of slot i in s, as Int sums over the other slots (slots are in id
+    order): the runtime's spec.runtime.positions."""
+    n, inw = s.n, [s.in_window(j) for j in range(s.n)]
+    newer = range(i + 1, n)
+    sums = {
+        "position": lambda: _count(z3.If(inw[j], 1, 0) for j in range(i)),
+        "from_end": lambda: _count(z3.If(inw[j], 1, 0) for j in newer),
+        "from_end_in_role": lambda: _count(z3.If(z3.And(inw[j], s.role[j] == s.role[i]), 1, 0) for j in newer),
+        "turn": lambda: _count(z3.If(z3.And(inw[j], s.role[j] == R["user"]), 1, 0) for j in newer),
+        "tokens_after": lambda: _count(z3.If(inw[j], s.tokens[j], 0) for j in newer),
+        "window_spans": lambda: _count(z3.If(inw[j], 1, 0) for j in range(n)),
+    }
+    return {name: sums[name]() for name in names}
+
+
+def pair_closure(s, taken: list, kept: list) -> list:
+    """Per slot, `taken` closed under pairs as spec/runtime.py pair_closure: a taken slot whose partner in the window
+    is kept is not taken; the partner in the window of every other taken slot is taken too (it is never kept)."""
+    n = len(taken)
+    partners = [[(j, z3.And(s.is_pair(min(i, j)), s.in_window(j))) for j in (i - 1, i + 1) if 0 <= j < n]
+                for i in range(n)]
+    stays = [z3.And([taken[i]] + [z3.Not(z3.And(linked, kept[j])) for j, linked in partners[i]]) for i in range(n)]
+    return [z3.Or([stays[i]] + [z3.And(s.in_window(i), s.is_pair(min(i, j)), stays[j]) for j, _ in partners[i]])
+            for i in range(n)]
