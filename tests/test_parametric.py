@@ -141,11 +141,11 @@ def test_the_positional_policies_read_every_positional_attribute_and_get_counter
 # Runs whose pairs meet each counter fact at its edge: adjacent spans of different roles with a span of the first's
 # role after them, user turns between them, records in the window among them, spans evicted from between them.
 POSITION_TARGETED = [
-    (POSITIONAL[0], Deployment(), (Append("message", 2, "assistant"), Append("message", 1, "tool_result"),
-                                   Append("message", 3, "assistant"), Append("diff", 1, "user"), Compact(), Audit())),
+    (POSITIONAL[0], Deployment(), (Append("message", 2, "tool_call"), Append("message", 1, "tool_result"),
+                                   Append("message", 3, "tool_call"), Append("diff", 1, "user"), Compact(), Audit())),
     (POSITIONAL[1], Deployment(records="window", rationale="window"),
-     (Append("message", 1, "tool_result"), Append("message", 2, "user"), Edit(0, "transform"),
-      Append("message", 1, "tool_result"), Compact(), Compact(2), Audit())),
+     (Append("message", 1, "assistant"), Append("message", 2, "user"), Edit(0, "transform"),
+      Append("message", 1, "assistant"), Compact(), Compact(2), Audit())),
     (POSITIONAL[2], Deployment(records="window"),
      (Append("message", 1), Append("message", 1), Append("message", 1), Edit(1, "destroy"), Compact(), Audit())),
 ]
