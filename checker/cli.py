@@ -26,7 +26,7 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
 
 from prunecheck.checker.commands.frontdoor import add_rlimit_argument, bounded_int, command_list, exit_code_epilog
-from prunecheck.checker.options import DEFAULTS, Engine
+from prunecheck.checker.options import DEFAULTS, MAX_SPANS, Engine
 from prunecheck.checker.outputs.paths import cache_warning, check_output_paths
 from prunecheck.checker.outputs.terminal import SafeStream
 
@@ -98,7 +98,7 @@ def _add_check_parser(sub) -> None:
                             "globs such as 'policies/**/*.yaml'")
     check.add_argument("--depth", type=bounded_int(0, 200), default=DEFAULTS.depth,
                        help=f"bounded search depth (default {DEFAULTS.depth})")
-    check.add_argument("--spans", type=bounded_int(2, 32), default=DEFAULTS.spans,
+    check.add_argument("--spans", type=bounded_int(2, MAX_SPANS), default=DEFAULTS.spans,
                        help=f"span slots (default {DEFAULTS.spans})")
     check.add_argument("--only", type=_conditions, default=DEFAULTS.only, help="conditions to check, e.g. C1,P1")
     _add_output_arguments(check)

@@ -264,6 +264,7 @@ class Need(enum.Enum):
     TIME = "more solver time"
     RESOURCES = "more solver resources"
     SPANS = "a violation may need more spans in the window at once"
+    COUNT = "the policy counts spans of the window up to about this many: a violation may need that many at once"
     ACTIONS = "a violation may need more actions"
 
 

@@ -13,7 +13,8 @@ from prunecheck.checker.language.intervals import interval_of
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
 from prunecheck.checker.options import CheckOptions
-from prunecheck.checker.result import Method, Verdict
+from prunecheck.checker.result import Advice, Method, Need, Verdict
+from prunecheck.checker.engines.unknowns import counted_spans
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import POSITION_ATTRS, ROLES, Attr, Deployment
 from prunecheck.spec.runtime import Append, Compact, Edit, State, addressable, candidates, span_env, step
@@ -162,3 +163,13 @@ def test_diff_proves_equivalences_that_only_the_position_facts_give():
     last3 = model_policy("evict: from_end >= 3", Deployment())
     assert equivalence(last3, model_policy("evict: position + 3 < window_spans", Deployment()), **BOUNDS).proved
     assert not equivalence(last3, model_policy("evict: from_end >= 2", Deployment()), **BOUNDS).proved
+
+
+def test_an_unknown_names_the_span_bound_a_count_asks_for():
+    # "keep the last 20": a record needs 20 newer spans (and its rationale and its edit's target) to be a candidate.
+    policy = model_policy("evict: from_end >= 20", WINDOW)
+    (c1,) = check(policy, CheckOptions(depth=3, spans=4, only=("C1",), **BOUNDS)).results
+    assert c1.verdict is Verdict.UNKNOWN
+    assert c1.reason.advice[0] == Advice("--spans", 23, Need.COUNT)
+    assert counted_spans(model_policy("evict: true\nwhen: window_spans > 100", WINDOW)) == 103
+    assert counted_spans(model_policy("evict: tokens > 100", WINDOW)) == 0

@@ -29,7 +29,7 @@ from prunecheck.spec.actions import action_text
 from prunecheck.checker.engines.replay import decode_action, decode_state, replay
 from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.checker.engines.unknowns import solver_words
-from prunecheck.checker.options import DIFF_DEFAULTS, CheckOptions, options_with
+from prunecheck.checker.options import DIFF_DEFAULTS, MAX_SPANS, CheckOptions, options_with
 from prunecheck.checker.commands.diff_space import attribute_space, valuation
 
 EQUIVALENT, DIFFERENT, UNKNOWN = "equivalent", "different", "unknown"
@@ -457,7 +457,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("new", metavar="NEW", help="the proposed policy")
     p.add_argument("--depth", type=bounded_int(0, 200), default=DIFF_DEFAULTS.depth,
                    help=f"bounded search depth (default {DIFF_DEFAULTS.depth})")
-    p.add_argument("--spans", type=bounded_int(2, 32), default=DIFF_DEFAULTS.spans,
+    p.add_argument("--spans", type=bounded_int(2, MAX_SPANS), default=DIFF_DEFAULTS.spans,
                    help=f"span slots (default {DIFF_DEFAULTS.spans})")
     p.add_argument("--timeout", type=bounded_int(1, 3600), default=int(DIFF_DEFAULTS.timeout),
                    help=f"solver seconds per direction (default {DIFF_DEFAULTS.timeout:g})")

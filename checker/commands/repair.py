@@ -21,7 +21,7 @@ from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.language.loader import decode_policy_bytes, expected_verdicts, load_policy, parse_policy_text
 from prunecheck.checker.engines.prove import prove_all
 from prunecheck.checker.outputs.reasons import RECHECKED, reason_text
-from prunecheck.checker.options import DEFAULTS, CheckOptions, options_with
+from prunecheck.checker.options import DEFAULTS, MAX_SPANS, CheckOptions, options_with
 from prunecheck.spec.actions import action_text
 from prunecheck.checker.commands.repair_text import EXCLUSIONS, SAFE_DEPLOYMENT, Change, form_of, repaired_policy, repaired_text, unified_diff
 from prunecheck.checker.result import Report, Result, Trace, Verdict
@@ -447,7 +447,7 @@ def add_parser(subparsers) -> None:
     add_rlimit_argument(parser)
     parser.add_argument("--depth", type=bounded_int(1, 200), default=DEFAULTS.depth,
                         help=f"bounded search depth (default {DEFAULTS.depth})")
-    parser.add_argument("--spans", type=bounded_int(2, 32), default=DEFAULTS.spans,
+    parser.add_argument("--spans", type=bounded_int(2, MAX_SPANS), default=DEFAULTS.spans,
                         help=f"span slots (default {DEFAULTS.spans})")
 
 

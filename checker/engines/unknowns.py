@@ -7,7 +7,7 @@ from typing import Sequence
 
 import z3
 
-from prunecheck.spec.policy import Attr, Policy, stage_exprs, subexpressions
+from prunecheck.spec.policy import Attr, Binary, Num, Policy, stage_exprs, subexpressions
 
 from prunecheck.checker.result import Advice, Need, Part, Reason, SolverSaid, SolverStop, Stop
 
@@ -52,6 +52,22 @@ def _compared(policy: Policy) -> tuple:
     return tuple(sorted({node.name for e in exprs for node in subexpressions(e) if isinstance(node, Attr)}))
 
 
+COUNTS = ("position", "from_end", "from_end_in_role", "turn", "window_spans")  # attributes that count window spans
+
+
+def counted_spans(policy: Policy) -> int:
+    """The most window spans a comparison of the policy's counts can ask for (0 if it counts none): c + 3 for the
+    largest constant c compared with a count (c spans besides the one compared, plus a record, its rationale and
+    its edit's target), spec/SPEC.md §1b."""
+    most = 0
+    for node in (n for e in stage_exprs(policy) for n in subexpressions(e)):
+        if isinstance(node, Binary) and node.op in ("<", "<=", ">", ">=", "==", "!="):
+            sides = (node.left, node.right)
+            if any(isinstance(x, Attr) and x.name in COUNTS for x in sides):
+                most = max([most] + [int(x.value) + 3 for x in sides if isinstance(x, Num)])
+    return most
+
+
 def advice(policy: Policy, parts: Sequence[Part], depth: int, spans: int, timeout: float, rlimit: int = 0) -> tuple:
     """What would decide the condition, as command-line options, most promising first."""
     tries = []
@@ -63,7 +79,11 @@ def advice(policy: Policy, parts: Sequence[Part], depth: int, spans: int, timeou
         attrs = _compared(policy)
         many = {"window_tokens", "window_spans", "budget"} & set(attrs) or policy.rank is not None
         more_spans, more_depth = Advice("--spans", spans + 4, Need.SPANS), Advice("--depth", 2 * depth, Need.ACTIONS)
-        tries += [more_spans, more_depth] if many else [more_depth, more_spans]
+        counted = counted_spans(policy)
+        if counted > spans:
+            tries += [Advice("--spans", counted, Need.COUNT), more_depth]
+        else:
+            tries += [more_spans, more_depth] if many else [more_depth, more_spans]
     return tuple(tries)
 
 
