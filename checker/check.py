@@ -9,10 +9,12 @@ from typing import Optional
 import z3
 
 from prunecheck.spec.conditions import applicable
-from prunecheck.spec.errors import SolverUnknown
+from prunecheck.spec.errors import ReplayMismatch, SolverUnknown
 from prunecheck.spec.policy import Policy
 
 from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.engines.unknowns import counted_spans
+from prunecheck.symbolic.runs import run_lengths, runs_apply
 from prunecheck.checker.engines.explicit import domains_for, explore
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.versions import versions
@@ -108,7 +110,24 @@ def _check(policy: Policy, options: CheckOptions, known: dict) -> Report:
         result = _decide(policy, c, proofs, bounded, options, (doc, digest))
         ran = [r.stats for r in (proofs.get(c), bounded.get(c)) if r is not None]
         results.append(replace(result, stats=before.get(c, Stats()).then(*ran, _spacer_stats(result))))
-    return new_report(policy, digest, depth, spans, tuple(results))
+    return new_report(policy, digest, depth, spans, _with_runs(policy, tuple(results), options))
+
+
+def _with_runs(policy: Policy, results: tuple, options: CheckOptions) -> tuple:
+    """The results, with the violations the search with runs finds (symbolic/runs.py) for the conditions left
+    unknown because the policy counts more spans than the bound holds; the others as they were."""
+    open_conditions = [r.condition for r in results if r.verdict == Verdict.UNKNOWN]
+    if not open_conditions or counted_spans(policy) <= options.spans or not runs_apply(policy):
+        return results
+    try:
+        searched = check_bounded(policy, options.depth, options.spans, open_conditions, options.timeout,
+                                 token_domain=options.tokens, lemmas=False, rlimit=options.rlimit,
+                                 runs=run_lengths(policy))
+    except ReplayMismatch:  # a run the policy does not treat as a whole after all: nothing is claimed
+        return results
+    found = {r.condition: r for r in searched if r.verdict == Verdict.VIOLATED}
+    return tuple(replace(found[r.condition], stats=r.stats.then(found[r.condition].stats))
+                 if r.condition in found else r for r in results)
 
 
 def _spacer_stats(result: Result) -> Stats:

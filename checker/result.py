@@ -149,6 +149,7 @@ class Method(enum.Enum):
     SPACER = "spacer"
     SPACER_ABSTRACTED = "spacer, policy abstracted to a free predicate"
     COMBINED = "bmc+induction+spacer"  # an unknown all three engines tried
+    RUNS = "bmc with runs"  # the bounded search where one slot may hold a run of equal appended spans
 
     def __str__(self) -> str:
         return self.value

@@ -8,11 +8,12 @@ from typing import Optional, Union
 
 @dataclass(frozen=True)
 class Append:
-    """New content arrives at the end of the window."""
+    """New content arrives at the end of the window: `times` equal spans in a row (one step each; see expand)."""
 
     kind: str
     tokens: int
     role: str = "user"
+    times: int = 1
     name = "append"
 
 
@@ -79,7 +80,7 @@ Action = Union[Append, Edit, Read, Pin, Unpin, Compact, Undo, Audit]
 ACTION_TYPES = {cls.name: cls for cls in (Append, Edit, Read, Pin, Unpin, Compact, Undo, Audit)}
 
 
-REPEATABLE = (Read, Audit)
+REPEATABLE = (Read, Audit, Append)
 
 
 def action_args(action: Action) -> dict:
@@ -105,7 +106,7 @@ def action_text(action: Action, keywords: bool = False) -> str:
 
 
 def steps_of(action: Action) -> int:
-    """How many real steps the action stands for: its `times` for a repeated read or audit, else 1."""
+    """How many real steps the action stands for: its `times` for a repeated read, audit or append, else 1."""
     return action.times if isinstance(action, REPEATABLE) else 1
 
 

@@ -215,9 +215,9 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
         _require(action.kind in CONTENT_KINDS, f"append of non-content kind {action.kind!r}")
         _require(isinstance(action.tokens, int) and action.tokens >= 1, "append needs tokens >= 1")
         _require(action.role in ROLES, f"append of unknown role {action.role!r}")
-        _require(action.role != "tool_result" or answers_call(state), "a tool result answers the newest span, which is "
-                 "not a tool call in the window")
-        _require(room is None or room >= 1, "no span slot left")
+        _require(action.role != "tool_result" or (answers_call(state) and action.times == 1),
+                 "a tool result answers the newest span, which is not a tool call in the window")
+        _require(room is None or room >= action.times, "no span slot left")
     elif isinstance(action, Edit):
         _require(_exists(state, action.target), f"no span {action.target}")
         target = state.span(action.target)
@@ -249,8 +249,9 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
     now = state.step + 1
     host = policy.deployment.pins == "host"
     if isinstance(action, Append):
-        span = Span(len(state.spans), action.kind, "window", action.tokens, now, now, role=action.role)
-        after = replace(state, step=now, spans=state.spans + (span,))
+        spans = tuple(Span(len(state.spans) + k, action.kind, "window", action.tokens, state.step + k + 1,
+                           state.step + k + 1, role=action.role) for k in range(action.times))
+        after = replace(state, step=state.step + action.times, spans=state.spans + spans)
         return Transition(state, action, after, "ok")
     if isinstance(action, Edit):
         target = state.span(action.target)

@@ -184,6 +184,7 @@ class Model:
         self.clock_targets = tuple(clock_targets) if self.repeat_domain is not None else ()
         self.dep = policy.deployment
         self.masking = masks(policy)
+        self.run_appends = False  # an append may add several spans (symbolic/runs.py)
         self.slots = slot_sort(n)[1]
         self._policy_terms: dict = {}
         self._at: dict = {}
@@ -401,7 +402,8 @@ class Model:
         """Each action's precondition (the runtime's refusals) and the domains of its arguments, into out."""
         n, dep = self.n, self.dep
         if self.accelerate:
-            out.append(z3.If(z3.Or(is_["read"], is_["audit"]), a.times >= 1, a.times == 1))
+            repeated = [is_["read"], is_["audit"]] + ([is_["append"]] if self.run_appends else [])
+            out.append(z3.If(z3.Or(repeated), a.times >= 1, a.times == 1))
             if self.repeat_domain is not None:
                 allowed = [a.times == v for v in self.repeat_domain] + [now == v for v in self.clock_targets]
                 out.append(z3.Implies(z3.Or(is_["read"], is_["audit"]), z3.Or(allowed)))

@@ -11,6 +11,7 @@ import z3
 from prunecheck.spec.conditions import CONDITIONS, applicable
 from prunecheck.symbolic.conditions import violation_at
 from prunecheck.symbolic.model import Model
+from prunecheck.symbolic.runs import RunModel
 from prunecheck.spec.policy import Policy
 
 from prunecheck.checker.engines.canonical import least_model
@@ -28,7 +29,7 @@ from prunecheck.checker.engines.unknowns import solver_said
 def check_bounded(policy: Policy, depth: int = DEFAULTS.depth, spans: int = DEFAULTS.spans,
                   conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULTS.timeout,
                   assume: Iterable[str] = (), token_domain=None, lemmas: bool = True, rlimit: int = 0,
-                  accelerate: bool = True, repeat_domain=None, clock_targets=()) -> tuple:
+                  accelerate: bool = True, repeat_domain=None, clock_targets=(), runs: tuple = ()) -> tuple:
     """Per condition: `violated` with a replayed shortest trace, or `unknown` with why (never `holds`).
 
     With `assume`, only runs along which those conditions hold at every step are searched (for witnesses that
@@ -39,12 +40,17 @@ def check_bounded(policy: Policy, depth: int = DEFAULTS.depth, spans: int = DEFA
     actions, not steps: a violation after 3 actions and 10^6 steps is found at depth 3 (spec/SPEC.md §7).
     `token_domain` and `repeat_domain` (with `clock_targets`) restrict appends' tokens and repetitions, to compare
     with the explicit engine (checker/result.py `Domains`).
+    With `runs` (a domain of run lengths), an append may add a run of equal spans in one slot (symbolic/runs.py): a
+    search for violations at real sizes, whose traces are replayed like any other but are not claimed shortest.
     """
     pending = list(applicable(policy, conditions))
     if not pending:
         return ()
-    model = Model(policy, spans, token_domain=token_domain, accelerate=accelerate, repeat_domain=repeat_domain,
-                  clock_targets=clock_targets)
+    if runs:
+        model = RunModel(policy, spans, runs, token_domain=token_domain)
+    else:
+        model = Model(policy, spans, token_domain=token_domain, accelerate=accelerate, repeat_domain=repeat_domain,
+                      clock_targets=clock_targets)
     before = queries_asked()
     invariant = inductive_lemmas(model, timeout, rlimit) if lemmas else None
     search = _Unrolling(policy, model, pending, tuple(assume), timeout, rlimit)
@@ -141,9 +147,22 @@ class _Unrolling:
         self.spent[c] += time.monotonic() - started
         self.asked[c] += queries_asked() - before
         found = _counterexample(self.policy, least, c, self.states, self.actions, self.spans, k, self.spent[c],
-                                self.assume)
+                                self.assume, runs=isinstance(self.model, RunModel))
         self.results[c] = replace(found, stats=_stats(Outcome.COUNTEREXAMPLE, k, self.asked[c], self.spent[c]))
         self.pending.remove(c)
+
+
+def _run_counterexample(policy, trace_actions, condition, k, seconds) -> Result:
+    """A counterexample of the run search: replayed on the runtime (its runs expanded by the runtime itself) and
+    reduced; its span bound is the spans it writes, and it is not claimed shortest."""
+    confirm(policy, trace_actions, condition, None)
+    trace_actions = minimize(policy, trace_actions, condition, None)
+    transitions = confirm(policy, trace_actions, condition, None)
+    written = len(transitions[-1].after.spans)
+    trace = Trace(condition, trace_actions, written)
+    found = Clause(Method.RUNS, Found.VIOLATED, k, written, len(trace.actions), trace.steps)
+    return Result(condition, Verdict.VIOLATED, k, Reason((found,)), trace=trace, seconds=seconds,
+                  engine=Method.RUNS)
 
 
 def _bound(depth: int, spans: int, accelerate: bool) -> Reason:
@@ -154,8 +173,10 @@ def _stats(outcome: Outcome, depth: int, queries: int, seconds: float) -> Stats:
     return Stats((EngineRun(Method.BMC, outcome, depth, queries, None, seconds),))
 
 
-def _counterexample(policy, zmodel, condition, states, actions, spans, k, seconds, assume=()) -> Result:
+def _counterexample(policy, zmodel, condition, states, actions, spans, k, seconds, assume=(), runs=False) -> Result:
     trace_actions = tuple(decode_action(zmodel, a) for a in actions[:k])
+    if runs:
+        return _run_counterexample(policy, trace_actions, condition, k, seconds)
     symbolic = [decode_state(zmodel, s) for s in states[: k + 1]]
     transitions = confirm(policy, trace_actions, condition, spans, symbolic)
     for c in assume:

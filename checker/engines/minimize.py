@@ -38,7 +38,7 @@ def without_step(actions: Sequence, index: int) -> tuple:
     gone, mapping, next_id, count = set(), {}, 0, 0
     out = []
     for position, action in enumerate(actions):
-        made = 2 if isinstance(action, Edit) else 1 if isinstance(action, Append) else 0
+        made = 2 if isinstance(action, Edit) else action.times if isinstance(action, Append) else 0
         old_ids = range(count, count + made)
         count += made
         ref = _referenced(action)
@@ -71,13 +71,15 @@ def violation_prefix(policy: Policy, actions: Sequence, condition: str, max_span
 def _simpler_choices(action) -> list:
     """Per value of one action, its simpler alternatives, simplest first: fewer tokens, earlier kinds and roles,
     transform, fewer repetitions."""
-    if isinstance(action, REPEATABLE):
-        return [("times", list(range(1, min(action.times, MAX_TOKEN_TRIES + 1))))]
+    fewer = [("times", list(range(1, min(action.times, MAX_TOKEN_TRIES + 1))))] \
+        if isinstance(action, REPEATABLE) and action.times > 1 else []
     if isinstance(action, Append):
         tokens = list(range(1, min(action.tokens, MAX_TOKEN_TRIES + 1)))
         kinds = CONTENT_KINDS[:CONTENT_KINDS.index(action.kind)] if action.kind in CONTENT_KINDS else ()
         roles = ROLES[:ROLES.index(action.role)] if action.role in ROLES else ()
-        return [("tokens", tokens), ("kind", list(kinds)), ("role", list(roles))]
+        return [("tokens", tokens), ("kind", list(kinds)), ("role", list(roles))] + fewer
+    if isinstance(action, REPEATABLE):
+        return fewer
     if isinstance(action, Edit) and action.mode == "destroy":
         return [("mode", ["transform"])]
     return []

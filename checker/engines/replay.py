@@ -49,7 +49,7 @@ def decode_action(model: z3.ModelRef, a: SymAction):
     name = model.eval(a.act, model_completion=True).decl().name().removeprefix("do_")
     arg = _slot(model, a.arg)
     if name == "append":
-        return Append(_name(model, a.kind), _int(model, a.tokens), _name(model, a.role))
+        return Append(_name(model, a.kind), _int(model, a.tokens), _name(model, a.role), _int(model, a.times))
     if name == "edit":
         return Edit(arg, "destroy" if _bool(model, a.destroy) else "transform")
     if name == "undo":

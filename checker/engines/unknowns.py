@@ -7,7 +7,8 @@ from typing import Sequence
 
 import z3
 
-from prunecheck.spec.policy import Attr, Binary, Num, Policy, stage_exprs, subexpressions
+from prunecheck.spec.policy import Attr, Policy, stage_exprs, subexpressions
+from prunecheck.symbolic.runs import count_constants
 
 from prunecheck.checker.result import Advice, Need, Part, Reason, SolverSaid, SolverStop, Stop
 
@@ -52,20 +53,12 @@ def _compared(policy: Policy) -> tuple:
     return tuple(sorted({node.name for e in exprs for node in subexpressions(e) if isinstance(node, Attr)}))
 
 
-COUNTS = ("position", "from_end", "from_end_in_role", "turn", "window_spans")  # attributes that count window spans
-
-
 def counted_spans(policy: Policy) -> int:
     """The most window spans a comparison of the policy's counts can ask for (0 if it counts none): c + 3 for the
     largest constant c compared with a count (c spans besides the one compared, plus a record, its rationale and
     its edit's target), spec/SPEC.md §1b."""
-    most = 0
-    for node in (n for e in stage_exprs(policy) for n in subexpressions(e)):
-        if isinstance(node, Binary) and node.op in ("<", "<=", ">", ">=", "==", "!="):
-            sides = (node.left, node.right)
-            if any(isinstance(x, Attr) and x.name in COUNTS for x in sides):
-                most = max([most] + [int(x.value) + 3 for x in sides if isinstance(x, Num)])
-    return most
+    constants = count_constants(policy)
+    return constants[-1] + 3 if constants else 0
 
 
 def advice(policy: Policy, parts: Sequence[Part], depth: int, spans: int, timeout: float, rlimit: int = 0) -> tuple:

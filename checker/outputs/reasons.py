@@ -67,6 +67,9 @@ def _scoped(clauses: tuple) -> str:
 
 
 def _clause_text(c: Clause) -> str:
+    if c.found is Found.VIOLATED and c.engine is Method.RUNS:
+        return (f"violated after {length_text(c.actions, c.steps)} over {c.spans} spans (found by the bounded search "
+                f"with runs of equal appended spans in one slot, not claimed shortest; reduced); replayed on the runtime")
     if c.found is Found.VIOLATED:
         how = "reduced); replayed on the runtime" if c.engine is Method.BMC \
             else f"{domains_text(c.domains)}); explicit search"

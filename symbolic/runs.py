@@ -1,0 +1,159 @@
+"""The unrolled model with runs: one slot may hold `count` equal spans appended in a row (design/vocabulary.md §5b).
+
+Only for finding violations at real sizes: a compaction is a step of this model only when it treats every run as a
+whole (each run's first and last member agree on the selection), and runs are appended whole, never read, pinned,
+edited or split. So every run of this model is a run of the runtime, with Append(times=count); every trace it finds
+is replayed on the runtime before it is reported, and it never contributes to `holds`.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from prunecheck.spec.policy import Attr, Binary, Num, Policy, read_attributes, stage_exprs, subexpressions
+from prunecheck.symbolic.model import R, Model, SymState
+from prunecheck.symbolic.terms import ExprEncoder, Frac
+
+TIME_ATTRS = ("age", "idle", "recency", "frequency", "reads")  # members of a run differ in these: no runs then
+
+
+def runs_apply(policy: Policy) -> bool:
+    """Whether the run search can serve this policy: members of a run must look alike to it (no time attributes),
+    its stage must take whole runs or none (no target, no rank, no budget), and its counts must be compared by
+    inequalities, monotone along a run (so agreeing first and last members make the run uniform)."""
+    return (not set(TIME_ATTRS) & read_attributes(policy) and policy.until is None and policy.rank is None
+            and policy.budget is None and not any(op in ("==", "!=") for op in count_comparisons(policy)))
+
+
+COUNTS = ("position", "from_end", "from_end_in_role", "turn", "window_spans")  # attributes that count window spans
+
+
+def _counted(policy: Policy):
+    """The comparisons of the policy with a count of window spans on one side."""
+    for node in (n for e in stage_exprs(policy) for n in subexpressions(e)):
+        if isinstance(node, Binary) and node.op in ("<", "<=", ">", ">=", "==", "!="):
+            if any(isinstance(x, Attr) and x.name in COUNTS for x in (node.left, node.right)):
+                yield node
+
+
+def count_comparisons(policy: Policy) -> tuple:
+    """The operators of the policy's comparisons of a count of window spans."""
+    return tuple(node.op for node in _counted(policy))
+
+
+def count_constants(policy: Policy) -> tuple:
+    """The constants the policy compares a count of window spans with, ascending."""
+    return tuple(sorted({int(x.value) for node in _counted(policy) for x in (node.left, node.right)
+                         if isinstance(x, Num)}))
+
+
+def run_lengths(policy: Policy) -> tuple:
+    """The lengths a run may have: around each count the policy compares (c-2 .. c+1), so that a few runs and single
+    spans can meet each threshold exactly or just past it."""
+    return tuple(sorted({k for c in count_constants(policy) for k in range(c - 2, c + 2) if k >= 2}))
+
+
+class RunState(SymState):
+    """A state whose slots also carry `count`, the number of equal spans each stands for (1 but for appended runs)."""
+
+    def __init__(self, k, n: int, counts: tuple, tag: str = "", variables: bool = True, masking: bool = False):
+        super().__init__(k, n, tag, variables=variables, masking=masking)
+        self.counts = counts
+        self.fields["count"] = [z3.Int(f"{tag}count{i}@{k}") if variables else None for i in range(n)]
+
+    def times(self, i: int, x):
+        """count_i · x, linear: count ranges over the finite domain `counts`."""
+        return z3.Sum([z3.IntVal(0)] + [z3.If(self.count[i] == c, c * x, 0) for c in self.counts])
+
+    def window_tokens(self):
+        return z3.Sum([z3.If(self.in_window(i), self.times(i, self.tokens[i]), 0) for i in range(self.n)])
+
+    def window_spans(self):
+        return z3.Sum([z3.If(self.in_window(i), self.count[i], 0) for i in range(self.n)])
+
+
+class RunModel(Model):
+    """Model over `n` slots where an append may add a run of `c` equal spans, c in `counts` (1 always included)."""
+
+    def __init__(self, policy: Policy, n: int, counts, **kwargs):
+        super().__init__(policy, n, accelerate=True, **kwargs)
+        self.counts = tuple(sorted(set(counts) | {1}))
+        self.run_appends = True
+
+    def state(self, k) -> RunState:
+        return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking)
+
+    def generic_state(self, label: str) -> RunState:
+        return RunState(label, self.n, self.counts, self.tag, masking=self.masking)
+
+    def encode_init(self, s: RunState) -> list:
+        out = super().encode_init(s)
+        s.fields["count"] = [z3.IntVal(0)] * self.n
+        return out
+
+    def encode_step(self, s, a, t):
+        return self.build_step(s, a, t)  # no shared template: the run fields are not in it
+
+    def slot_envs(self, s: RunState, budget, member: str = "first") -> list:
+        """Per slot: the vocabulary of its run's first (or last) member."""
+        envs = super().slot_envs(s, budget)
+        for i, env in enumerate(envs):
+            env.update(member_positions(s, i, member))
+        return envs
+
+    def uniform(self, s: RunState):
+        """Every run of the window is selected whole: its first and last member agree on evict and keep."""
+        out = []
+        for i, (first, last) in enumerate(zip(self.slot_envs(s, self.policy.budget, "first"),
+                                              self.slot_envs(s, self.policy.budget, "last"))):
+            agree = [ExprEncoder(first).encode(e) == ExprEncoder(last).encode(e)
+                     for e in (self.policy.evict, self.policy.keep) if e is not None]
+            out.append(z3.Implies(z3.And(s.in_window(i), s.count[i] > 1), z3.And(agree)))
+        return z3.And(out)
+
+    def taken_effect(self, s: RunState, i: int) -> tuple:
+        tokens, spans = super().taken_effect(s, i)
+        return s.times(i, tokens), s.times(i, spans)
+
+    def _selected(self, s, a, picks, out) -> dict:
+        sel = super()._selected(s, a, picks, out)
+        count = z3.Int(f"{self.tag}sel_count@{s.k}")
+        out.extend(z3.Implies(a.arg == self.slots[i], count == s.count[i]) for i in range(self.n))
+        sel["count"] = count
+        return sel
+
+    def _guards(self, s, a, sel, is_, now, out) -> None:
+        super()._guards(s, a, sel, is_, now, out)
+        pairs = z3.Or(a.role == R["tool_call"], a.role == R["tool_result"])
+        out.append(z3.Implies(is_["append"], z3.And(z3.Or([a.times == c for c in self.counts]),
+                                                    z3.Implies(pairs, a.times == 1))))
+        out.append(z3.Implies(z3.Or(is_["edit"], is_["read"], is_["pin"], is_["unpin"]), sel["count"] == 1))
+        out.append(z3.Implies(is_["compact"], z3.And(z3.Not(a.hosted), self.uniform(s))))
+
+    def _slot_update(self, s, a, t, i, sel, is_, now, reverted, new_kind, removed) -> None:
+        super()._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, removed)
+        edit_here = z3.And(is_["edit"], z3.Or(s.first_free(i), s.first_free(i - 1) if i > 0 else z3.BoolVal(False)))
+        t.fields["count"][i] = z3.If(z3.And(is_["append"], s.first_free(i)), a.times,
+                                     z3.If(edit_here, 1, s.count[i]))
+
+
+def member_positions(s: RunState, i: int, member: str) -> dict:
+    """The positional attributes of the first or last member of slot i's run (the others lie between them)."""
+    n, inw, cnt = s.n, [s.in_window(j) for j in range(s.n)], s.count
+    newer, older = range(i + 1, n), range(i)
+
+    def total(cond, value=None):
+        return z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(inw[j], cond(j)), cnt[j] if value is None else value(j), 0)
+                                        for j in newer])
+    rest = cnt[i] - 1 if member == "first" else z3.IntVal(0)
+    user = s.role[i] == R["user"]
+    return {
+        "position": Frac(z3.Sum([z3.IntVal(0)] + [z3.If(inw[j], cnt[j], 0) for j in older])
+                         + (cnt[i] - 1 if member == "last" else 0)),
+        "from_end": Frac(total(lambda j: True) + rest),
+        "from_end_in_role": Frac(total(lambda j: s.role[j] == s.role[i]) + rest),
+        "turn": Frac(total(lambda j: s.role[j] == R["user"]) + z3.If(user, rest, 0)),
+        "tokens_after": Frac(total(lambda j: True, lambda j: s.times(j, s.tokens[j]))
+                             + (s.times(i, s.tokens[i]) - s.tokens[i] if member == "first" else 0)),
+    }
+
