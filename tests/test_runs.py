@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from prunecheck.checker.check import check
 from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.engines.replay import confirm
+from prunecheck.checker.findings.explain import step_label
 from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.result import Method, Verdict
@@ -83,3 +84,9 @@ def test_the_run_search_never_claims_holds_and_the_safe_deployment_is_still_prov
     searched = check_bounded(policy, 4, 6, ("C1", "C2"), HOUR, lemmas=False, rlimit=RLIMIT,
                              runs=run_lengths(policy))
     assert all(r.verdict is Verdict.UNKNOWN for r in searched)
+
+
+def test_a_run_is_explained_as_the_spans_it_writes():
+    policy = model_policy("evict: from_end >= 2", WINDOW)
+    label = step_label(policy, step(policy, State(), Append("message", 2, "user", 3)))
+    assert label == "spans #0-#2 (message, 2 tokens each) enter the window, 3 in a row (steps 1-3)"

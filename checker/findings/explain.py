@@ -170,7 +170,12 @@ def step_label(policy: Policy, t: Transition) -> str:
     roles = reads_roles(policy) or uses_pairs(policy)  # roles are named where the policy tells roles or pairs apart
     if isinstance(a, Append):
         role = f", role {a.role}" if roles else ""
-        return f"span #{len(before.spans)} ({a.kind}{role}, {a.tokens} token{'s' * (a.tokens != 1)}) enters the window"
+        what = f"({a.kind}{role}, {a.tokens} token{'s' * (a.tokens != 1)}"
+        if a.times != 1:
+            first = len(before.spans)
+            return (f"spans #{first}-#{first + a.times - 1} {what} each) enter the window, {a.times} in a row "
+                    f"(steps {before.step + 1}-{after.step})")
+        return f"span #{len(before.spans)} {what}) enters the window"
     if isinstance(a, Edit):
         info = after.edits[-1]
         record, rationale = after.span(info.record), after.span(info.rationale)
