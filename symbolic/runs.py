@@ -19,16 +19,16 @@ TIME_ATTRS = ("age", "idle", "recency", "frequency", "reads")  # members of a ru
 
 def runs_apply(policy: Policy) -> bool:
     """Whether the run search can serve this policy: members of a run must look alike to it (no time attributes),
-    its stage must take whole runs or none (no target, no rank, no budget), and its counts must be compared by
-    inequalities, monotone along a run (so agreeing first and last members make the run uniform)."""
+    its stage must take whole runs or none (no target, no rank, no budget), and its counts must be compared in ways
+    monotone along a run (inequalities, or equality with 0), so agreeing first and last members make it uniform."""
     return (not set(TIME_ATTRS) & read_attributes(policy) and policy.until is None and policy.rank is None
-            and policy.budget is None and not any(op in ("==", "!=") for op in count_comparisons(policy)))
+            and policy.budget is None and all(monotone(node) for node in counted(policy)))
 
 
 COUNTS = ("position", "from_end", "from_end_in_role", "turn", "window_spans")  # attributes that count window spans
 
 
-def _counted(policy: Policy):
+def counted(policy: Policy):
     """The comparisons of the policy with a count of window spans on one side."""
     for node in (n for e in stage_exprs(policy) for n in subexpressions(e)):
         if isinstance(node, Binary) and node.op in ("<", "<=", ">", ">=", "==", "!="):
@@ -36,14 +36,14 @@ def _counted(policy: Policy):
                 yield node
 
 
-def count_comparisons(policy: Policy) -> tuple:
-    """The operators of the policy's comparisons of a count of window spans."""
-    return tuple(node.op for node in _counted(policy))
+def monotone(node: Binary) -> bool:
+    """Whether a comparison of a count is monotone along a run: an inequality, or (counts being >= 0) `== 0`/`!= 0`."""
+    return node.op not in ("==", "!=") or any(isinstance(x, Num) and x.value == 0 for x in (node.left, node.right))
 
 
 def count_constants(policy: Policy) -> tuple:
     """The constants the policy compares a count of window spans with, ascending."""
-    return tuple(sorted({int(x.value) for node in _counted(policy) for x in (node.left, node.right)
+    return tuple(sorted({int(x.value) for node in counted(policy) for x in (node.left, node.right)
                          if isinstance(x, Num)}))
 
 

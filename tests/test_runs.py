@@ -60,6 +60,7 @@ def test_run_lengths_surround_every_count_the_policy_compares(text, lengths):
 
 def test_runs_serve_only_policies_that_cannot_tell_a_runs_members_apart():
     assert runs_apply(model_policy("evict: from_end >= 20", WINDOW))
+    assert runs_apply(model_policy("evict: from_end >= 20\nkeep: position == 0", WINDOW))  # == 0 is monotone
     for text in ("evict: from_end >= 20 and age > 3", "evict: from_end == 20", "evict: true\nuntil: window_spans < 5",
                  "evict: from_end >= 2\nrank: tokens\nbudget: 4"):
         assert not runs_apply(model_policy(text, WINDOW)), text
