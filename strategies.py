@@ -325,7 +325,8 @@ def _policies(draw, max_depth: int, deployment, python: bool, stage: bool = True
         chosen = draw(deployment)
     name = draw(policy_names())
     keys = draw(_stage(max_depth, with_budget, rank is not None, python)) if stage and draw(st.booleans()) else {}
-    effect, placeholder = draw(st.one_of(st.just(("evict", 1)), st.tuples(st.just("mask"), st.integers(1, 3))))
+    effect, placeholder = draw(st.one_of(st.just(("evict", 1)), st.tuples(st.sampled_from(("mask", "cut")),
+                                                                           st.integers(1, 3))))
     pairs = draw(st.sampled_from(PAIRS))
     text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen, effect=effect,
                               placeholder_tokens=placeholder, pairs=pairs, **keys))

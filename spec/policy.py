@@ -168,7 +168,8 @@ DEPLOYMENT_CHOICES = {
 }
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
 UNLISTED_AT_DEFAULT = {"evicted": "destroyed"}
-EFFECTS = ("evict", "mask")
+EFFECTS = ("evict", "mask", "cut")
+IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
 
 
 @dataclass(frozen=True, repr=False)
@@ -306,8 +307,8 @@ class Policy:
             raise ValueError(f"effect must be one of {', '.join(EFFECTS)}")
         if type(self.placeholder_tokens) is not int or self.placeholder_tokens < 1:
             raise ValueError("placeholder_tokens is an integer >= 1")
-        if self.effect != "mask" and self.placeholder_tokens != 1:
-            raise ValueError("placeholder_tokens is only for effect: mask")
+        if self.effect not in IN_PLACE and self.placeholder_tokens != 1:
+            raise ValueError("placeholder_tokens is only for effect: mask or cut")
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {', '.join(ORDERS)}")
         if self.pairs not in PAIRS:
@@ -383,9 +384,14 @@ def read_positions(policy: Policy) -> tuple:
     return tuple(name for name in POSITION_ATTRS if name in names)
 
 
+def left_tokens(policy: Policy, tokens):
+    """A span's tokens once the stage has taken it in place: the placeholder's (mask), or at most that many (cut)."""
+    return policy.placeholder_tokens if policy.effect == "mask" else min(tokens, policy.placeholder_tokens)
+
+
 def masks(policy: Policy) -> bool:
     """Whether spans of this policy's runs can be masked, or the policy reads `masked`: only then do models track it."""
-    return policy.effect == "mask" or reads_attribute(policy, "masked")
+    return policy.effect in IN_PLACE or reads_attribute(policy, "masked")
 
 
 def has_effects(policy: Policy) -> bool:

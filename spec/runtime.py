@@ -9,7 +9,7 @@ from typing import Optional
 from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.actions import REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin
-from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy
+from prunecheck.spec.policy import CONTENT_KINDS, IN_PLACE, ROLES, Policy, left_tokens
 from prunecheck.spec.stage import taken_effect, walk
 
 REVERSIBLE = "reversible"
@@ -358,11 +358,11 @@ def _remove(policy: Policy, span: Span) -> Span:
 
 
 def _take(policy: Policy, state: State, taken) -> State:
-    """The stage's effect on the spans it takes: removed from the window, or masked in place."""
+    """The stage's effect on the spans it takes: removed from the window, or masked or cut in place."""
     for span_id in taken:
         span = state.span(span_id)
-        if policy.effect == "mask":
-            state = _set(state, replace(span, masked=True, tokens=policy.placeholder_tokens))
+        if policy.effect in IN_PLACE:
+            state = _set(state, replace(span, masked=True, tokens=left_tokens(policy, span.tokens)))
         else:
             state = _set(state, _remove(policy, span))
     return state

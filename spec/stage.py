@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import Attr, Binary, Policy, Unary
+from prunecheck.spec.policy import IN_PLACE, Attr, Binary, Policy, Unary, left_tokens
 
 
 def stage_target(policy: Policy):
@@ -27,8 +27,8 @@ def taken_effect(policy: Policy, span, tokens: int, spans: int) -> tuple:
     """The window's (tokens, spans) after the stage takes `span` from (tokens, spans): evicting it removes its tokens
     and one span; masking it leaves the span, with placeholder_tokens tokens (which may be more than it had). The one
     place the walk learns what taking a span does."""
-    if policy.effect == "mask":
-        return tokens - span.tokens + policy.placeholder_tokens, spans
+    if policy.effect in IN_PLACE:  # a cut keeps at most placeholder_tokens of it
+        return tokens - span.tokens + left_tokens(policy, span.tokens), spans
     return tokens - span.tokens, spans - 1
 
 

@@ -8,6 +8,7 @@ from typing import Callable, Optional
 import z3
 
 from prunecheck.spec.conditions import BY_ID, Scope
+from prunecheck.spec.policy import IN_PLACE
 from prunecheck.symbolic.model import ACT
 
 
@@ -45,8 +46,8 @@ def _p1(model, t):
 
 
 def _t1(model, s, a, t, step):
-    if model.policy.effect == "mask":
-        return z3.BoolVal(False)  # a masked span stays in the window: masking splits no pair
+    if model.policy.effect in IN_PLACE:
+        return z3.BoolVal(False)  # a masked or cut span stays in the window: it splits no pair
     split = [z3.And(s.is_pair(i), s.in_window(i), s.in_window(i + 1), z3.Xor(step.evicted[i], step.evicted[i + 1]))
              for i in range(model.n - 1)]
     return z3.And(a.act == ACT["compact"], z3.Or(split))
@@ -83,8 +84,8 @@ def _pair_p1(model, s):
 
 
 def _pair_t1(model, step):
-    if model.policy.effect == "mask":
-        return z3.BoolVal(False)  # a masked span stays in the window: masking splits no pair
+    if model.policy.effect in IN_PLACE:
+        return z3.BoolVal(False)  # a masked or cut span stays in the window: it splits no pair
     s, taken = step.pre, step.taken
     return z3.And(step.compacts, model.is_pair(s), s.in_window("r"), s.in_window("q"), z3.Xor(taken["r"], taken["q"]))
 

@@ -6,7 +6,7 @@ from typing import List
 
 import z3
 
-from prunecheck.spec.policy import CONTENT_KINDS, KIND, NAMESPACE, ROLE, Policy, masks, read_positions
+from prunecheck.spec.policy import CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, read_positions
 from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
@@ -49,6 +49,12 @@ def span_fields(n: int, masking: bool = False) -> dict:
         "destroy": z3.BoolSort(), "undone": z3.BoolSort(), "role": RoleSort,
     }
     return {**fields, "masked": z3.BoolSort()} if masking else fields
+
+
+def left_tokens_term(policy: Policy, tokens):
+    """spec.policy.left_tokens as a term: the placeholder's tokens (mask), or at most that many (cut)."""
+    p = z3.IntVal(policy.placeholder_tokens)
+    return p if policy.effect == "mask" else z3.If(tokens < p, tokens, p)
 
 
 def window_env(clock, window_tokens: Frac, budget, window_spans=None) -> dict:
@@ -296,7 +302,7 @@ class Model:
             left, right = ranks[j].scaled_num(ranks[i].den), ranks[i].scaled_num(ranks[j].den)
             return left <= right if j < i else left < right
 
-        if self.policy.when is not None or self.policy.until is not None or self.policy.effect == "mask":
+        if self.policy.when is not None or self.policy.until is not None or self.policy.effect in IN_PLACE:
             # A mask may grow a span (placeholder_tokens > tokens), so even the legacy ranked walk needs the general
             # closed form: its window tokens are no longer monotone.
             evicted = self._stage_walk(s, cand, ahead, budget)
@@ -315,10 +321,10 @@ class Model:
         else:
             limited, limit = z3.BoolVal(True), z3.If(z3.And(a.hosted, a.host < budget), a.host, budget)
         rest = total - z3.Sum([z3.If(evicted[i], self.taken_effect(s, i)[0], 0) for i in range(n)])
-        if self.policy.effect == "mask":
-            # Masked spans stay in the window, with their placeholder tokens, for the host's truncation.
+        if self.policy.effect in IN_PLACE:
+            # Masked or cut spans stay in the window, with what is left of them, for the host's truncation.
             remaining = [s.in_window(i) for i in range(n)]
-            left = [z3.If(evicted[i], z3.IntVal(self.policy.placeholder_tokens), s.tokens[i]) for i in range(n)]
+            left = [z3.If(evicted[i], left_tokens_term(self.policy, s.tokens[i]), s.tokens[i]) for i in range(n)]
         else:
             remaining = [z3.And(s.in_window(i), z3.Not(evicted[i])) for i in range(n)]
             left = s.tokens
@@ -332,8 +338,8 @@ class Model:
         """What the stage taking slot i removes from the window's (tokens, spans): evicting removes its tokens and
         one span, masking its tokens less the placeholder's and no span. The one place the encoded walk learns what
         taking a span does (spec.stage.taken_effect in the runtime)."""
-        if self.policy.effect == "mask":
-            return s.tokens[i] - self.policy.placeholder_tokens, z3.IntVal(0)
+        if self.policy.effect in IN_PLACE:
+            return s.tokens[i] - left_tokens_term(self.policy, s.tokens[i]), z3.IntVal(0)
         return s.tokens[i], z3.IntVal(1)
 
     def _stage_walk(self, s: SymState, cand: list, ahead, budget) -> list:
@@ -437,7 +443,7 @@ class Model:
         edited_here = z3.And(is_["edit"], here)
         restored_here = z3.And(reverted, sel["target"] == self.slots[i])
         read_here = z3.And(is_["read"], here)
-        masking = self.policy.effect == "mask"
+        masking = self.policy.effect in IN_PLACE
         masked_now = z3.And(is_["compact"], removed[0]) if masking else z3.BoolVal(False)
         gone = z3.And(is_["compact"], removed[1] if masking else z3.Or(*removed))
         logged = dep.evicted == "logged"
@@ -459,7 +465,7 @@ class Model:
         becomes("ns", (appended, NS["window"]), (record_here, record_ns), (rationale_here, rationale_ns),
                 *(((gone, NS["log"]),) if logged else ()))
         becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, sel["tokens"], 1)), (rationale_here, 1),
-                *(((masked_now, self.policy.placeholder_tokens),) if masking else ()))
+                *(((masked_now, left_tokens_term(self.policy, s.tokens[i])),) if masking else ()))
         becomes("created", (born, now))
         becomes("last_read", (born, now), (read_here, now))
         becomes("reads", (born, 0), (read_here, s.reads[i] + once))

@@ -15,8 +15,8 @@ from typing import List
 import z3
 
 from prunecheck.spec.stage import stage_target
-from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env, window_env
-from prunecheck.spec.policy import POSITION_ATTRS, Policy, masks, read_positions, reads_roles
+from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env, left_tokens_term, window_env
+from prunecheck.spec.policy import IN_PLACE, POSITION_ATTRS, Policy, masks, read_positions, reads_roles
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 
 GHOSTS = ("r", "q")
@@ -311,7 +311,7 @@ class PairModel:
         restored = z3.And(any_revert, _selected(a.restore, g))
         # The host may impose any budget at any compaction, so truncation is a free choice with or without a
         # policy budget.
-        masking, logged = self.policy.effect == "mask", dep.evicted == "logged"
+        masking, logged = self.policy.effect in IN_PLACE, dep.evicted == "logged"
         # A span masked by the stage stays in the window, where the host's truncation may still remove it.
         truncated = z3.And(f["alive"], f["ns"] == NS["window"], *(() if masking else (z3.Not(evicted),)), a.truncate[g])
         masked_now = z3.And(is_["compact"], evicted) if masking else z3.BoolVal(False)
@@ -333,7 +333,7 @@ class PairModel:
                 (rationale_here, NS["log"] if dep.rationale == "decision_log" else NS["window"]),
                 *(((gone, NS["log"]),) if logged else ()))
         becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, target_tokens, 1)),
-                (rationale_here, 1), *(((masked_now, self.policy.placeholder_tokens),) if masking else ()))
+                (rationale_here, 1), *(((masked_now, left_tokens_term(self.policy, f["tokens"])),) if masking else ()))
         becomes("created", (born, now))
         becomes("last_read", (born, now), (read_here, now))
         becomes("reads", (born, 0), (read_here, f["reads"] + 1))
@@ -352,10 +352,11 @@ class PairModel:
         """The term "this compaction makes ghost g's present record not present" (killed, or masked in place)."""
         evicted, truncated = taken
         f = s.span[g]
-        if self.policy.effect != "mask" and self.dep.evicted == "destroyed":
+        in_place = self.policy.effect in IN_PLACE
+        if not in_place and self.dep.evicted == "destroyed":
             return z3.And(is_["compact"], self_is_record(f), f["alive"], z3.Or(evicted, truncated))
-        lost = ([evicted] if self.policy.effect == "mask" else []) + \
-            ([truncated if self.policy.effect == "mask" else z3.Or(evicted, truncated)]
+        lost = ([evicted] if in_place else []) + \
+            ([truncated if in_place else z3.Or(evicted, truncated)]
              if self.dep.evicted == "destroyed" else [])
         if not lost:
             return z3.BoolVal(False)

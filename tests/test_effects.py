@@ -102,6 +102,11 @@ def test_taken_effect_is_what_the_window_loses_and_truncation_still_sees_masked_
     ("name: t\nevict: kind in ['record', 'summary']\nrank: 0 - tokens\nbudget: 4\neffect: mask\n"
      "placeholder_tokens: 3\n", {"records": "window", "evicted": "logged"},
      (Append("message", 1), Append("message", 1), Edit(0, "transform"), Compact())),
+    # cut: a span keeps at most placeholder_tokens of itself (a small one keeps all it has)
+    ("name: t\nevict: kind != 'message'\neffect: cut\nplaceholder_tokens: 2\n", {"records": "window"},
+     (Append("message", 5), Append("diff", 1), Edit(0, "destroy"), Compact(), Undo(2), Compact(3))),
+    ("name: t\nevict: not masked\nrank: 0 - tokens\nbudget: 6\neffect: cut\nplaceholder_tokens: 2\n", {},
+     (Append("message", 4), Append("message", 1), Append("diff", 3), Compact(), Compact(2))),
 ])
 def test_the_model_agrees_with_the_runtime_on_effects(text, deployment, actions):
     agree(_policy(text, **deployment), actions, with_lemmas=True)
@@ -113,6 +118,7 @@ def test_the_model_agrees_with_the_runtime_on_effects(text, deployment, actions)
                                                           "evicted": "logged", "pins": "self", "audit": "policy"}),
     ("name: t\nevict: masked or kind == 'summary'\nrank: tokens\nbudget: 2\neffect: mask\nplaceholder_tokens: 3\n",
      {"records": "window", "audit": "policy", "pins": "self"}),
+    ("name: t\nevict: kind == 'record' and not masked\neffect: cut\nplaceholder_tokens: 2\n", {"records": "window"}),
 ])
 def test_the_engines_agree_on_effect_policies(text, deployment):
     policy = _policy(text, **deployment)
@@ -194,3 +200,16 @@ def test_bad_effect_keys_are_one_line_policy_errors(text, words):
     with pytest.raises(PolicySyntaxError) as info:
         parse_policy_text(f"name: t\n{text}\n", "p.yaml")
     assert words in str(info.value) and "\n" not in str(info.value) and info.value.line >= 2
+
+
+def test_cutting_keeps_at_most_the_placeholder_and_a_cut_record_is_no_longer_present():
+    policy = _policy("name: t\nevict: kind == 'record'\neffect: cut\nplaceholder_tokens: 2\n", records="window")
+    state, _ = _run(policy, (Append("message", 5), Edit(0, "destroy")))
+    after = step(policy, state, Compact())
+    record = after.after.span(1)
+    assert (record.alive, record.masked, record.tokens, record.namespace) == (True, True, 2, "window")
+    assert "C2" in violations(policy, after)
+    assert step(policy, after.after, Undo(1)).outcome == "irreversible"
+    small = _policy("name: t\nevict: true\neffect: cut\nplaceholder_tokens: 3\n")
+    state, _ = _run(small, (Append("message", 1), Append("message", 7)))
+    assert [s.tokens for s in step(small, state, Compact()).after.spans] == [1, 3]

@@ -305,7 +305,7 @@ def _view(policy: Policy, transition, span_id: int) -> View:
     span = transition.before.span(span_id)
     env = span_env(policy, transition.before, span)
     rank = None if policy.rank is None else Fraction(evaluate(policy.rank, env))
-    fate = (("masked" if policy.effect == "mask" else "evicted") if span_id in transition.evicted else
+    fate = ({"mask": "masked", "cut": "cut"}.get(policy.effect, "evicted") if span_id in transition.evicted else
             "truncated" if span_id in transition.truncated else "kept")
     return View(tuple(env.items()), bool(evaluate(policy.evict, env)), rank,
                 is_candidate(policy, transition.before, span), fate)

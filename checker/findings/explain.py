@@ -152,7 +152,10 @@ def _role(state: State, span_id: int) -> str:
 
 
 def _taken_words(policy: Policy) -> str:
-    """What the stage did to the spans it took: evicted (and where they went) or masked in place."""
+    """What the stage did to the spans it took: evicted (and where they went), masked or cut in place."""
+    if policy.effect == "cut":
+        return f"cut by the policy to at most {policy.placeholder_tokens} token{'s' * (policy.placeholder_tokens != 1)}" \
+               " (its content no longer whole)"
     if policy.effect == "mask":
         return f"masked by the policy (content replaced by {policy.placeholder_tokens} placeholder token" \
                f"{'s' * (policy.placeholder_tokens != 1)})"
@@ -249,8 +252,9 @@ def stage_points(policy: Policy, before: State) -> tuple:
 def _removal_points(policy, transitions, index, span_id, where, placement: str) -> tuple:
     t = transitions[index]
     if span_id in t.evicted:
-        masks = (Point("effect: mask", where.get("effect", Loc(1, 1)), "replaces what the policy takes by a "
-                       "placeholder: a masked record or rationale is no longer present"),) if policy.effect == "mask" else ()
+        masks = (Point(f"effect: {policy.effect}", where.get("effect", Loc(1, 1)), "replaces what the policy takes "
+                       "(or cuts it short): a masked or cut record or rationale is no longer present"),) \
+            if policy.effect in ("mask", "cut") else ()
         return tuple(predicate_points(policy, t.before, span_id)) + stage_points(policy, t.before) + masks + (
             _setting(policy, placement, where, f"puts the {_role(t.before, span_id).split()[0]} in the policy's reach"),)
     placed = _setting(policy, placement, where, "puts it among the spans truncation may remove")
@@ -276,7 +280,7 @@ def _c2_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     record = gone[0]
     how = _taken_words(policy) if record in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, len(transitions) - 1, record, where, "records")
-    verb = "masks" if policy.effect == "mask" and record in t.evicted else "removes"
+    verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if record in t.evicted else "removes"
     return f"the compaction {verb} record #{record} of edit {record} ({how})", points
 
 
@@ -307,7 +311,8 @@ def _p1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     info = next(e for e in t.after.live_edits() if not present(t.after.span(e.rationale)))
     how = _taken_words(policy) if info.rationale in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, len(transitions) - 1, info.rationale, where, "rationale")
-    verb = "masks" if policy.effect == "mask" and info.rationale in t.evicted else "removes"
+    verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if info.rationale in t.evicted \
+        else "removes"
     return f"the compaction {verb} rationale #{info.rationale} of live edit {info.record} ({how})", points
 
 

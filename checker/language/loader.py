@@ -17,7 +17,7 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, Acceptance, BoolLit, Deployment,
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, IN_PLACE, ORDERS, PAIRS, Acceptance, BoolLit, Deployment,
                                    DeploymentOverride, Loc, Origin, Policy, stage_exprs, with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
@@ -84,15 +84,15 @@ def _stage(src: SourceText, fields: dict, builder: Builder) -> dict:
 
 
 def _effect(src: SourceText, fields: dict) -> Tuple[str, int]:
-    """`effect` (evict or mask) and `placeholder_tokens` (only with mask)."""
+    """`effect` (evict, mask or cut) and `placeholder_tokens` (only with mask or cut)."""
     effect = string(src, fields["effect"], "effect") if "effect" in fields else "evict"
     if effect not in EFFECTS:
         src.fail_at(f"effect must be one of {', '.join(EFFECTS)}, got `{effect[:64]}`{suggestion(effect, EFFECTS)}",
                     fields["effect"])
     if "placeholder_tokens" not in fields:
         return effect, 1
-    if effect != "mask":
-        src.fail_at("placeholder_tokens is only for `effect: mask`", fields["placeholder_tokens"])
+    if effect not in IN_PLACE:
+        src.fail_at("placeholder_tokens is only for `effect: mask` or `effect: cut`", fields["placeholder_tokens"])
     return effect, _budget(src, fields["placeholder_tokens"], "placeholder_tokens")
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import EFFECTS, ORDERS, PAIRS, Cond, Loc
+from prunecheck.spec.policy import EFFECTS, IN_PLACE, ORDERS, PAIRS, Cond, Loc
 
 from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
 from prunecheck.checker.language.builder import too_deep_message
@@ -95,8 +95,8 @@ class _Converter(ExpressionReader):
             raise PolicySyntaxError("policy defines no `def evict(span, window):`", self.file, 1, 1)
         if parts.order is not None and parts.rank is not None:
             raise PolicySyntaxError(ORDER_WITH_RANK, self.file, parts.order_loc.line, parts.order_loc.col)
-        if "PLACEHOLDER_TOKENS" in seen and parts.effect != "mask":
-            raise PolicySyntaxError('PLACEHOLDER_TOKENS is only for EFFECT = "mask"', self.file,
+        if "PLACEHOLDER_TOKENS" in seen and parts.effect not in IN_PLACE:
+            raise PolicySyntaxError('PLACEHOLDER_TOKENS is only for EFFECT = "mask" or "cut"', self.file,
                                     seen["PLACEHOLDER_TOKENS"], 1)
         parts.floats = tuple(self.floats)
         return parts
