@@ -14,6 +14,7 @@ from prunecheck.checker.language.pyform import check_python_arithmetic, parse_py
 from prunecheck.checker.language.typecheck import check_policy, count_nodes, type_of
 from prunecheck.spec.policy import (
     ARITH_OPS,
+    stage_exprs,
     ATTRS,
     BOOL,
     BOOL_OPS,
@@ -214,9 +215,9 @@ def test_strategies_cover_the_vocabulary():
     @settings(max_examples=400, derandomize=True, database=None)
     @given(policies(), deployments())
     def collect(policy, deployment):
-        seen.update(features(policy.evict))
+        for expr in stage_exprs(policy):  # evict, rank, keep, when, until
+            seen.update(features(expr))
         if policy.rank is not None:
-            seen.update(features(policy.rank))
             seen["rank"] += 1
         seen["budget set" if policy.budget is not None else "no budget"] += 1
         seen.update(f"{k}={v}" for k, v in deployment.all_keys().items())
