@@ -1,5 +1,6 @@
 """The symbolic engine against the explicit-state oracle: same verdicts, same shortest counterexample lengths."""
 
+import importlib.util
 import itertools
 import math
 
@@ -12,18 +13,21 @@ from prunecheck.checker.check import check
 from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.engines.explicit import DEFAULT_REPEATS, DEFAULT_TOKENS, domains_for, explore
 from prunecheck.checker.result import Verdict
-from prunecheck.spec.policy import ORDERS, PAIRS, ROLES, Deployment
+from prunecheck.spec.policy import Deployment
 
 from prunecheck.strategies import policies
 from prunecheck.checker.outputs.reasons import domains_text
 
-from conftest import BOUNDS
+from conftest import BOUNDS, ROOT
 from support import POLICIES, deployments, model_policy
 
 # Bounded by depth, span slots, explored states and z3's rlimit, never by the clock.
 from support import DIFF_DEPTH as DEPTH, DIFF_RLIMIT as RLIMIT, DIFF_SPANS as SPANS, DIFF_STATES as STATES
 from support import engines_agree as agree, explore_within as _explore, verdict_summary as _summary
 SLOW_STATES = 1_000_000
+_SPEC = importlib.util.spec_from_file_location("differential_sweep", ROOT / "benchmarks" / "differential_sweep.py")
+sweep = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(sweep)
 
 # Thresholds people write, with large constants: {c} a clock or token threshold, {r} = 1/c, {h} = c/2, {b} a budget.
 LARGE = [
@@ -68,39 +72,9 @@ def test_engines_agree_on_generated_policies(policy):
     agree(policy)
 
 
-# The vocabulary of issue 15 with constants small enough to matter at depth 3 over 3 spans: positions, roles and
-# masked in the selection, the stage's keep/when/until/order, an effect, pairs, and (from the deployment) the log.
-_POSITIONAL = ("position", "from_end", "from_end_in_role", "turn", "tokens_after", "window_spans")
-_ATOMS = st.one_of(
-    st.builds("{} {} {}".format, st.sampled_from(_POSITIONAL), st.sampled_from(("<", ">=")), st.integers(1, 2)),
-    st.builds("role {} '{}'".format, st.sampled_from(("==", "!=")), st.sampled_from(ROLES[::-1])),
-    st.sampled_from(("masked", "not masked", "kind != 'record'", "tokens >= 2", "age > 1")),
-)
-
-
-@st.composite
-def vocabulary_policies(draw):
-    """Policies mixing the new vocabulary, under any deployment (evicted: logged included)."""
-    lines = [f"evict: \"{draw(_ATOMS)} {draw(st.sampled_from(('or', 'and')))} {draw(_ATOMS)}\""]
-    if draw(st.booleans()):
-        lines.append(f"keep: \"{draw(_ATOMS)}\"")
-    if draw(st.booleans()):
-        lines.append(f"when: \"window_{draw(st.sampled_from(('spans', 'tokens')))} > {draw(st.integers(1, 3))}\"")
-    if draw(st.booleans()):
-        lines.append(f"until: \"window_{draw(st.sampled_from(('spans', 'tokens')))} <= {draw(st.integers(1, 3))}\"")
-    if draw(st.booleans()):
-        lines += [f"rank: \"{draw(st.sampled_from(('0 - tokens', 'position', 'from_end_in_role')))}\"",
-                  f"budget: {draw(st.integers(2, 4))}"]
-    else:
-        lines.append(f"order: {draw(st.sampled_from(ORDERS))}")
-    if draw(st.booleans()):
-        lines += ["effect: mask", f"placeholder_tokens: {draw(st.integers(1, 2))}"]
-    lines.append(f"pairs: {draw(st.sampled_from(PAIRS))}")
-    return model_policy("\n".join(lines), draw(deployments))
-
-
+# The sweep's vocabulary family (positions, roles, masked, the stage's keys, effects, pairs, the log) at small bounds.
 @settings(max_examples=10, derandomize=True)
-@given(vocabulary_policies())
+@given(sweep.vocabulary_policies())
 def test_engines_agree_on_generated_vocabulary_policies(policy):
     agree(policy, depth=3, spans=3)
 
