@@ -1,10 +1,12 @@
 """Differential sweep: generated policies through the symbolic and the explicit engine; tallies and disagreements.
 
-Run: python benchmarks/differential_sweep.py [--policies 2000] [--large 500] [--seed 0] [--write FILE]
-Two families: policies as prunecheck.strategies.policies generates them (constants up to 100), and thresholds people
+Run: python benchmarks/differential_sweep.py [--policies 2000] [--large 500] [--vocabulary 500] [--seed 0]
+[--write FILE] (a count of 0 leaves that family out).
+Three families: policies as prunecheck.strategies.policies generates them (constants up to 100), thresholds people
 write with large constants (age/idle/step/reads 13..10^6, tokens 13..10^5, recency 1/c, frequency p/q, budgets up
-to 10^5). Each is searched to depth 4 over 4 spans by the explicit engine over its default domains (derived from
-the policy's constants) and by the symbolic engine twice: restricted to the same domains (exact: any difference in
+to 10^5), and policies mixing issue 15's vocabulary with constants of 1..4 (vocabulary_policies). Each is searched
+to depth 4 over 4 spans by the explicit engine over its default domains (derived from the policy's constants) and by
+the symbolic engine twice: restricted to the same domains (exact: any difference in
 verdict or shortest length is a disagreement) and unrestricted (the explicit engine must find every violation as
 short in actions, and nothing the symbolic engine does not). Every counterexample is replayed by its engine.
 """
@@ -28,10 +30,26 @@ from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS, applicable
-from prunecheck.spec.policy import COMPARE_OPS
+from prunecheck.spec.policy import COMPARE_OPS, ORDERS, PAIRS, ROLES, read_positions, reads_attribute, reads_roles, uses_pairs
 from prunecheck.strategies import deployments, policies
 
 DEPTH, SPANS, STATES = 4, 4, 200_000
+
+
+# The new vocabulary (issue 15; spec/SPEC.md 1b, 4b, 4c, 6c) and how to tell that a policy uses each part of it.
+VOCABULARY = {
+    "positions": lambda p: bool(read_positions(p)),
+    "when": lambda p: p.when is not None,
+    "until": lambda p: p.until is not None,
+    "keep": lambda p: p.keep is not None,
+    "order: newest": lambda p: p.order != "oldest",
+    "effect: mask": lambda p: p.effect == "mask",
+    "reads masked": lambda p: reads_attribute(p, "masked"),
+    "evicted: logged": lambda p: p.deployment.evicted == "logged",
+    "pairs: together": lambda p: p.pairs == "together",
+    "roles (role, turn, from_end_in_role)": reads_roles,
+    "T1 applies (pairs or role)": uses_pairs,
+}
 
 
 def summary(results):
@@ -67,6 +85,39 @@ def large_policies(draw):
     return parse_policy_text("\n".join(lines) + "\n", "large.yaml", draw(deployments()))
 
 
+# The vocabulary of issue 15 with constants small enough to matter within the bounds: positions, roles and masked in
+# the selection, the stage's keep/when/until/order, an effect, pairs, and (from the deployment) the log.
+_POSITIONAL = ("position", "from_end", "from_end_in_role", "turn", "tokens_after", "window_spans")
+_VOCABULARY_ATOMS = st.one_of(
+    st.builds("{} {} {}".format, st.sampled_from(_POSITIONAL), st.sampled_from(("<", ">=")), st.integers(1, 2)),
+    st.builds("role {} '{}'".format, st.sampled_from(("==", "!=")), st.sampled_from(ROLES[::-1])),
+    st.sampled_from(("masked", "not masked", "kind != 'record'", "tokens >= 2", "age > 1")),
+)
+
+
+def _stage_lines(draw) -> list:
+    lines = [f"keep: \"{draw(_VOCABULARY_ATOMS)}\""] if draw(st.booleans()) else []
+    for key, op, low in (("when", ">", 1), ("until", "<=", 1)):
+        if draw(st.booleans()):
+            lines.append(f"{key}: \"window_{draw(st.sampled_from(('spans', 'tokens')))} {op} "
+                         f"{draw(st.integers(low, 3))}\"")
+    if draw(st.booleans()):
+        return lines + [f"rank: \"{draw(st.sampled_from(('0 - tokens', 'position', 'from_end_in_role')))}\"",
+                        f"budget: {draw(st.integers(2, 4))}"]
+    return lines + [f"order: {draw(st.sampled_from(ORDERS))}"]
+
+
+@st.composite
+def vocabulary_policies(draw):
+    """Policies mixing the new vocabulary (small constants), under any deployment (evicted: logged included)."""
+    joined = f"{draw(_VOCABULARY_ATOMS)} {draw(st.sampled_from(('or', 'and')))} {draw(_VOCABULARY_ATOMS)}"
+    lines = ["name: vocabulary", f"evict: \"{joined}\""] + _stage_lines(draw)
+    if draw(st.booleans()):
+        lines += ["effect: mask", f"placeholder_tokens: {draw(st.integers(1, 2))}"]
+    lines.append(f"pairs: {draw(st.sampled_from(PAIRS))}")
+    return parse_policy_text("\n".join(lines) + "\n", "vocabulary.yaml", draw(deployments()))
+
+
 def _explicit(policy, domains):
     """The explicit search to DEPTH, or to the deepest level it completes within STATES states."""
     depth = DEPTH
@@ -89,9 +140,11 @@ def compare(policy, record: dict) -> None:
     free = summary(check_bounded(policy, depth, SPANS))
     record["times"]["symbolic"] += time.perf_counter() - started
     record["shallower"] += depth < DEPTH
+    record["vocabulary"].update(name for name, uses in VOCABULARY.items() if uses(policy))
     text = policy_yaml(policy)
     conditions = applicable(policy)  # T1 only for a policy that uses pairs
     for c in conditions:
+        record["tallies"][c]["applies"] += 1
         record["tallies"][c][str(free[c][0])] += 1
         record["tallies"][c]["explicit " + str(explicit[c][0])] += 1
     if exact != explicit:
@@ -105,7 +158,7 @@ def compare(policy, record: dict) -> None:
 
 def sweep(strategy, count: int, seed_: int, name: str) -> dict:
     record = {"name": name, "seen": 0, "shallower": 0, "disagreements": [], "missed": [], "unsound": [],
-              "errors": [], "times": {"symbolic": 0.0, "explicit": 0.0}, "tallies": {c: Counter() for c in CONDITIONS}}
+              "errors": [], "times": {"symbolic": 0.0, "explicit": 0.0}, "tallies": {c: Counter() for c in CONDITIONS}, "vocabulary": Counter()}
 
     @seed(seed_)
     @settings(max_examples=count, database=None, deadline=None, suppress_health_check=list(HealthCheck))
@@ -136,9 +189,13 @@ def lines_for(record: dict) -> list:
              f"engine errors: {len(record['errors'])}",
              f"engine time: symbolic {record['times']['symbolic']:.0f} s (both runs), "
              f"explicit {record['times']['explicit']:.0f} s", "",
-             "| condition | symbolic violated | symbolic unknown | explicit violated | explicit unknown |",
-             "|---|---:|---:|---:|---:|"]
-    lines += [f"| {c} | {t[c]['violated']} | {t[c]['unknown']} | {t[c]['explicit violated']} | "
+             "policies using each part of the new vocabulary: "
+             + ", ".join(f"{name} {record['vocabulary'][name]}" for name in VOCABULARY), "",
+             "Each row counts the policies the condition applies to (T1 only to those that set `pairs` or read "
+             "`role`); the others are not reported for it.", "",
+             "| condition | applies to | symbolic violated | symbolic unknown | explicit violated | explicit unknown |",
+             "|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {c} | {t[c]['applies']} | {t[c]['violated']} | {t[c]['unknown']} | {t[c]['explicit violated']} | "
               f"{t[c]['explicit unknown']} |" for c in CONDITIONS]
     for title, key in (("Error", "errors"), ("Disagreement", "disagreements"), ("Unsound", "unsound"),
                        ("Missed", "missed")):
@@ -158,17 +215,24 @@ def main(argv=None) -> int:
     parser.add_argument("--large", type=int, default=500, help="policies with large constants")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write", metavar="FILE")
+    parser.add_argument("--vocabulary", type=int, default=500,
+                        help="policies mixing the new vocabulary with small constants")
     args = parser.parse_args(argv)
-    records = [sweep(large_policies(), args.large, args.seed, "Large constants"),
-               sweep(policies(max_depth=3), args.policies, args.seed, "Generated policies")]
+    families = ((large_policies(), args.large, "Large constants"),
+                (policies(max_depth=3), args.policies, "Generated policies"),
+                (vocabulary_policies(), args.vocabulary, "Vocabulary policies"))
+    records = [sweep(strategy, count, args.seed, name) for strategy, count, name in families if count > 0]
     lines = [f"bounds: depth {DEPTH}, {SPANS} spans; explicit domains derived from each policy's constants", ""]
     for record in records:
         lines += lines_for(record)
     print("\n".join(lines))
     if args.write:
         header = ["# Differential sweep", "", f"Generated by `python benchmarks/differential_sweep.py --policies "
-                  f"{args.policies} --large {args.large} --seed {args.seed} --write {args.write}` on "
-                  f"{time.strftime('%Y-%m-%d')}, with host budgets (issue 11) and accelerated steps (issue 12). "
+                  f"{args.policies} --large {args.large} --vocabulary {args.vocabulary} --seed {args.seed} --write "
+                  f"{args.write}` on "
+                  f"{time.strftime('%Y-%m-%d')}, with host budgets (issue 11), accelerated steps (issue 12) and the "
+                  "vocabulary of issue 15 (positions, the compaction stage, effects and the log, tool-call pairs "
+                  "and T1), which the generated family draws, and the vocabulary family with small constants. "
                   "Both engines are bounded here, so `holds` never appears: the tallies count bounded verdicts of "
                   "the unrestricted symbolic search and of the explicit engine at its default domains. Engine times "
                   "are wall-clock seconds on whatever machine ran it (load included).", ""]

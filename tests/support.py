@@ -218,22 +218,22 @@ def verdict_summary(results):
     return {r.condition: (r.verdict, r.depth if r.verdict == Verdict.VIOLATED else None) for r in results}
 
 
-def explore_within(policy, depth, domains, states=DIFF_STATES):
+def explore_within(policy, depth, domains, states=DIFF_STATES, spans=DIFF_SPANS):
     """The explicit search to `depth`, or to the deepest level it completes within `states` states."""
-    results = explore(policy, depth, DIFF_SPANS, domains=domains, time_limit=HOUR, max_states=states)
+    results = explore(policy, depth, spans, domains=domains, time_limit=HOUR, max_states=states)
     stopped = [r.depth for r in results if r.reason.clauses[0].state_limit is not None]
     if stopped:
         depth = stopped[0]
-        results = explore(policy, depth, DIFF_SPANS, domains=domains, time_limit=HOUR, max_states=states)
+        results = explore(policy, depth, spans, domains=domains, time_limit=HOUR, max_states=states)
     return depth, results
 
 
-def engines_agree(policy, depth=DIFF_DEPTH, tokens=DEFAULT_TOKENS):
+def engines_agree(policy, depth=DIFF_DEPTH, tokens=DEFAULT_TOKENS, spans=DIFF_SPANS):
     """Both engines over the explicit engine's domains (repetitions derived from the policy's constants, tokens too
     unless given): exactly equal. More token counts make the symbolic search of a ranked eviction much dearer."""
     domains = domains_for(policy, tokens)
-    depth, explicit = explore_within(policy, depth, domains)
-    symbolic = check_bounded(policy, depth, DIFF_SPANS, timeout=HOUR, rlimit=DIFF_RLIMIT, token_domain=domains.tokens,
+    depth, explicit = explore_within(policy, depth, domains, spans=spans)
+    symbolic = check_bounded(policy, depth, spans, timeout=HOUR, rlimit=DIFF_RLIMIT, token_domain=domains.tokens,
                              repeat_domain=domains.repeats, clock_targets=domains.clock_targets)
     found, expected = verdict_summary(symbolic), verdict_summary(explicit)
     assert expected == found, f"explicit {expected} symbolic {found}"

@@ -1,5 +1,6 @@
 """The symbolic engine against the explicit-state oracle: same verdicts, same shortest counterexample lengths."""
 
+import importlib.util
 import itertools
 import math
 
@@ -17,13 +18,16 @@ from prunecheck.spec.policy import Deployment
 from prunecheck.strategies import policies
 from prunecheck.checker.outputs.reasons import domains_text
 
-from conftest import BOUNDS
+from conftest import BOUNDS, ROOT
 from support import POLICIES, deployments, model_policy
 
 # Bounded by depth, span slots, explored states and z3's rlimit, never by the clock.
 from support import DIFF_DEPTH as DEPTH, DIFF_RLIMIT as RLIMIT, DIFF_SPANS as SPANS, DIFF_STATES as STATES
 from support import engines_agree as agree, explore_within as _explore, verdict_summary as _summary
 SLOW_STATES = 1_000_000
+_SPEC = importlib.util.spec_from_file_location("differential_sweep", ROOT / "benchmarks" / "differential_sweep.py")
+sweep = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(sweep)
 
 # Thresholds people write, with large constants: {c} a clock or token threshold, {r} = 1/c, {h} = c/2, {b} a budget.
 LARGE = [
@@ -66,6 +70,13 @@ def test_engines_agree_on_table_policies(text, deployment):
 @given(policies(max_depth=3))
 def test_engines_agree_on_generated_policies(policy):
     agree(policy)
+
+
+# The sweep's vocabulary family (positions, roles, masked, the stage's keys, effects, pairs, the log) at small bounds.
+@settings(max_examples=10, derandomize=True)
+@given(sweep.vocabulary_policies())
+def test_engines_agree_on_generated_vocabulary_policies(policy):
+    agree(policy, depth=3, spans=3)
 
 
 @pytest.mark.slow
