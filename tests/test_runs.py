@@ -10,6 +10,7 @@ from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.findings.explain import step_label
 from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.reasons import reason_text
+from prunecheck.checker.outputs.render import variants_text
 from prunecheck.checker.result import Method, Verdict
 from prunecheck.spec.actions import expand
 from prunecheck.spec.policy import Deployment
@@ -91,3 +92,13 @@ def test_a_run_is_explained_as_the_spans_it_writes():
     policy = model_policy("evict: from_end >= 2", WINDOW)
     label = step_label(policy, step(policy, State(), Append("message", 2, "user", 3)))
     assert label == "spans #0-#2 (message, 2 tokens each) enter the window, 3 in a row (steps 1-3)"
+
+
+@pytest.mark.slow
+def test_more_counterexamples_asked_of_a_run_trace_never_call_it_the_shortest():
+    policy = model_policy("evict: from_end >= 20", WINDOW)
+    report = check(policy, CheckOptions(depth=4, spans=6, only=("C1",), counterexamples=2, **BOUNDS))
+    (c1,) = report.results
+    assert c1.engine is Method.RUNS
+    text = variants_text(c1, report.spans, 12)  # as a check to depth 12 whose search for more stopped earlier says
+    assert text.startswith("1 of 2 counterexamples asked") and "past the one shown" in text and "shortest" not in text

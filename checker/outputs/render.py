@@ -61,7 +61,8 @@ def variants_text(result: Result, spans: int, depth: int) -> str:
         return ""
     head = f"{found} of {v.asked} counterexamples asked: "
     within = f"within depth {v.depth} and {spans} spans"
-    short = f" (searched {EXTRA_DEPTH} actions past the shortest, not to depth {depth})" if v.depth < depth else ""
+    first = "the one shown" if result.engine is Method.RUNS else "the shortest"  # runs claim no shortest
+    short = f" (searched {EXTRA_DEPTH} actions past {first}, not to depth {depth})" if v.depth < depth else ""
     if v.search is Search.EXHAUSTED:
         also = f", or of one of {v.reducible} found that reduce to one shown" if v.reducible else ""
         return f"{head}no other {within}{short} (each one there begins with the actions of one shown{also})"
