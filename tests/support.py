@@ -238,3 +238,13 @@ def engines_agree(policy, depth=DIFF_DEPTH, tokens=DEFAULT_TOKENS, spans=DIFF_SP
     found, expected = verdict_summary(symbolic), verdict_summary(explicit)
     assert expected == found, f"explicit {expected} symbolic {found}"
     return found
+
+
+def policy_error(text: str) -> PolicySyntaxError:
+    """The one-line PolicySyntaxError that parsing the policy `name: t` with the keys `text` raises."""
+    try:
+        parse_policy_text(f"name: t\n{text}\n", "p.yaml")
+    except PolicySyntaxError as exc:
+        assert "\n" not in str(exc), f"not one line: {exc}"
+        return exc
+    raise AssertionError(f"accepted: {text!r}")
