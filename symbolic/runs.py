@@ -21,8 +21,9 @@ def runs_apply(policy: Policy) -> bool:
     """Whether the run search can serve this policy: members of a run must look alike to it (no time attributes),
     its stage must take whole runs or none (no target, no rank, no budget), and its counts must be compared in ways
     monotone along a run (inequalities, or equality with 0), so agreeing first and last members make it uniform."""
+    # A summary is a new span with its own place: runs do not write summaries (yet).
     return (not set(TIME_ATTRS) & read_attributes(policy) and policy.until is None and policy.rank is None
-            and policy.budget is None and all(monotone(node) for node in counted(policy)))
+            and policy.budget is None and policy.effect != "summarise" and all(monotone(node) for node in counted(policy)))
 
 
 COUNTS = ("position", "from_end", "from_end_in_role", "turn", "window_spans")  # attributes that count window spans
@@ -130,8 +131,8 @@ class RunModel(Model):
         out.append(z3.Implies(z3.Or(is_["edit"], is_["read"], is_["pin"], is_["unpin"]), sel["count"] == 1))
         out.append(z3.Implies(is_["compact"], z3.And(z3.Not(a.hosted), self.uniform(s))))
 
-    def _slot_update(self, s, a, t, i, sel, is_, now, reverted, new_kind, removed) -> None:
-        super()._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, removed)
+    def _slot_update(self, s, a, t, i, sel, is_, now, reverted, new_kind, removed, written=(None, None)) -> None:
+        super()._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, removed, written)
         edit_here = z3.And(is_["edit"], z3.Or(s.first_free(i), s.first_free(i - 1) if i > 0 else z3.BoolVal(False)))
         t.fields["count"][i] = z3.If(z3.And(is_["append"], s.first_free(i)), a.times,
                                      z3.If(edit_here, 1, s.count[i]))
