@@ -1,20 +1,30 @@
 """effect: summarise (spec/SPEC.md 4d): the summary span, window order by place, in every layer."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from prunecheck.checker.check import check
+from prunecheck.checker.commands.policydiff import equivalence
+from prunecheck.checker.engines.certificate import Status, confirm_certificate
+from prunecheck.checker.findings.explain import step_label
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
+from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.itf import itf_states
+from prunecheck.checker.result import Verdict
+from prunecheck.spec.conditions import violations
+from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import (
     ActionRefused, Append, Compact, Edit, State, Undo, enabled, positions, span_env, step,
 )
 
-from support import agree, policy_error
+from conftest import BOUNDS, HOUR, RLIMIT
+from support import agree, engines_agree, policy_error
 
 FOLD = "name: t\nevict: from_end >= 2\neffect: summarise\nplaceholder_tokens: 3\nsummary_role: system\n"
 
@@ -63,7 +73,6 @@ def test_logged_and_destroyed_records_are_judged_as_for_evict():
     actions = (Append("message", 3), Edit(0, "destroy"), Compact())
     destroyed, transitions = _run(_policy(text, records="window"), actions)
     assert not destroyed.span(1).alive and destroyed.span(3).kind == "summary" and destroyed.span(3).place == 1
-    from prunecheck.spec.conditions import violations
     assert "C2" in violations(_policy(text, records="window"), transitions[-1])
     logged, transitions = _run(_policy(text, records="window", evicted="logged"), actions + (Undo(1),))
     assert logged.span(1).namespace == "log" and transitions[-1].outcome == "reverted"
@@ -110,3 +119,94 @@ AGREE = [
 @pytest.mark.parametrize("text, deployment, actions", AGREE)
 def test_the_model_agrees_with_the_runtime_on_summaries(text, deployment, actions):
     agree(_policy(text, **deployment), actions, with_lemmas=False)
+
+
+@pytest.mark.parametrize("text, deployment", [
+    ("name: t\nevict: kind == 'record' or from_end >= 2\neffect: summarise\n", {"records": "window"}),
+    ("name: t\nevict: kind != 'summary' and position >= 1\nuntil: window_spans <= 2\neffect: summarise\n"
+     "placeholder_tokens: 2", {"records": "window", "rationale": "window", "audit": "policy", "pins": "self"}),
+    ("name: t\nevict: role == 'tool_result' or kind == 'summary'\nkeep: turn < 1\neffect: summarise\n"
+     "summary_role: system", {}),
+])
+def test_the_engines_agree_on_summarising_policies(text, deployment):
+    engines_agree(_policy(text, **deployment), depth=4, spans=4)
+
+
+def test_a_summarising_policy_that_spares_records_is_proved_with_certificates_cvc5_confirms():
+    policy = _policy("name: t\nevict: kind != 'record' and from_end >= 1\neffect: summarise\n", records="window")
+    results = check(policy, CheckOptions(depth=3, spans=4, only=("C1", "P1"), **BOUNDS)).results
+    assert [r.verdict for r in results] == [Verdict.HOLDS, Verdict.HOLDS]
+    for result in results:
+        recheck = confirm_certificate(result.certificate, policy, result.condition, timeout_ms=int(HOUR * 1000),
+                                      rlimit=RLIMIT)
+        assert recheck.status is Status.CONFIRMED
+
+
+def test_a_summarising_policy_that_catches_records_is_violated_with_a_replayed_trace():
+    policy = _policy("name: t\nevict: kind == 'record'\neffect: summarise\n", records="window")
+    (c2,) = check(policy, CheckOptions(depth=4, spans=4, only=("C2",), **BOUNDS)).results
+    assert c2.verdict is Verdict.VIOLATED
+    state, transitions = _run(policy, c2.trace.actions, 4)
+    assert "C2" in violations(policy, transitions[-1])
+    assert any(s.kind == "summary" and s.place != s.id for s in state.spans)  # the compaction wrote a summary
+
+
+@pytest.mark.parametrize("printer, name", [(policy_yaml, "p.yaml"), (policy_python, "p.py"),
+                                           (lambda p: json.dumps(policy_document(p)), "p.json")])
+def test_summarise_keys_round_trip_through_every_printer(printer, name):
+    policy = _policy(FOLD)
+    again = parse_policy_text(printer(policy), name)
+    assert again == policy and (again.effect, again.placeholder_tokens, again.summary_role) == ("summarise", 3, "system")
+
+
+def test_summary_role_is_quiet_at_its_default():
+    policy = _policy("name: t\nevict: true\neffect: summarise\n")
+    assert "summary_role" not in repr(policy) and "summary_role" not in policy_document(policy)
+    assert "SUMMARY_ROLE" not in policy_python(policy) and "summary_role='system'" in repr(_policy(FOLD))
+
+
+@pytest.mark.parametrize("text, words", [
+    ("evict: true\neffect: summary", "effect must be one of evict, mask, cut, summarise"),
+    ("evict: true\nsummary_role: system", "only for `effect: summarise`"),
+    ("evict: true\neffect: mask\nsummary_role: user", "only for `effect: summarise`"),
+    ("evict: true\neffect: summarise\nsummary_role: tool_result", "summary_role must be one of user, assistant, system"),
+    ("evict: true\neffect: summarise\nsummary_role: sytem", "did you mean"),
+])
+def test_bad_summary_keys_are_one_line_policy_errors(text, words):
+    error = policy_error(text)
+    assert words in str(error) and error.line >= 2
+
+
+@pytest.mark.parametrize("source, words", [
+    ('EFFECT = "summarise"\nSUMMARY_ROLE = "tool_call"\ndef evict(span, window):\n    return True\n',
+     "SUMMARY_ROLE must be one of"),
+    ('SUMMARY_ROLE = "system"\ndef evict(span, window):\n    return True\n', 'only for EFFECT = "summarise"'),
+])
+def test_bad_python_summary_role_is_a_one_line_policy_error(source, words):
+    with pytest.raises(PolicySyntaxError) as caught:
+        parse_policy_text(source, "p.py")
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(("message", "diff", "summary")), st.integers(1, 3)), min_size=1, max_size=6),
+       st.sampled_from(("from_end >= 1", "kind == 'diff' or position == 0", "tokens >= 2")))
+def test_live_window_places_are_distinct_and_positions_count_in_place_order(appends, evict):
+    policy = _policy(f"name: t\nevict: {evict}\neffect: summarise\n")
+    state = State()
+    for kind, tokens in appends:
+        state = step(policy, state, Append(kind, tokens)).after
+        state = step(policy, state, Compact()).after
+        live = sorted((s for s in state.spans if s.alive and s.namespace == "window"), key=lambda s: s.place)
+        assert len({s.place for s in live}) == len(live)
+        assert [int(positions(state, s)["position"]) for s in live] == list(range(len(live)))
+
+
+def test_explanations_name_the_summary_and_a_summary_truncated_at_once():
+    policy = _policy("name: t\nevict: kind == 'diff'\neffect: summarise\nplaceholder_tokens: 4\n")
+    _, transitions = _run(policy, (Append("message", 1), Append("diff", 2), Compact(1)))
+    label = step_label(policy, transitions[-1])
+    assert label.startswith("compaction: summarised by the policy: #1 (diff); summary #2 (user, 4 tokens) written")
+    assert "#2 (summary)" in label.split("truncated")[1]  # the new summary is truncated by the host at once
+    other = _policy("name: t\nevict: kind == 'diff'\neffect: summarise\nsummary_role: system\n")
+    assert "summary role user vs system" in equivalence(replace(policy, placeholder_tokens=1), other).reason

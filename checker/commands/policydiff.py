@@ -142,9 +142,11 @@ def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout
     keys = differing_deployment_keys(old, new)
     if keys:
         return Equivalence(False, f"deployments differ in {', '.join(keys)}")
-    if (old.effect, old.placeholder_tokens) != (new.effect, new.placeholder_tokens):
+    if (old.effect, old.placeholder_tokens, old.summary_role) != (new.effect, new.placeholder_tokens, new.summary_role):
         return Equivalence(False, f"effects differ ({old.effect} vs {new.effect}, placeholder tokens "
-                                  f"{old.placeholder_tokens} vs {new.placeholder_tokens})")
+                                  f"{old.placeholder_tokens} vs {new.placeholder_tokens}"
+                                  + (f", summary role {old.summary_role} vs {new.summary_role}"
+                                     if old.summary_role != new.summary_role else "") + ")")
     if old.budget != new.budget:
         return Equivalence(False, f"budgets differ ({old.budget or 'none'} vs {new.budget or 'none'})")
     if old.pairs != new.pairs:
@@ -305,7 +307,7 @@ def _view(policy: Policy, transition, span_id: int) -> View:
     span = transition.before.span(span_id)
     env = span_env(policy, transition.before, span)
     rank = None if policy.rank is None else Fraction(evaluate(policy.rank, env))
-    fate = ({"mask": "masked", "cut": "cut"}.get(policy.effect, "evicted") if span_id in transition.evicted else
+    fate = ({"mask": "masked", "cut": "cut", "summarise": "summarised"}.get(policy.effect, "evicted") if span_id in transition.evicted else
             "truncated" if span_id in transition.truncated else "kept")
     return View(tuple(env.items()), bool(evaluate(policy.evict, env)), rank,
                 is_candidate(policy, transition.before, span), fate)
