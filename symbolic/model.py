@@ -8,10 +8,11 @@ import z3
 
 from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, read_positions,
                                     summarises)
-from prunecheck.spec.stage import stage_target
-from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
+from prunecheck.symbolic.compaction import stage_walk, summary_written, truncation
+from prunecheck.symbolic.terms import (ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term,
+                                      window_env)
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
-from prunecheck.symbolic.window_terms import before, pair_closure, place_term, position_terms
+from prunecheck.symbolic.window_terms import before, pair_closure, position_terms
 
 ACTIONS = ("append", "edit", "read", "pin", "unpin", "compact", "undo", "audit")
 # Constructors are prefixed so that SMT-LIB text stays unambiguous (`undo` is also a namespace).
@@ -52,23 +53,6 @@ def span_fields(n: int, masking: bool = False, placing: bool = False) -> dict:
     }
     fields = {**fields, "masked": z3.BoolSort()} if masking else fields
     return {**fields, "place": z3.IntSort()} if placing else fields
-
-
-def left_tokens_term(policy: Policy, tokens):
-    """spec.policy.left_tokens as a term: the placeholder's tokens (mask), or at most that many (cut)."""
-    p = z3.IntVal(policy.placeholder_tokens)
-    return p if policy.effect == "mask" else z3.If(tokens < p, tokens, p)
-
-
-def window_env(clock, window_tokens: Frac, budget, window_spans=None) -> dict:
-    """The window attributes as z3 terms; budget is an int, a z3 term (a template's placeholder) or None, and
-    window_spans None in a pair model whose policy does not read it."""
-    env = {"window_tokens": window_tokens, "step": Frac(clock)}
-    if window_spans is not None:
-        env["window_spans"] = Frac(window_spans)
-    if budget is not None:
-        env["budget"] = Frac(z3.IntVal(budget) if isinstance(budget, int) else budget)
-    return env
 
 
 def attribute_env(clock, span: dict, window_tokens: Frac, budget, window_spans=None, positions=None) -> dict:
@@ -144,6 +128,16 @@ class SymState:
 
 def content(kind):
     return z3.Or([kind == c for c in CONTENT])
+
+
+def _setter(s: SymState, t: SymState, i: int):
+    """becomes(name, *cases): slot i's field `name` in t as an If chain over s, the first matching case winning."""
+    def becomes(name, *cases):
+        value = getattr(s, name)[i]
+        for cond, new in reversed(cases):
+            value = z3.If(cond, new, value)
+        t.fields[name][i] = value
+    return becomes
 
 
 class SymAction:
@@ -314,7 +308,7 @@ class Model:
         if self.policy.when is not None or self.policy.until is not None or self.policy.effect in IN_PLACE:
             # A mask may grow a span (placeholder_tokens > tokens), so even the legacy ranked walk needs the general
             # closed form: its window tokens are no longer monotone.
-            evicted = self._stage_walk(s, cand, ahead, budget)
+            evicted = stage_walk(self, s, cand, ahead, budget)
         elif ranks[0] is not None and budget is not None:
             evicted = []
             for i in range(n):
@@ -325,52 +319,8 @@ class Model:
             evicted = cand
         if self.policy.pairs == "together":
             evicted = pair_closure(s, evicted, self.kept_terms(s, budget))
-        summary = self.summary_written(s, evicted)
-        return evicted, self._truncation(s, a, evicted, summary, budget), summary
-
-    def summary_written(self, s: SymState, evicted: list) -> tuple:
-        """The summary a summarising stage writes (SPEC 4d): per slot, whether it is written there (the first free slot,
-        as an append, when anything was taken), and its place, the least place among the taken slots."""
-        if not self.placing:
-            return [z3.BoolVal(False)] * self.n, None
-        wrote = z3.Or(evicted)
-        least, any_before = place_term(s, 0), evicted[0]
-        for j in range(1, self.n):
-            least = z3.If(z3.And(evicted[j], z3.Or(z3.Not(any_before), s.place[j] < least)), s.place[j], least)
-            any_before = z3.Or(any_before, evicted[j])
-        return [z3.And(wrote, s.first_free(i)) for i in range(self.n)], least
-
-    def _truncation(self, s: SymState, a: SymAction, evicted: list, summary: tuple, budget) -> list:
-        """Per slot: truncated by the host, oldest first in window order, over what the stage left (a summary
-        included) until the window is within the effective budget."""
-        n, total = self.n, s.window_tokens()
-        if budget is None:
-            limited, limit = a.hosted, a.host
-        else:
-            limited, limit = z3.BoolVal(True), z3.If(z3.And(a.hosted, a.host < budget), a.host, budget)
-        rest = total - z3.Sum([z3.If(evicted[i], self.taken_effect(s, i)[0], 0) for i in range(n)])
-        if self.policy.effect in IN_PLACE:
-            # Masked or cut spans stay in the window, with what is left of them, for the host's truncation.
-            remaining = [s.in_window(i) for i in range(n)]
-            left = [z3.If(evicted[i], left_tokens_term(self.policy, s.tokens[i]), s.tokens[i]) for i in range(n)]
-        else:
-            remaining = [z3.And(s.in_window(i), z3.Not(evicted[i])) for i in range(n)]
-            left = s.tokens
-        places = None
-        if self.placing:
-            written, place = summary
-            tokens = z3.IntVal(self.policy.placeholder_tokens)
-            rest = rest + z3.If(z3.Or(evicted), tokens, 0)
-            remaining = [z3.Or(remaining[i], written[i]) for i in range(n)]
-            left = [z3.If(written[i], tokens, left[i]) for i in range(n)]
-            places = [z3.If(written[i], place, s.place[i]) for i in range(n)]
-        truncated = []
-        for i in range(n):
-            older = z3.Sum([z3.IntVal(0)] + [z3.If(remaining[j], left[j], 0) for j in range(i)]) if places is None \
-                else z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(remaining[j], before(s, j, i, places)), left[j], 0)
-                                              for j in range(n) if j != i])
-            truncated.append(z3.And(limited, remaining[i], rest - older > limit))
-        return truncated
+        summary = summary_written(self, s, evicted)
+        return evicted, truncation(self, s, a, evicted, summary, budget), summary
 
     def taken_effect(self, s: SymState, i: int) -> tuple:
         """What the stage taking slot i removes from the window's (tokens, spans): evicting removes its tokens and
@@ -379,28 +329,6 @@ class Model:
         if self.policy.effect in IN_PLACE:
             return s.tokens[i] - left_tokens_term(self.policy, s.tokens[i]), z3.IntVal(0)
         return s.tokens[i], z3.IntVal(1)
-
-    def _stage_walk(self, s: SymState, cand: list, ahead, budget) -> list:
-        """Per slot: taken by a stage with a trigger or a target (SPEC 4b). Slot i is taken iff the trigger holds, it
-        is a candidate, and the target is false before it and before every candidate ahead of it, each in the state
-        all candidates ahead of that one leave (the walk takes a prefix, so this is the loop)."""
-        n, policy = self.n, self.policy
-        env = window_env(s.clock, Frac(s.window_tokens()), budget, s.window_spans())
-        trigger = z3.BoolVal(True) if policy.when is None else ExprEncoder(env).encode(policy.when)
-        target = stage_target(policy)
-        if target is None:
-            return [z3.And(trigger, c) for c in cand]
-        removed = [self.taken_effect(s, k) for k in range(n)]
-        totals = (s.window_tokens(), s.window_spans())
-        stop = []
-        for j in range(n):
-            before = [z3.And(cand[k], ahead(k, j)) for k in range(n)]
-            left = [total - z3.Sum([z3.IntVal(0)] + [z3.If(before[k], removed[k][m], 0) for k in range(n) if k != j])
-                    for m, total in enumerate(totals)]
-            stop.append(ExprEncoder(window_env(s.clock, Frac(left[0]), budget, left[1])).encode(target))
-        return [z3.And([trigger, cand[i], z3.Not(stop[i])]
-                       + [z3.Implies(z3.And(cand[j], ahead(j, i)), z3.Not(stop[j])) for j in range(n) if j != i])
-                for i in range(n)]
 
     def encode_step(self, s: SymState, a: SymAction, t: SymState) -> StepTerms:
         """Fills t's fields with terms over s and a; returns the step's guards and named sub-terms."""
@@ -490,30 +418,23 @@ class Model:
         gone = z3.And(is_["compact"], removed[1] if masking else z3.Or(*removed))
         logged = dep.evicted == "logged"
         summary_here, summary_place = written
-        summaries = () if summary_here is None or not self.placing else ((summary_here, True),)
-        born = z3.Or(appended, record_here, rationale_here, *(c for c, _ in summaries))
+        summaries = () if summary_here is None or not self.placing else (summary_here,)
+        born = z3.Or(appended, record_here, rationale_here, *summaries)
         record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
         rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
         once = a.times if self.accelerate else 1
-
-        def becomes(name, *cases):
-            value = getattr(s, name)[i]
-            for cond, new in reversed(cases):
-                value = z3.If(cond, new, value)
-            t.fields[name][i] = value
-
-        # A summary the host truncates in the step that writes it: gone (dead, or in the log) at once.
-        cut_short = tuple((z3.And(c, removed[1]), v) for c, v in summaries)
+        becomes = _setter(s, t, i)
+        summary = lambda value: tuple((c, value) for c in summaries)  # noqa: E731
+        # A summary the host truncates in the step that writes it is gone (dead, or in the log) at once.
+        cut_short = tuple(z3.And(c, removed[1]) for c in summaries)
         becomes("used", (born, True))
-        becomes("alive", *(() if logged else tuple((c, False) for c, _ in cut_short)), (born, True),
+        becomes("alive", *(() if logged else tuple((c, False) for c in cut_short)), (born, True),
                 (restored_here, True), *(() if logged else ((gone, False),)))
-        summary = lambda value: tuple((c, value) for c, _ in summaries)  # noqa: E731
         becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
                 *summary(K["summary"]), (edited_here, new_kind), (restored_here, sel["prior_kind"]))
-        becomes("ns", (appended, NS["window"]), (record_here, record_ns), (rationale_here, rationale_ns),
-                *summary(NS["window"]), *(((gone, NS["log"]),) if logged else ()))
-        if logged and cut_short:
-            t.fields["ns"][i] = z3.If(cut_short[0][0], NS["log"], t.fields["ns"][i])
+        becomes("ns", *(tuple((c, NS["log"]) for c in cut_short) if logged else ()), (appended, NS["window"]),
+                (record_here, record_ns), (rationale_here, rationale_ns), *summary(NS["window"]),
+                *(((gone, NS["log"]),) if logged else ()))
         becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, sel["tokens"], 1)), (rationale_here, 1),
                 *summary(z3.IntVal(self.policy.placeholder_tokens)),
                 *(((masked_now, left_tokens_term(self.policy, s.tokens[i])),) if masking else ()))

@@ -15,9 +15,9 @@ from typing import List
 import z3
 
 from prunecheck.spec.stage import stage_target
-from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env, left_tokens_term, window_env
+from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env
 from prunecheck.spec.policy import IN_PLACE, POSITION_ATTRS, Policy, masks, read_positions, reads_roles, summarises
-from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
+from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term, window_env
 
 GHOSTS = ("r", "q")
 # Constructor names are unique across every enumeration sort, so that SMT-LIB text is unambiguous.
