@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 from prunecheck.checker.check import check
 from prunecheck.checker.commands.policydiff import equivalence
 from prunecheck.checker.engines.certificate import Status, confirm_certificate
+from prunecheck.checker.engines.certificate_model import free_shape
 from prunecheck.checker.findings.explain import step_label
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.language.loader import parse_policy_text
@@ -24,7 +25,7 @@ from prunecheck.spec.runtime import (
 )
 
 from conftest import BOUNDS, HOUR, RLIMIT
-from support import agree, engines_agree, policy_error
+from support import SUMMARY_POLICIES, agree, engines_agree, policy_error, runs
 
 FOLD = "name: t\nevict: from_end >= 2\neffect: summarise\nplaceholder_tokens: 3\nsummary_role: system\n"
 
@@ -210,3 +211,16 @@ def test_explanations_name_the_summary_and_a_summary_truncated_at_once():
     assert "#2 (summary)" in label.split("truncated")[1]  # the new summary is truncated by the host at once
     other = _policy("name: t\nevict: kind == 'diff'\neffect: summarise\nsummary_role: system\n")
     assert "summary role user vs system" in equivalence(replace(policy, placeholder_tokens=1), other).reason
+
+
+@settings(max_examples=25, deadline=None)
+@given(runs(policies=SUMMARY_POLICIES, max_steps=7))
+def test_the_model_agrees_with_the_runtime_on_random_summarising_runs(run):
+    agree(*run, with_lemmas=False)
+
+
+def test_free_policy_proofs_are_not_shared_across_summary_roles():
+    # with pairs together the free pair model has roles, so the summary's role is part of it
+    user = _policy("name: t\nevict: true\npairs: together\neffect: summarise\n")
+    system = replace(user, summary_role="system")
+    assert free_shape(user, 1.0) != free_shape(system, 1.0)
