@@ -30,7 +30,7 @@ def before(s, j: int, i: int, places=None):
     return z3.Or(pj < pi, pj == pi) if j < i else pj < pi
 
 
-def _among(inw, order, *more):
+def among(inw, order, *more):
     """In the window, in the given window order (a bool or a term), and `more`: a bare `inw` when nothing else is
     asked (the terms of before places)."""
     if order is False:
@@ -46,7 +46,7 @@ def position_terms(s, i: int, names) -> dict:
 
     def over(value, later: bool, *more):
         sides = [(j, before(s, i, j) if later else before(s, j, i)) for j in range(n) if j != i]
-        conds = [(j, _among(inw[j], order, *(m(j) for m in more))) for j, order in sides]
+        conds = [(j, among(inw[j], order, *(m(j) for m in more))) for j, order in sides]
         return _count(z3.If(c, value(j), 0) for j, c in conds if c is not None)
     one = lambda j: 1  # noqa: E731
     sums = {

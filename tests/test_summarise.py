@@ -16,7 +16,8 @@ from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
 from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.itf import itf_states
-from prunecheck.checker.result import Verdict
+from prunecheck.checker.outputs.render import span_line
+from prunecheck.checker.result import Method, Verdict
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Deployment
@@ -224,3 +225,20 @@ def test_free_policy_proofs_are_not_shared_across_summary_roles():
     user = _policy("name: t\nevict: true\npairs: together\neffect: summarise\n")
     system = replace(user, summary_role="system")
     assert free_shape(user, 1.0) != free_shape(system, 1.0)
+
+
+def test_a_summary_line_names_its_place():
+    policy = _policy(FOLD)
+    state, _ = _run(policy, FOUR + (Compact(),))
+    assert span_line(state.span(4)).endswith("[window alive at place 0]") and "place" not in span_line(state.span(3))
+
+
+def test_the_search_with_runs_finds_a_summarising_policy_that_splits_a_pair_only_past_the_span_bound():
+    # the 9th newest span is summarised away: a tool call there loses its result's company only in a window of more
+    # spans than the 6 slots
+    policy = _policy("name: t\nevict: from_end >= 8 and role != 'system'\neffect: summarise\n")
+    (t1,) = check(policy, CheckOptions(depth=4, spans=6, only=("T1",), **BOUNDS)).results
+    assert t1.verdict is Verdict.VIOLATED and t1.engine is Method.RUNS
+    state, transitions = _run(policy, t1.trace.actions)
+    assert "T1" in violations(policy, transitions[-1]) and len(state.spans) > 6
+    assert state.spans[-1].kind == "summary" and state.spans[-1].place < state.spans[-1].id
