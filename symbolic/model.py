@@ -441,7 +441,8 @@ class Model:
         becomes("created", (born, now))
         becomes("last_read", (born, now), (read_here, now))
         becomes("reads", (born, 0), (read_here, s.reads[i] + once))
-        becomes("pinned", (appended, False), *summary(False), (z3.Or(record_here, rationale_here), z3.BoolVal(dep.pins == "host")),
+        becomes("pinned", (appended, False), *summary(False),
+                (z3.Or(record_here, rationale_here), z3.BoolVal(dep.pins == "host")),
                 (z3.And(is_["pin"], here), True), (z3.And(is_["unpin"], here), False))
         becomes("edited", (born, False), (edited_here, True), (restored_here, sel["prior_edited"]))
         becomes("version", (born, 0), (edited_here, s.version[i] + 1), (restored_here, s.version[i] + 1))

@@ -350,7 +350,8 @@ class PairModel:
         becomes("created", (born, now))
         becomes("last_read", (born, now), (read_here, now))
         becomes("reads", (born, 0), (read_here, f["reads"] + 1))
-        becomes("pinned", (appended, False), *summary(False), (z3.Or(record_here, rationale_here), z3.BoolVal(dep.pins == "host")),
+        becomes("pinned", (appended, False), *summary(False),
+                (z3.Or(record_here, rationale_here), z3.BoolVal(dep.pins == "host")),
                 (z3.And(is_["pin"], _selected(a.ghost, g)), True), (z3.And(is_["unpin"], _selected(a.ghost, g)), False))
         becomes("edited", (born, False), (edited_here, True), (restored, a.prior_edited))
         becomes("version", (born, 0), (edited_here, f["version"] + 1), (restored, f["version"] + 1))

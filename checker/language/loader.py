@@ -17,7 +17,8 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, SIZED, SUMMARY_ROLES, Acceptance, BoolLit, Deployment,
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, SIZED, SUMMARY_ROLES, Acceptance, BoolLit,
+                                   Deployment,
                                    DeploymentOverride, Loc, Origin, Policy, stage_exprs, with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
