@@ -24,6 +24,8 @@ from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import (
     ActionRefused, Append, Compact, Edit, State, Undo, enabled, positions, span_env, step,
 )
+from prunecheck.symbolic.model import Model
+from prunecheck.symbolic.window_terms import before, place_term
 
 from conftest import BOUNDS, HOUR, RLIMIT
 from support import SUMMARY_POLICIES, agree, engines_agree, policy_error, runs
@@ -252,3 +254,11 @@ def test_diff_against_a_summarising_policy_finds_a_replayed_witness():
     assert diff.outcome == "different" and not diff.equivalence.proved
     witness = diff.new_evicts.witness
     assert witness is not None and witness.new.fate == "truncated" and witness.old.fate == "kept"
+
+
+def test_only_a_summarising_policy_gets_place_terms():
+    plain = Model(_policy("name: t\nevict: from_end >= 2\n"), 3)
+    summarising = Model(_policy(FOLD), 3)
+    s, t = plain.generic_state("g"), summarising.generic_state("g")
+    assert "place" not in s.fields and before(s, 0, 1) is True and place_term(s, 2).as_long() == 2
+    assert "place" in t.fields and not isinstance(before(t, 0, 1), bool) and place_term(t, 2) is t.place[2]
