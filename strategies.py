@@ -27,6 +27,7 @@ from prunecheck.spec.policy import (
     ROLE,
     ROLES,
     SPAN_ATTRS,
+    SUMMARY_ROLES,
     WINDOW_ATTRS,
     Attr,
     Binary,
@@ -325,11 +326,12 @@ def _policies(draw, max_depth: int, deployment, python: bool, stage: bool = True
         chosen = draw(deployment)
     name = draw(policy_names())
     keys = draw(_stage(max_depth, with_budget, rank is not None, python)) if stage and draw(st.booleans()) else {}
-    effect, placeholder = draw(st.one_of(st.just(("evict", 1)), st.tuples(st.sampled_from(("mask", "cut")),
+    effect, placeholder = draw(st.one_of(st.just(("evict", 1)), st.tuples(st.sampled_from(("mask", "cut", "summarise")),
                                                                            st.integers(1, 3))))
+    summary_role = draw(st.sampled_from(SUMMARY_ROLES)) if effect == "summarise" else "user"
     pairs = draw(st.sampled_from(PAIRS))
     text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen, effect=effect,
-                              placeholder_tokens=placeholder, pairs=pairs, **keys))
+                              placeholder_tokens=placeholder, pairs=pairs, summary_role=summary_role, **keys))
     return parse_policy_text(text, f"{name}.yaml")
 
 

@@ -168,8 +168,10 @@ DEPLOYMENT_CHOICES = {
 }
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
 UNLISTED_AT_DEFAULT = {"evicted": "destroyed"}
-EFFECTS = ("evict", "mask", "cut")
+EFFECTS = ("evict", "mask", "cut", "summarise")
 IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
+SIZED = IN_PLACE + ("summarise",)  # effects that read placeholder_tokens (a summary's tokens for summarise)
+SUMMARY_ROLES = ("user", "assistant", "system")  # a summary is a message, never half of a tool-call pair (SPEC 4d)
 
 
 @dataclass(frozen=True, repr=False)
@@ -273,7 +275,7 @@ ORDERS = ("oldest", "newest")  # the compaction stage's candidate order without 
 PAIRS = ("apart", "together")  # the `pairs` key: whether a compaction takes a tool call and its result together
 # Policy fields left out of its repr at these defaults, so that an old policy's hash (its repr's) stays the same.
 QUIET_POLICY_DEFAULTS = {"keep": None, "when": None, "until": None, "order": "oldest", "effect": "evict",
-                         "placeholder_tokens": 1, "pairs": "apart"}
+                         "placeholder_tokens": 1, "pairs": "apart", "summary_role": "user"}
 
 
 @dataclass(frozen=True, repr=False)
@@ -301,14 +303,19 @@ class Policy:
     effect: str = "evict"
     placeholder_tokens: int = 1
     pairs: str = "apart"
+    summary_role: str = "user"  # the role of the summary a summarising stage writes (SPEC 4d)
 
     def __post_init__(self):
         if self.effect not in EFFECTS:
             raise ValueError(f"effect must be one of {', '.join(EFFECTS)}")
         if type(self.placeholder_tokens) is not int or self.placeholder_tokens < 1:
             raise ValueError("placeholder_tokens is an integer >= 1")
-        if self.effect not in IN_PLACE and self.placeholder_tokens != 1:
-            raise ValueError("placeholder_tokens is only for effect: mask or cut")
+        if self.effect not in SIZED and self.placeholder_tokens != 1:
+            raise ValueError("placeholder_tokens is only for effect: mask, cut or summarise")
+        if self.summary_role not in SUMMARY_ROLES:
+            raise ValueError(f"summary_role must be one of {', '.join(SUMMARY_ROLES)}")
+        if self.effect != "summarise" and self.summary_role != "user":
+            raise ValueError("summary_role is only for effect: summarise")
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {', '.join(ORDERS)}")
         if self.pairs not in PAIRS:
@@ -387,6 +394,11 @@ def read_positions(policy: Policy) -> tuple:
 def left_tokens(policy: Policy, tokens):
     """A span's tokens once the stage has taken it in place: the placeholder's (mask), or at most that many (cut)."""
     return policy.placeholder_tokens if policy.effect == "mask" else min(tokens, policy.placeholder_tokens)
+
+
+def summarises(policy: Policy) -> bool:
+    """Whether the policy's stage writes summaries: only then do spans have places other than their ids (SPEC 4d)."""
+    return policy.effect == "summarise"
 
 
 def masks(policy: Policy) -> bool:

@@ -16,6 +16,12 @@ def stage_target(policy: Policy):
     return None
 
 
+def window_order(span) -> tuple:
+    """The one sort key of window order (SPEC 4d): by place, which is the id for every span but a summary; the id
+    breaks ties, which only spans outside the window can have."""
+    return span.place, span.id
+
+
 def selection(policy: Policy):
     """The stage's selection as one expression: `evict and not keep` (evict alone without a keep)."""
     if policy.keep is None:

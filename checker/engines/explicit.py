@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Iterable, Optional
 
 from prunecheck.spec.conditions import CONDITIONS, applicable, violations
-from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, IN_PLACE, ROLES, Attr, Binary, EnumLit, InSet, Num, Policy,
+from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, ROLES, SIZED, Attr, Binary, EnumLit, InSet, Num, Policy,
                                     read_attributes, stage_exprs, subexpressions, uses_pairs)
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
@@ -97,7 +97,7 @@ def constant_domains(policy: Policy) -> tuple:
     repeats |= {v for c in rates for w in waits if w > 1 for v in neighbours(c * (1 + w) / (1 - c))}
     if policy.budget is not None:
         tokens |= neighbours(Fraction(policy.budget))
-    if policy.effect in IN_PLACE:  # a span smaller than, as large as, or larger than its placeholder
+    if policy.effect in SIZED:  # a span smaller than, as large as, or larger than its placeholder (or a summary)
         tokens |= neighbours(Fraction(policy.placeholder_tokens))
     return tuple({v for v in values if v >= 1} for values in (tokens, repeats, targets))
 

@@ -159,6 +159,8 @@ def _taken_words(policy: Policy) -> str:
     if policy.effect == "mask":
         return f"masked by the policy (content replaced by {policy.placeholder_tokens} placeholder token" \
                f"{'s' * (policy.placeholder_tokens != 1)})"
+    if policy.effect == "summarise":
+        return "summarised by the policy" + (" and moved to the log" if policy.deployment.evicted == "logged" else "")
     return "evicted by the policy" + (" and moved to the log" if policy.deployment.evicted == "logged" else "")
 
 
@@ -197,9 +199,14 @@ def step_label(policy: Policy, t: Transition) -> str:
             parts.append(f"the trigger `{to_text(policy.when)}` is false, the policy takes nothing")
         if t.evicted:
             parts.append(f"{_taken_words(policy)}: " + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.evicted)))
-        if t.truncated:
+        if len(after.spans) > len(before.spans):  # a summarising stage wrote its summary
+            summary = after.spans[-1]
+            parts.append(f"summary #{summary.id} ({summary.role}, {summary.tokens} token{'s' * (summary.tokens != 1)}) "
+                         f"written in their place")
+        if t.truncated:  # a summary truncated at once is not in `before`
             parts.append(_truncated_label(policy, a)
-                         + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.truncated)))
+                         + ", ".join(f"#{i} ({_role(before if i < len(before.spans) else after, i)})"
+                                     for i in sorted(t.truncated)))
         return "compaction: " + ("; ".join(parts) if parts else "nothing removed")
     if isinstance(a, Undo):
         info = before.edit(a.edit)

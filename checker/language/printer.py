@@ -258,10 +258,12 @@ def _deployment_items(policy):
 
 
 def _effect_items(policy) -> list:
-    """(key, value) for `effect` and `placeholder_tokens`, each only when not at its default."""
+    """(key, value) for `effect`, `placeholder_tokens` and `summary_role`, each only when not at its default."""
     effect, placeholder = getattr(policy, "effect", "evict"), getattr(policy, "placeholder_tokens", 1)
+    role = getattr(policy, "summary_role", "user")
     return ([("effect", effect)] if effect != "evict" else []) + \
-        ([("placeholder_tokens", placeholder)] if placeholder != 1 else [])
+        ([("placeholder_tokens", placeholder)] if placeholder != 1 else []) + \
+        ([("summary_role", role)] if role != "user" else [])
 
 
 def policy_yaml(policy) -> str:
