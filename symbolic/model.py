@@ -10,7 +10,7 @@ from prunecheck.spec.policy import CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROL
 from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
-from prunecheck.symbolic.window_terms import pair_closure, position_terms
+from prunecheck.symbolic.window_terms import position_terms, stage_closures
 
 ACTIONS = ("append", "edit", "read", "pin", "unpin", "compact", "undo", "audit")
 # Constructors are prefixed so that SMT-LIB text stays unambiguous (`undo` is also a namespace).
@@ -314,8 +314,8 @@ class Model:
                 evicted.append(z3.And(cand[i], total - before > budget))
         else:
             evicted = cand
-        if self.policy.pairs == "together":
-            evicted = pair_closure(s, evicted, self.kept_terms(s, budget))
+        if self.policy.pairs == "together" or self.policy.start_on is not None:
+            evicted = stage_closures(s, self.policy, evicted, self.kept_terms(s, budget), self.trigger(s, budget))
         if budget is None:
             limited, limit = a.hosted, a.host
         else:
@@ -342,14 +342,16 @@ class Model:
             return s.tokens[i] - left_tokens_term(self.policy, s.tokens[i]), z3.IntVal(0)
         return s.tokens[i], z3.IntVal(1)
 
+    def trigger(self, s: SymState, budget):
+        """The stage's trigger `when` in s (true without one)."""
+        env = window_env(s.clock, Frac(s.window_tokens()), budget, s.window_spans())
+        return z3.BoolVal(True) if self.policy.when is None else ExprEncoder(env).encode(self.policy.when)
+
     def _stage_walk(self, s: SymState, cand: list, ahead, budget) -> list:
         """Per slot: taken by a stage with a trigger or a target (SPEC 4b). Slot i is taken iff the trigger holds, it
         is a candidate, and the target is false before it and before every candidate ahead of it, each in the state
         all candidates ahead of that one leave (the walk takes a prefix, so this is the loop)."""
-        n, policy = self.n, self.policy
-        env = window_env(s.clock, Frac(s.window_tokens()), budget, s.window_spans())
-        trigger = z3.BoolVal(True) if policy.when is None else ExprEncoder(env).encode(policy.when)
-        target = stage_target(policy)
+        n, trigger, target = self.n, self.trigger(s, budget), stage_target(self.policy)
         if target is None:
             return [z3.And(trigger, c) for c in cand]
         removed = [self.taken_effect(s, k) for k in range(n)]

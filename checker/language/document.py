@@ -30,6 +30,8 @@ def policy_document(policy: Policy) -> dict:
         doc["placeholder_tokens"] = policy.placeholder_tokens
     if policy.pairs != "apart":
         doc["pairs"] = policy.pairs
+    if policy.start_on is not None:
+        doc["start_on"] = policy.start_on
     doc["deployment"] = policy.deployment.as_dict()
     return doc
 
