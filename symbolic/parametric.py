@@ -258,22 +258,22 @@ class PairModel:
             z3.And(pair, stays[other[g]]), z3.And(unseen[g], a.partner[g])))) for g in GHOSTS}
 
     def start_on(self, s: PairState, a: PairAction, chosen: dict) -> dict:
-        """Per ghost: `chosen` or among start_on's leading spans (SPEC 4b): in the window, neither chosen nor kept, of
-        another role, the trigger holding. The spans before a ghost are unseen, so leading is a free choice (a.lead),
-        except for q right after r in window order with both left: q then leads iff r does."""
+        """Per ghost: `chosen` or among start_on's leading spans (SPEC 4b): the trigger held, it is left (in the
+        window, neither chosen nor kept), of another role, and no span left before it has start_on's role. For r that
+        last is unseen, a free choice (a.lead[r]: "clear before r"); for q it is "clear before r, and r is not a left
+        span of the role" when the spans before q are r and those before r, else free (a.lead[q])."""
         if not self.leads:
             return chosen
         role, sp = R[self.policy.start_on], s.span
         left = {g: z3.And(s.in_window(g), z3.Not(chosen[g]), z3.Not(self.kept(s, g, a))) for g in GHOSTS}
-        follows = z3.And(left["r"], left["q"], self.window_next(s))
-        lead = {"r": a.lead["r"]}
-        lead["q"] = z3.If(follows, z3.And(self.triggered(s), left["r"], sp["r"]["role"] != role, a.lead["r"]),
-                          a.lead["q"])
-        return {g: z3.Or(chosen[g], z3.And(self.triggered(s), left[g], sp[g]["role"] != role, lead[g]))
+        after_r, follows = z3.And(a.lead["r"], z3.Not(z3.And(left["r"], sp["r"]["role"] == role))), self.follows(s)
+        clear = {"r": a.lead["r"], "q": after_r if z3.is_true(follows) else z3.If(follows, after_r, a.lead["q"])}
+        return {g: z3.Or(chosen[g], z3.And(self.triggered(s), left[g], sp[g]["role"] != role, clear[g]))
                 for g in GHOSTS}
 
-    def window_next(self, s: PairState):
-        """r stands right before q in window order when both are in the window (ids are window order, SPEC 1b)."""
+    def follows(self, s: PairState):
+        """The spans before q in window order are r (when in the window) and the spans before r: ids are window
+        order (SPEC 1b)."""
         return z3.BoolVal(True)
 
     def kept(self, s: PairState, g: str, a: PairAction):

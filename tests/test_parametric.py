@@ -14,7 +14,7 @@ from prunecheck.spec.runtime import (
 )
 from prunecheck.symbolic.terms import ENUM_CODES
 
-from support import POLICIES, POSITIONAL, STAGE_POLICIES, TARGETED, model_policy, runs
+from support import POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, TARGETED, model_policy, runs
 
 
 def _span_values(state: State, i: int) -> dict:
@@ -158,3 +158,28 @@ def test_targeted_runs_of_policies_reading_positions_project_onto_every_pair():
 @given(runs(policies=STAGE_POLICIES))
 def test_runs_of_stage_policies_project_onto_every_pair(run):
     _check_projection(*run)
+
+
+@settings(max_examples=25)
+@given(runs(policies=START_ON))
+def test_runs_of_start_on_policies_project_onto_every_pair(run):
+    # start_on's leading spans (SPEC 4b): r leads iff nothing left before it has the role (a free choice), q as r says.
+    _check_projection(*run)
+
+
+# Runs where start_on takes r and q together, takes r but stops at q, is stopped before r by a span of the role,
+# skips a kept span, and takes a record left in the window.
+SYSTEM, USER, ASSISTANT = (Append("message", 1, role) for role in ("system", "user", "assistant"))
+CALL, RESULT = Append("message", 1, "tool_call"), Append("message", 1, "tool_result")
+START_ON_TARGETED = [
+    (START_ON[0], Deployment(), (ASSISTANT, CALL, RESULT, USER, Compact())),
+    (START_ON[4], Deployment(), (USER, CALL, RESULT, ASSISTANT, Compact())),
+    (START_ON[0], Deployment(), (SYSTEM, USER, CALL, RESULT, Compact())),
+    (START_ON[1], Deployment(records="window"), (SYSTEM, ASSISTANT, Edit(1, "transform"), Compact(), Audit())),
+    ("evict: false\nkeep: role == 'user'\nstart_on: user", Deployment(), (USER, ASSISTANT, USER, CALL, Compact())),
+]
+
+
+def test_targeted_runs_of_start_on_policies_project_onto_every_pair():
+    for text, deployment, actions in START_ON_TARGETED:
+        _check_projection(model_policy(text, deployment), actions)
