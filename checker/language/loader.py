@@ -281,7 +281,8 @@ def _yaml_origin(src: SourceText, root: MappingNode) -> Origin:
     """The text and its keys' positions (the keys were checked: plain names, each once)."""
     keys = []
     for key, value in root.value:
-        keys.append((key.value, Loc(*src.pos((value if key.value in ("budget", "pairs", "start_on") else key).start_mark.index))))
+        at = value if key.value in ("budget", "pairs", "start_on") else key
+        keys.append((key.value, Loc(*src.pos(at.start_mark.index))))
         if key.value == "deployment" and isinstance(value, MappingNode):
             keys += [(f"deployment.{sub.value}", Loc(*src.pos(subvalue.start_mark.index)))
                      for sub, subvalue in value.value]

@@ -109,8 +109,8 @@ class _Converter(ExpressionReader):
 
     def constant(self, stmt: ast.Assign, parts: PyPolicyParts, seen) -> None:
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
-            self.refuse(stmt, "assignment other than NAME, BUDGET, EFFECT, PLACEHOLDER_TOKENS, PAIRS, START_ON, ORDER, DEPLOYMENT, "
-                        "EXPECT or "
+            self.refuse(stmt, "assignment other than NAME, BUDGET, EFFECT, PLACEHOLDER_TOKENS, PAIRS, START_ON, ORDER, "
+                        "DEPLOYMENT, EXPECT or "
                         "ACCEPT = <literal>")
         name = stmt.targets[0].id
         if name not in MODULE_CONSTANTS:
