@@ -43,8 +43,9 @@ def pair_closure(s, taken: list, kept: list) -> list:
 
 
 def window_before(s, j: int, i: int):
-    """Slot j stands before slot i in window order: slots are in id order, which is window order (spec/SPEC.md §1b)."""
-    return z3.BoolVal(j < i)
+    """Slot j stands before slot i in window order: slots are in id order, which is window order (spec/SPEC.md §1b).
+    A Python bool here; a z3 term where places are terms."""
+    return j < i
 
 
 def start_on_terms(s, role, taken: list, kept: list, trigger) -> list:
@@ -53,10 +54,12 @@ def start_on_terms(s, role, taken: list, kept: list, trigger) -> list:
     n = len(taken)
     left = [z3.And(s.in_window(i), z3.Not(taken[i]), z3.Not(kept[i])) for i in range(n)]
     stops = [z3.And(left[j], s.role[j] == role) for j in range(n)]
-    before = [[window_before(s, j, i) for j in range(n)] for i in range(n)]
+
+    def not_stopped_by(j, i):
+        order = window_before(s, j, i)
+        return z3.Not(stops[j]) if order is True else z3.Implies(order, z3.Not(stops[j]))
     return [z3.Or(taken[i], z3.And([trigger, left[i], s.role[i] != role] + [
-        z3.Not(stops[j]) if z3.is_true(before[i][j]) else z3.Implies(before[i][j], z3.Not(stops[j]))
-        for j in range(n) if j != i and not z3.is_false(before[i][j])])) for i in range(n)]
+        not_stopped_by(j, i) for j in range(n) if j != i and window_before(s, j, i) is not False])) for i in range(n)]
 
 
 def stage_closures(s, policy, taken: list, kept: list, trigger) -> list:
