@@ -304,6 +304,8 @@ def _stage(draw, max_depth: int, with_budget: bool, ranked: bool, python: bool) 
             out[key] = draw(window_conditions(with_budget))
     if not ranked:
         out["order"] = draw(st.sampled_from(ORDERS))
+    if draw(st.integers(0, 3)) == 0:  # a role boundary, on about a quarter of the stages
+        out["start_on"] = draw(st.sampled_from(ROLES))
     return out
 
 
@@ -342,8 +344,8 @@ def policies(
     """Parsed, type-checked Policies: evict (depth <= max_depth), optional rank, optional budget in 2..12
     (`budget` is referenced only when set), an effect (evict, or mask to 1..3 placeholder tokens), `pairs` apart or
     together, and a deployment (drawn, fixed, or from the given strategy). With stage (the default), about half of
-    them also set some of the compaction stage's keep, when, until and order (window_conditions); stage=False draws
-    the policies of before the stage.
+    them also set some of the compaction stage's keep, when, until, order and start_on (window_conditions);
+    stage=False draws the policies of before the stage.
 
     Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one; with
     python, the expressions are those of expressions(python=True), which the Python form accepts too.

@@ -50,7 +50,8 @@ VOCABULARY = {
     "evicted: logged": lambda p: p.deployment.evicted == "logged",
     "pairs: together": lambda p: p.pairs == "together",
     "roles (role, turn, from_end_in_role)": reads_roles,
-    "T1 applies (pairs or role)": uses_pairs,
+    "start_on": lambda p: p.start_on is not None,
+    "T1 applies (pairs, role or start_on)": uses_pairs,
 }
 
 
@@ -119,6 +120,8 @@ def vocabulary_policies(draw):
         lines += [f"effect: {effect}", f"placeholder_tokens: {draw(st.integers(1, 2))}"]
         lines += [f"summary_role: {draw(st.sampled_from(SUMMARY_ROLES))}"] if effect == "summarise" else []
     lines.append(f"pairs: {draw(st.sampled_from(PAIRS))}")
+    if draw(st.integers(0, 3)) == 0:
+        lines.append(f"start_on: {draw(st.sampled_from(ROLES))}")
     return parse_policy_text("\n".join(lines) + "\n", "vocabulary.yaml", draw(deployments()))
 
 

@@ -275,7 +275,7 @@ ORDERS = ("oldest", "newest")  # the compaction stage's candidate order without 
 PAIRS = ("apart", "together")  # the `pairs` key: whether a compaction takes a tool call and its result together
 # Policy fields left out of its repr at these defaults, so that an old policy's hash (its repr's) stays the same.
 QUIET_POLICY_DEFAULTS = {"keep": None, "when": None, "until": None, "order": "oldest", "effect": "evict",
-                         "placeholder_tokens": 1, "pairs": "apart", "summary_role": "user"}
+                         "placeholder_tokens": 1, "pairs": "apart", "summary_role": "user", "start_on": None}
 
 
 @dataclass(frozen=True, repr=False)
@@ -283,7 +283,7 @@ class Policy:
     """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first); `keep`,
     `when`, `until` and `order` are the rest of the compaction stage (spec/SPEC.md 4b); `effect` says what happens to
     the spans the stage takes (evicted, or masked to `placeholder_tokens` tokens; spec/SPEC.md 4c); `pairs` whether
-    it takes tool-call pairs together (spec/SPEC.md 6c)."""
+    it takes tool-call pairs together (spec/SPEC.md 6c); `start_on` the role the window left must start on (4b)."""
 
     name: str
     evict: Expr
@@ -304,6 +304,7 @@ class Policy:
     placeholder_tokens: int = 1
     pairs: str = "apart"
     summary_role: str = "user"  # the role of the summary a summarising stage writes (SPEC 4d)
+    start_on: Optional[str] = None  # a role: the stage also takes the leading spans it leaves up to one of that role
 
     def __post_init__(self):
         if self.effect not in EFFECTS:
@@ -320,6 +321,8 @@ class Policy:
             raise ValueError(f"order must be one of {', '.join(ORDERS)}")
         if self.pairs not in PAIRS:
             raise ValueError(f"pairs must be one of {', '.join(PAIRS)}")
+        if self.start_on is not None and self.start_on not in ROLES:
+            raise ValueError(f"start_on must be one of {', '.join(ROLES)}")
 
     def __repr__(self) -> str:
         shown = [f for f in fields(self) if f.repr and not (
@@ -368,8 +371,9 @@ def read_attributes(policy: Policy) -> frozenset:
     """The attributes the policy's expressions (evict, rank, keep, when, until) read."""
     return frozenset(node.name for e in stage_exprs(policy) for node in subexpressions(e) if isinstance(node, Attr))
 def uses_pairs(policy: Policy) -> bool:
-    """Whether the policy can tell tool-call pairs apart: it reads `role` or sets `pairs` (condition T1 applies)."""
-    return policy.pairs != "apart" or reads_attribute(policy, "role")
+    """Whether the policy can tell tool-call pairs apart: it reads `role`, sets `pairs` or `start_on` (condition T1
+    applies)."""
+    return policy.pairs != "apart" or policy.start_on is not None or reads_attribute(policy, "role")
 
 
 def reads_attribute(policy: Policy, name: str) -> bool:
@@ -381,8 +385,9 @@ ROLE_READERS = ("role", "turn", "from_end_in_role")  # attributes whose values d
 
 
 def reads_roles(policy: Policy) -> bool:
-    """Whether the policy can tell roles apart: it reads `role`, or a position that counts by role."""
-    return bool(read_attributes(policy) & set(ROLE_READERS))
+    """Whether the policy can tell roles apart: it reads `role` or a position that counts by role, or sets
+    `start_on`."""
+    return policy.start_on is not None or bool(read_attributes(policy) & set(ROLE_READERS))
 
 
 def read_positions(policy: Policy) -> tuple:

@@ -10,7 +10,7 @@ from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.actions import REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin
 from prunecheck.spec.policy import CONTENT_KINDS, IN_PLACE, ROLES, Policy, left_tokens
-from prunecheck.spec.stage import taken_effect, walk, window_order
+from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
 
 REVERSIBLE = "reversible"
 UNKNOWN = "reversibility unknown"
@@ -116,6 +116,11 @@ def window_env(policy: Policy, state: State, tokens: Optional[int] = None, spans
     if policy.budget is not None:
         env["budget"] = Fraction(policy.budget)
     return env
+
+
+def window_in_order(state: State) -> list:
+    """The live spans of the window namespace, in window order (place order, spec/SPEC.md §4d)."""
+    return sorted((s for s in state.spans if addressable(s)), key=window_order)
 
 
 def window_spans(state: State) -> int:
@@ -348,15 +353,18 @@ def pair_closure(policy: Policy, state: State, taken) -> list:
 def _evict(policy: Policy, state: State) -> tuple:
     """Step 2 of a compaction (the stage): the taken ids in order, and the window's tokens after them. Nothing when
     the trigger is false; otherwise each candidate in order is taken while the target is false in the state the ones
-    taken before it leave (the host's budget plays no part), then (pairs: together) the pair closure."""
+    taken before it leave (the host's budget plays no part), then start_on's leading spans and (pairs: together)
+    the pair closure."""
     tokens, spans = state.window_tokens(), window_spans(state)
     if not triggered(policy, state):
         return [], tokens
     ordered = stage_order(policy, state, [state.span(i) for i in candidates(policy, state)])
     taken, after = walk(policy, ordered, tokens, spans, lambda t, n: window_env(policy, state, t, n))
-    if policy.pairs != "together":
+    if policy.pairs != "together" and policy.start_on is None:
         return taken, after
-    taken = pair_closure(policy, state, taken)
+    taken = taken + start_on_taken(policy, window_in_order(state), set(taken), lambda s: kept(policy, state, s))
+    if policy.pairs == "together":
+        taken = pair_closure(policy, state, taken)
     for i in taken:
         tokens, spans = taken_effect(policy, state.span(i), tokens, spans)
     return taken, tokens

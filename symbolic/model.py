@@ -8,11 +8,11 @@ import z3
 
 from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, read_positions,
                                     summarises)
-from prunecheck.symbolic.compaction import stage_walk, summary_written, truncation
+from prunecheck.symbolic.compaction import stage_trigger, stage_walk, summary_written, truncation
 from prunecheck.symbolic.terms import (ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term,
                                       window_env)
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
-from prunecheck.symbolic.window_terms import before, pair_closure, position_terms
+from prunecheck.symbolic.window_terms import before, position_terms, stage_closures
 
 ACTIONS = ("append", "edit", "read", "pin", "unpin", "compact", "undo", "audit")
 # Constructors are prefixed so that SMT-LIB text stays unambiguous (`undo` is also a namespace).
@@ -317,8 +317,8 @@ class Model:
                 evicted.append(z3.And(cand[i], total - ahead_tokens > budget))
         else:
             evicted = cand
-        if self.policy.pairs == "together":
-            evicted = pair_closure(s, evicted, self.kept_terms(s, budget))
+        if self.policy.pairs == "together" or self.policy.start_on is not None:
+            evicted = stage_closures(s, self.policy, evicted, self.kept_terms(s, budget), stage_trigger(self, s, budget))
         summary = summary_written(self, s, evicted)
         return evicted, truncation(self, s, a, evicted, summary, budget), summary
 

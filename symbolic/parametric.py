@@ -91,9 +91,9 @@ class PairState:
 class PairAction:
     """The choices of one abstract step: the action, which ghost it touches, and the unobserved outcomes."""
 
-    def __init__(self, label: str, roles: bool = False, together: bool = False):
+    def __init__(self, label: str, roles: bool = False, together: bool = False, leads: bool = False):
         """together (`pairs: together`): also choose whether the partner outside the pair of r (its call r-1) and of
-        q (its result q+1) was taken."""
+        q (its result q+1) was taken; leads (`start_on`): whether each ghost is among the leading spans it takes."""
         c = lambda name, sort: z3.Const(f"{name}@{label}", sort)  # noqa: E731
         self.act = c("act", ACT["append"].sort())
         self.ghost = c("ghost", GhostSort)
@@ -116,6 +116,7 @@ class PairAction:
         # ghost when the policy is abstracted.
         self.dropped = {g: c(f"partner_kept_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
         self.kept = {g: c(f"kept_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
+        self.lead = {g: c(f"lead_{g}", z3.BoolSort()) for g in GHOSTS} if leads else None
 
     def variables(self) -> list:
         scalars = [self.act, self.ghost, self.alloc, self.target, self.restore, self.kind, self.tokens,
@@ -123,6 +124,7 @@ class PairAction:
         scalars += [self.role] if self.role is not None else []
         choices = (self.policy, self.chosen, self.truncate) + (
             (self.partner, self.dropped, self.kept) if self.partner is not None else ())
+        choices += (self.lead,) if self.lead is not None else ()
         return scalars + [d[g] for d in choices for g in GHOSTS]
 
 
@@ -150,6 +152,8 @@ class PairModel:
         self.masking = masks(policy)
         self.summarising = summarises(policy)
         self.summaries = self.summarising and self.positions  # ghosts know whether they are summaries
+        # start_on's leading spans are a choice per ghost; with the policy abstracted the free selection covers them.
+        self.leads = not free_policy and policy.start_on is not None
         # With a target (or the legacy ranked walk), whether each of the pair's candidates is taken is free (with
         # the policy abstracted the candidates are free anyway, and the model stays that of its free shape).
         ranked = policy.rank is not None and policy.budget is not None
@@ -160,7 +164,7 @@ class PairModel:
         return PairState(label, self.roles, self.positions, self.masking, self.summaries)
 
     def action(self, label: str) -> PairAction:
-        return PairAction(label, self.roles, self.together)
+        return PairAction(label, self.roles, self.together, self.leads)
 
     def encode_init(self, s: PairState) -> List:
         out = [s.clock == 0] + window_bounds(s)
@@ -251,6 +255,7 @@ class PairModel:
             candidate = z3.And(self.triggered(s), self.candidate(s, g, a)) if self.policy.when is not None \
                 else self.candidate(s, g, a)
             chosen[g] = z3.And(candidate, a.chosen[g]) if self.walked else candidate
+        chosen = self.start_on(s, a, chosen)
         if not self.together:
             return chosen
         pair, sp, other = self.is_pair(s), s.span, {"r": "q", "q": "r"}
@@ -261,6 +266,26 @@ class PairModel:
                            z3.Not(z3.And(unseen[g], a.dropped[g]))) for g in GHOSTS}
         return {g: z3.Or(stays[g], z3.And(s.in_window(g), z3.Not(kept[g]), z3.Or(
             z3.And(pair, stays[other[g]]), z3.And(unseen[g], a.partner[g])))) for g in GHOSTS}
+
+    def start_on(self, s: PairState, a: PairAction, chosen: dict) -> dict:
+        """Per ghost: `chosen` or among start_on's leading spans (SPEC 4b): the trigger held, it is left (in the
+        window, neither chosen nor kept), of another role, and no span left before it has start_on's role. For r that
+        last is unseen, a free choice (a.lead[r]: "clear before r"); for q it is "clear before r, and r is not a left
+        span of the role" when the spans before q are r and those before r, else free (a.lead[q])."""
+        if not self.leads:
+            return chosen
+        role, sp = R[self.policy.start_on], s.span
+        left = {g: z3.And(s.in_window(g), z3.Not(chosen[g]), z3.Not(self.kept(s, g, a))) for g in GHOSTS}
+        after_r, follows = z3.And(a.lead["r"], z3.Not(z3.And(left["r"], sp["r"]["role"] == role))), self.follows(s)
+        clear = {"r": a.lead["r"], "q": after_r if z3.is_true(follows) else z3.If(follows, after_r, a.lead["q"])}
+        return {g: z3.Or(chosen[g], z3.And(self.triggered(s), left[g], sp[g]["role"] != role, clear[g]))
+                for g in GHOSTS}
+
+    def follows(self, s: PairState):
+        """The spans before q in window order are r (when in the window) and the spans before r: ids are window
+        order (SPEC 1b) unless the policy summarises; a summary may stand at a place r left (SPEC 4d), so then
+        nothing is assumed."""
+        return z3.BoolVal(not self.summarising)
 
     def kept(self, s: PairState, g: str, a: PairAction):
         """The stage's `keep` on ghost g: a free choice when the policy is abstracted, false without a keep."""

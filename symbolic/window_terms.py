@@ -1,4 +1,5 @@
-"""Terms that relate a state's slots to each other: positions in the window (spec/SPEC.md §1b) and tool-call pairs."""
+"""Terms that relate a state's slots to each other: positions in the window (spec/SPEC.md §1b), role boundaries
+(start_on, §4b) and tool-call pairs."""
 
 from __future__ import annotations
 
@@ -69,3 +70,31 @@ def pair_closure(s, taken: list, kept: list) -> list:
     stays = [z3.And([taken[i]] + [z3.Not(z3.And(linked, kept[j])) for j, linked in partners[i]]) for i in range(n)]
     return [z3.Or([stays[i]] + [z3.And(s.in_window(i), s.is_pair(min(i, j)), stays[j]) for j, _ in partners[i]])
             for i in range(n)]
+
+
+def window_before(s, j: int, i: int):
+    """Slot j stands before slot i in window order (place order, SPEC 4d): a Python bool where places are the slot
+    indices, a z3 term where they are terms."""
+    return before(s, j, i)
+
+
+def start_on_terms(s, role, taken: list, kept: list, trigger) -> list:
+    """Per slot, `taken` with start_on's leading spans, as spec/stage.py start_on_taken: when the trigger holds, a
+    slot in the window, neither taken nor kept, of another role than `role`, with no such slot of `role` before it."""
+    n = len(taken)
+    left = [z3.And(s.in_window(i), z3.Not(taken[i]), z3.Not(kept[i])) for i in range(n)]
+    stops = [z3.And(left[j], s.role[j] == role) for j in range(n)]
+
+    def not_stopped_by(j, i):
+        order = window_before(s, j, i)
+        return z3.Not(stops[j]) if order is True else z3.Implies(order, z3.Not(stops[j]))
+    return [z3.Or(taken[i], z3.And([trigger, left[i], s.role[i] != role] + [
+        not_stopped_by(j, i) for j in range(n) if j != i and window_before(s, j, i) is not False])) for i in range(n)]
+
+
+def stage_closures(s, policy, taken: list, kept: list, trigger) -> list:
+    """Per slot, the stage's taken set after the walk: with start_on's leading spans (SPEC 4b), then closed under
+    pairs with `pairs: together` (SPEC 6c), in the runtime's order."""
+    if policy.start_on is not None:
+        taken = start_on_terms(s, R[policy.start_on], taken, kept, trigger)
+    return pair_closure(s, taken, kept) if policy.pairs == "together" else taken

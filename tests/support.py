@@ -94,6 +94,16 @@ STAGE_POLICIES = [
     "evict: role == 'tool_result'\nkeep: from_end < 1\npairs: together\nuntil: window_spans <= 2",
 ]
 
+# Policies with role boundaries (start_on, spec/SPEC.md 4b): after a plain walk, a trigger, a target with pairs, a
+# ranked masking walk, and a boundary that orphans results.
+START_ON = [
+    "evict: position < 1\nstart_on: user",
+    "evict: kind == 'summary'\nkeep: role == 'system'\nwhen: window_spans > 2\nstart_on: user",
+    "evict: true\nuntil: window_spans <= 3\npairs: together\nstart_on: assistant",
+    "evict: tokens >= 2\nrank: 0 - tokens\nbudget: 3\neffect: mask\nstart_on: user",
+    "evict: false\nstart_on: tool_result",
+]
+
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
 
 

@@ -16,7 +16,7 @@ from prunecheck.spec.runtime import (
 )
 from prunecheck.symbolic.terms import ENUM_CODES
 
-from support import POLICIES, POSITIONAL, STAGE_POLICIES, SUMMARY_POLICIES, TARGETED, model_policy, runs
+from support import POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, SUMMARY_POLICIES, TARGETED, model_policy, runs
 
 
 def _span_values(state: State, i: int) -> dict:
@@ -191,3 +191,26 @@ def test_only_a_summarising_policy_reading_positions_gets_the_summary_flag():
     assert not PairModel(model_policy(SUMMARY_POLICIES[3], Deployment())).summaries
     plain = PairModel(model_policy(POSITIONAL[0], Deployment()))
     assert "summary" not in plain.state("s").span["r"]
+@settings(max_examples=25)
+@given(runs(policies=START_ON))
+def test_runs_of_start_on_policies_project_onto_every_pair(run):
+    # start_on's leading spans (SPEC 4b): r leads iff nothing left before it has the role (a free choice), q as r says.
+    _check_projection(*run)
+
+
+# Runs where start_on takes r and q together, takes r but stops at q, is stopped before r by a span of the role,
+# skips a kept span, and takes a record left in the window.
+SYSTEM, USER, ASSISTANT = (Append("message", 1, role) for role in ("system", "user", "assistant"))
+CALL, RESULT = Append("message", 1, "tool_call"), Append("message", 1, "tool_result")
+START_ON_TARGETED = [
+    (START_ON[0], Deployment(), (ASSISTANT, CALL, RESULT, USER, Compact())),
+    (START_ON[4], Deployment(), (USER, CALL, RESULT, ASSISTANT, Compact())),
+    (START_ON[0], Deployment(), (SYSTEM, USER, CALL, RESULT, Compact())),
+    (START_ON[1], Deployment(records="window"), (SYSTEM, ASSISTANT, Edit(1, "transform"), Compact(), Audit())),
+    ("evict: false\nkeep: role == 'user'\nstart_on: user", Deployment(), (USER, ASSISTANT, USER, CALL, Compact())),
+]
+
+
+def test_targeted_runs_of_start_on_policies_project_onto_every_pair():
+    for text, deployment, actions in START_ON_TARGETED:
+        _check_projection(model_policy(text, deployment), actions)

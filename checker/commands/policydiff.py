@@ -135,10 +135,10 @@ def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraint
 
 
 def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout, rlimit: int = 0) -> Equivalence:
-    """Proved when deployment, budget, pairs and the stage's when, until and order are equal, the ranks agree on
-    every candidate (or neither a budget nor a target makes the rank matter), and the selections (evict and not keep)
-    agree on every valuation of the attribute vocabulary within its intervals: then every compaction has the same
-    candidates, trigger, order and target, so every run is the same run under both."""
+    """Proved when deployment, budget, pairs and the stage's when, until, order and start_on are equal, the ranks
+    agree on every candidate (or neither a budget nor a target makes the rank matter), and the selections (evict and
+    not keep) agree on every valuation of the attribute vocabulary within its intervals: then every compaction has
+    the same candidates, trigger, order and target, so every run is the same run under both."""
     keys = differing_deployment_keys(old, new)
     if keys:
         return Equivalence(False, f"deployments differ in {', '.join(keys)}")
@@ -151,9 +151,9 @@ def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout
         return Equivalence(False, f"budgets differ ({old.budget or 'none'} vs {new.budget or 'none'})")
     if old.pairs != new.pairs:
         return Equivalence(False, f"pairs differ ({old.pairs} vs {new.pairs}): their compactions take different spans")
-    if old.pairs == "together" and old.keep != new.keep:
-        return Equivalence(False, "the keeps differ and pairs are together: the closure reads keep")
-    stage = [key for key in ("when", "until", "order") if getattr(old, key) != getattr(new, key)]
+    if (old.pairs == "together" or old.start_on is not None) and old.keep != new.keep:
+        return Equivalence(False, "the keeps differ and pairs are together or start_on is set: both read keep")
+    stage = [key for key in ("when", "until", "order", "start_on") if getattr(old, key) != getattr(new, key)]
     if stage:  # not compared semantically: a witness search decides
         return Equivalence(False, f"the compaction stages differ in {', '.join(stage)}")
     ints, env, constraints = attribute_space(old.budget, POSITION_ATTRS if read_positions(old) + read_positions(new)

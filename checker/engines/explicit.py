@@ -40,9 +40,10 @@ def kind_representatives(policy: Policy) -> tuple:
 def role_representatives(policy: Policy) -> tuple:
     """Roles the policy names, plus one for all the others (`user` first, so a policy naming none keeps `user`);
     `turn` tells `user` from one other role, and `from_end_in_role` compares any two roles, so it keeps them all;
-    tool_call and tool_result when the policy uses pairs (it reads roles or sets `pairs`): they make pairs."""
+    tool_call and tool_result when the policy uses pairs (it reads roles or sets `pairs`): they make pairs. start_on
+    (SPEC 4b) keeps them all too: every role but its own leads, and pairs still matter."""
     read = read_attributes(policy)
-    if "from_end_in_role" in read:
+    if "from_end_in_role" in read or policy.start_on is not None:
         return ROLES
     named = representatives(policy, ROLES)  # always holds `user`, named or as the one for all the others
     named = named + ROLES[1:2] if "turn" in read and named == ("user",) else named

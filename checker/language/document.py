@@ -32,6 +32,8 @@ def policy_document(policy: Policy) -> dict:
         doc["summary_role"] = policy.summary_role
     if policy.pairs != "apart":
         doc["pairs"] = policy.pairs
+    if policy.start_on is not None:
+        doc["start_on"] = policy.start_on
     doc["deployment"] = policy.deployment.as_dict()
     return doc
 

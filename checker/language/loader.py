@@ -17,9 +17,9 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, SIZED, SUMMARY_ROLES, Acceptance, BoolLit,
-                                   Deployment,
-                                   DeploymentOverride, Loc, Origin, Policy, stage_exprs, with_override)
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, ROLES, SIZED, SUMMARY_ROLES,
+                                   Acceptance, BoolLit, Deployment, DeploymentOverride, Loc, Origin, Policy, stage_exprs,
+                                   with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
 from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items, kind_of, reason, scalar_locator,
@@ -31,7 +31,7 @@ from prunecheck.checker.language.typecheck import MAX_DIGITS, ORDER_WITH_RANK, c
 from prunecheck.checker.options import override_of
 
 TOP_KEYS = ("name", "description", "evict", "rank", "budget", "keep", "when", "until", "order", "effect",
-            "placeholder_tokens", "summary_role", "pairs", "deployment", "expect", "accept")
+            "placeholder_tokens", "summary_role", "pairs", "start_on", "deployment", "expect", "accept")
 ACCEPT_KEYS = ("condition", "reason")
 _INTEGER = re.compile(r"0|[1-9][0-9]*")
 
@@ -115,6 +115,14 @@ def _pairs(src: SourceText, node) -> str:
     value = string(src, node, "pairs")
     if value not in PAIRS:
         src.fail_at(f"pairs must be one of {', '.join(PAIRS)}, got `{value[:64]}`{suggestion(value, PAIRS)}", node)
+    return value
+
+
+def _start_on(src: SourceText, node) -> str:
+    """The `start_on` key: a role (SPEC 4b)."""
+    value = string(src, node, "start_on")
+    if value not in ROLES:
+        src.fail_at(f"start_on must be one of {', '.join(ROLES)}, got `{value[:64]}`{suggestion(value, ROLES)}", node)
     return value
 
 
@@ -202,6 +210,7 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
     effect, placeholder = _effect(src, fields)
     pairs = _pairs(src, fields["pairs"]) if "pairs" in fields else "apart"
     summary_role = _summary_role(src, fields, effect)
+    start_on = _start_on(src, fields["start_on"]) if "start_on" in fields else None
     deployment = _deployment(src, fields["deployment"]) if "deployment" in fields else Deployment()
     expect = _expect(src, fields["expect"]) if "expect" in fields else {}
     accepts = _accepts(src, fields["accept"]) if "accept" in fields else ()
@@ -223,6 +232,7 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         placeholder_tokens=placeholder,
         pairs=pairs,
         summary_role=summary_role,
+        start_on=start_on,
     )
     return policy, expect
 
@@ -266,6 +276,7 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
         placeholder_tokens=parts.placeholder_tokens,
         pairs=parts.pairs,
         summary_role=parts.summary_role,
+        start_on=parts.start_on,
     )
     return policy, parts.expect or {}, parts.floats
 
@@ -288,7 +299,8 @@ def _yaml_origin(src: SourceText, root: MappingNode) -> Origin:
     """The text and its keys' positions (the keys were checked: plain names, each once)."""
     keys = []
     for key, value in root.value:
-        keys.append((key.value, Loc(*src.pos((value if key.value in ("budget", "pairs") else key).start_mark.index))))
+        at = value if key.value in ("budget", "pairs", "start_on") else key
+        keys.append((key.value, Loc(*src.pos(at.start_mark.index))))
         if key.value == "deployment" and isinstance(value, MappingNode):
             keys += [(f"deployment.{sub.value}", Loc(*src.pos(subvalue.start_mark.index)))
                      for sub, subvalue in value.value]
@@ -304,8 +316,8 @@ def _python_origin(src: SourceText, parts) -> Origin:
     for node in ast.parse(src.text, "<policy>").body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
-            at = node.value if name in ("BUDGET", "PAIRS") else node
-            if name in ("BUDGET", "PAIRS", "DEPLOYMENT", "EFFECT"):
+            at = node.value if name in ("BUDGET", "PAIRS", "START_ON") else node
+            if name in ("BUDGET", "PAIRS", "START_ON", "DEPLOYMENT", "EFFECT"):
                 out.setdefault(name.lower(), Loc(at.lineno, at.col_offset + 1))
         if isinstance(node, ast.FunctionDef) and node.name in ("rank", "keep", "when", "until"):
             out[node.name] = Loc(node.lineno, node.col_offset + 1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, SIZED, SUMMARY_ROLES, Deployment
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, ROLES, SIZED, SUMMARY_ROLES, Deployment
 
 from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
@@ -72,6 +72,9 @@ def _properties() -> dict:
                                               "tokens (only with effect: mask, cut or summarise)"},
         "pairs": {"enum": list(PAIRS), "default": PAIRS[0],
                   "description": "together: a compaction that takes one span of a tool call and its result takes both"},
+        "start_on": {"enum": list(ROLES),
+                     "description": "a role: the compaction also takes the leading spans it leaves before the first "
+                                    "span of this role, so the window starts on it"},
         "deployment": _deployment(),
         "expect": {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
                    "additionalProperties": {"enum": list(VERDICTS)},

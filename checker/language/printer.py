@@ -283,6 +283,8 @@ def policy_yaml(policy) -> str:
     lines += [f"{key}: {value}" for key, value in _effect_items(policy)]
     if getattr(policy, "pairs", "apart") != "apart":
         lines.append(f"pairs: {policy.pairs}")
+    if getattr(policy, "start_on", None) is not None:
+        lines.append(f"start_on: {policy.start_on}")
     items = _deployment_items(policy)
     if items:
         lines.append("deployment:")
@@ -309,7 +311,7 @@ def _py_function(name: str, expr) -> str:
 
 def policy_python(policy) -> str:
     """A complete restricted-Python policy module for policy (docstring, NAME, BUDGET, DEPLOYMENT, ORDER, EFFECT,
-    PLACEHOLDER_TOKENS, PAIRS, evict, rank, keep, when, until)."""
+    PLACEHOLDER_TOKENS, PAIRS, START_ON, evict, rank, keep, when, until)."""
     parts = []
     if policy.description:
         parts.append(repr(policy.description) + "\n")  # a string first statement is the module docstring
@@ -319,6 +321,8 @@ def policy_python(policy) -> str:
     head += [f"{key.upper()} = {value!r}" for key, value in _effect_items(policy)]
     if getattr(policy, "pairs", "apart") != "apart":
         head.append(f"PAIRS = {policy.pairs!r}")
+    if getattr(policy, "start_on", None) is not None:
+        head.append(f"START_ON = {policy.start_on!r}")
     items = _deployment_items(policy)
     if items:
         head.append("DEPLOYMENT = {" + ", ".join(f"{k!r}: {v!r}" for k, v in items) + "}")

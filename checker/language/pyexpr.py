@@ -29,8 +29,7 @@ from prunecheck.checker.language.builder import Builder, is_literal, too_deep_me
 from prunecheck.checker.language.pyscan import PythonSource
 
 MODULE_CONSTANTS = ("NAME", "BUDGET", "EFFECT", "PLACEHOLDER_TOKENS", "SUMMARY_ROLE", "PAIRS", "DEPLOYMENT", "EXPECT",
-                    "ACCEPT",
-                    "ORDER")
+                    "ACCEPT", "ORDER", "START_ON")
 
 _ONLY_READS = "a policy may only read span.<attribute> and window.<attribute>"
 _ONLY_CALLS = "only min, max and abs may be called"

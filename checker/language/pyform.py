@@ -1,7 +1,7 @@
 """The restricted-Python policy form: read with ast.parse (which only builds a tree), never executed.
 
 A policy module holds an optional docstring (the description), the constants NAME, BUDGET, EFFECT,
-PLACEHOLDER_TOKENS, PAIRS, ORDER, DEPLOYMENT, EXPECT and ACCEPT (literals only; ACCEPT maps a condition to the reason it is accepted), `def evict(span, window):` and optionally
+PLACEHOLDER_TOKENS, PAIRS, START_ON, ORDER, DEPLOYMENT, EXPECT and ACCEPT (literals only; ACCEPT maps a condition to the reason it is accepted), `def evict(span, window):` and optionally
 `def rank(span, window):`.  Function bodies are if/elif/else chains of `return <expr>`; an
 `if t: return a` followed by the rest of the block becomes Cond(t, a, rest).  Everything else is
 refused with a PolicySyntaxError naming the construct at its line and column.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import EFFECTS, ORDERS, PAIRS, SIZED, SUMMARY_ROLES, Cond, Loc
+from prunecheck.spec.policy import EFFECTS, ORDERS, PAIRS, ROLES, SIZED, SUMMARY_ROLES, Cond, Loc
 
 from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
 from prunecheck.checker.language.builder import too_deep_message
@@ -45,6 +45,7 @@ class PyPolicyParts:
     placeholder_tokens: int = 1
     summary_role: str = "user"
     pairs: str = "apart"
+    start_on: Optional[str] = None  # START_ON's role; None when absent
     # (key, value, key Loc, value Loc) per DEPLOYMENT entry; None when DEPLOYMENT is absent
     deployment: Optional[List[Tuple[str, str, Loc, Loc]]] = None
     expect: Optional[Dict[str, str]] = None
@@ -111,8 +112,8 @@ class _Converter(ExpressionReader):
 
     def constant(self, stmt: ast.Assign, parts: PyPolicyParts, seen) -> None:
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
-            self.refuse(stmt, "assignment other than NAME, BUDGET, EFFECT, PLACEHOLDER_TOKENS, SUMMARY_ROLE, PAIRS, ORDER, "
-                        "DEPLOYMENT, EXPECT or "
+            self.refuse(stmt, "assignment other than NAME, BUDGET, EFFECT, PLACEHOLDER_TOKENS, SUMMARY_ROLE, PAIRS, START_ON, "
+                        "ORDER, DEPLOYMENT, EXPECT or "
                         "ACCEPT = <literal>")
         name = stmt.targets[0].id
         if name not in MODULE_CONSTANTS:
@@ -141,6 +142,10 @@ class _Converter(ExpressionReader):
             if not (isinstance(value, ast.Constant) and value.value in PAIRS):
                 self.fail(f"PAIRS must be one of the string literals {', '.join(map(repr, PAIRS))}", value)
             parts.pairs = value.value
+        elif name == "START_ON":
+            if not (isinstance(value, ast.Constant) and value.value in ROLES):
+                self.fail(f"START_ON must be one of the string literals {', '.join(map(repr, ROLES))}", value)
+            parts.start_on = value.value
         elif name == "DEPLOYMENT":
             parts.deployment = [(k, v, kl, vl) for k, v, kl, vl in self.string_dict(value, name)]
         elif name == "ACCEPT":
