@@ -219,3 +219,13 @@ def test_strategies_that_keep_the_newest_tool_results_are_violated_by_a_run_of_p
         assert r.verdict is Verdict.VIOLATED and r.engine is Method.RUNS, r.condition
         assert any(isinstance(a, Append) and a.result_tokens > 0 for a in r.trace.actions)
         confirm(policy, r.trace.actions, r.condition, None)
+
+
+def test_the_search_with_runs_goes_before_the_bounded_search_to_full_depth():
+    # For a policy counting more spans than the slots, the bounded search from depth 5 to 12 within the slots is
+    # not run for a condition the search with runs finds (SPEC §7d addendum, "Order").
+    policy = model_policy("evict: from_end >= 20", WINDOW)
+    (c1,) = check(policy, CheckOptions(depth=12, spans=6, only=("C1",), **BOUNDS)).results
+    assert c1.verdict is Verdict.VIOLATED and c1.engine is Method.RUNS
+    # Neither the bounded search to depth 12 nor Spacer (which ran when that search left C1 open) took part.
+    assert [run.engine for run in c1.stats.runs] == [Method.BMC, Method.INDUCTION] and c1.stats.runs[0].depth < 12
