@@ -101,7 +101,8 @@ def action_args(action: Action) -> dict:
             and not (key == "role" and getattr(action, key) == "user")}
 
 
-OPTIONAL_ARGS = ("role", "budget", "times", "result_tokens")  # what action_args leaves out at its default; always passed by name
+# What action_args leaves out at its default; always passed by name.
+OPTIONAL_ARGS = ("role", "budget", "times", "result_tokens")
 
 
 def action_text(action: Action, keywords: bool = False) -> str:

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from prunecheck.checker.check import check
 from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.engines.replay import confirm, replay
+from prunecheck.checker.engines.unknowns import counted_spans
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.itf import actions_of, trace_document
@@ -229,3 +230,9 @@ def test_the_search_with_runs_goes_before_the_bounded_search_to_full_depth():
     assert c1.verdict is Verdict.VIOLATED and c1.engine is Method.RUNS
     # Neither the bounded search to depth 12 nor Spacer (which ran when that search left C1 open) took part.
     assert [run.engine for run in c1.stats.runs] == [Method.BMC, Method.INDUCTION] and c1.stats.runs[0].depth < 12
+
+
+def test_a_count_within_one_role_asks_for_a_call_before_each_counted_result():
+    # `from_end_in_role >= 3` may count tool results, each right after its call: 2·3 + 3 spans, more than 6 slots.
+    assert counted_spans(model_policy("evict: role == 'tool_result' and from_end_in_role >= 3", WINDOW)) == 9
+    assert counted_spans(model_policy("evict: from_end >= 3 or from_end_in_role >= 1", WINDOW)) == 6
