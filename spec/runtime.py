@@ -8,7 +8,8 @@ from typing import Optional
 
 from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.actions import REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin
+from prunecheck.spec.actions import (REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, expand,
+                                     steps_of)
 from prunecheck.spec.policy import CONTENT_KINDS, IN_PLACE, ROLES, Policy, left_tokens
 from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
 
@@ -232,7 +233,9 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
         _require(action.role in ROLES, f"append of unknown role {action.role!r}")
         _require(action.role != "tool_result" or (answers_call(state) and action.times == 1),
                  "a tool result answers the newest span, which is not a tool call in the window")
-        _require(room is None or room >= action.times, "no span slot left")
+        _require(type(action.result_tokens) is int and action.result_tokens >= 0, "result tokens are an integer >= 0")
+        _require(action.result_tokens == 0 or action.role == "tool_call", "only tool calls are appended with results")
+        _require(room is None or room >= steps_of(action), "no span slot left")
     elif isinstance(action, Edit):
         _require(_exists(state, action.target), f"no span {action.target}")
         target = state.span(action.target)
@@ -266,9 +269,9 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
     now = state.step + 1
     host = policy.deployment.pins == "host"
     if isinstance(action, Append):
-        spans = tuple(Span(len(state.spans) + k, action.kind, "window", action.tokens, state.step + k + 1,
-                           state.step + k + 1, role=action.role) for k in range(action.times))
-        after = replace(state, step=state.step + action.times, spans=state.spans + spans)
+        spans = tuple(Span(len(state.spans) + k, one.kind, "window", one.tokens, state.step + k + 1,
+                           state.step + k + 1, role=one.role) for k, one in enumerate(expand(action)))
+        after = replace(state, step=state.step + len(spans), spans=state.spans + spans)
         return Transition(state, action, after, "ok")
     if isinstance(action, Edit):
         target = state.span(action.target)

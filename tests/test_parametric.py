@@ -3,6 +3,7 @@
 import z3
 from hypothesis import given, settings
 
+from prunecheck.spec.actions import expand
 from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, transition_violations
 from prunecheck.spec.policy import POSITION_ATTRS, Deployment, read_positions
 from prunecheck.symbolic.conditions import pair_violation
@@ -214,3 +215,10 @@ START_ON_TARGETED = [
 def test_targeted_runs_of_start_on_policies_project_onto_every_pair():
     for text, deployment, actions in START_ON_TARGETED:
         _check_projection(model_policy(text, deployment), actions)
+def test_a_run_of_call_result_pairs_projects_onto_every_pair_step_by_step():
+    # Append(times=n, result_tokens=m) stands for its single calls and results (spec.actions.expand), one step each:
+    # those are what the pair model's steps must project.
+    policy = model_policy("evict: role == 'tool_result' and from_end_in_role >= 2\npairs: together",
+                          Deployment(records="window"))
+    run = (Append("message", 2), Edit(0, "transform"), Append("message", 1, "tool_call", 3, 2), Compact(), Audit())
+    _check_projection(policy, tuple(single for action in run for single in expand(action)))

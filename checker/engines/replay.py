@@ -9,6 +9,7 @@ import z3
 from prunecheck.spec.conditions import state_violations, violations
 from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.symbolic.model import SymAction, SymState
+from prunecheck.symbolic.runs import RunAction
 from prunecheck.spec.policy import Policy
 from prunecheck.symbolic.terms import ENUM_NAMES
 from prunecheck.spec.runtime import (
@@ -48,6 +49,9 @@ def _bool(model: z3.ModelRef, term) -> bool:
 def decode_action(model: z3.ModelRef, a: SymAction):
     name = model.eval(a.act, model_completion=True).decl().name().removeprefix("do_")
     arg = _slot(model, a.arg)
+    if name == "append" and isinstance(a, RunAction) and _int(model, a.result) > 0:  # a run of pairs
+        return Append(_name(model, a.kind), _int(model, a.tokens), "tool_call", _int(model, a.pairs),
+                      _int(model, a.result))
     if name == "append":
         return Append(_name(model, a.kind), _int(model, a.tokens), _name(model, a.role), _int(model, a.times))
     if name == "edit":

@@ -13,7 +13,7 @@ from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Poli
 from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, addressable, is_candidate, is_pair, present, span_env, triggered, window_env,
 )
-from prunecheck.spec.actions import action_text
+from prunecheck.spec.actions import action_text, paired
 
 from prunecheck.checker.language.locate import deployment_location, expression_start, key_locations
 from prunecheck.checker.language.printer import to_text
@@ -185,6 +185,11 @@ def step_label(policy: Policy, t: Transition) -> str:
     if isinstance(a, Append):
         role = f", role {a.role}" if roles else ""
         what = f"({a.kind}{role}, {a.tokens} token{'s' * (a.tokens != 1)}"
+        if paired(a):
+            first = len(before.spans)
+            return (f"spans #{first}-#{len(after.spans) - 1} ({a.kind}, {a.times} tool call{'s' * (a.times != 1)} of "
+                    f"{a.tokens} token{'s' * (a.tokens != 1)}, each followed by its result of {a.result_tokens} "
+                    f"token{'s' * (a.result_tokens != 1)}) enter the window (steps {before.step + 1}-{after.step})")
         if a.times != 1:
             first = len(before.spans)
             return (f"spans #{first}-#{first + a.times - 1} {what} each) enter the window, {a.times} in a row "
