@@ -14,6 +14,8 @@ class Append:
     tokens: int
     role: str = "user"
     times: int = 1
+    tool: str = ""  # the tool's name, "" = unnamed (spec/SPEC.md §1c)
+    tag: str = ""  # a label the host attaches, "" = unnamed
     name = "append"
 
 
@@ -89,10 +91,11 @@ def action_args(action: Action) -> dict:
     return {key: getattr(action, key) for key in action.__dataclass_fields__
             if not (isinstance(action, Compact) and getattr(action, key) is None)
             and not (key == "times" and getattr(action, key) == 1)
-            and not (key == "role" and getattr(action, key) == "user")}
+            and not (key == "role" and getattr(action, key) == "user")
+            and not (key in ("tool", "tag") and getattr(action, key) == "")}
 
 
-OPTIONAL_ARGS = ("role", "budget", "times")  # what action_args leaves out at its default; always passed by name
+OPTIONAL_ARGS = ("role", "budget", "times", "tool", "tag")  # what action_args leaves out at its default; always passed by name
 
 
 def action_text(action: Action, keywords: bool = False) -> str:

@@ -14,7 +14,7 @@ from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.symbolic.lemmas import candidate_lemmas
 from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
-from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_CHOICES, POSITION_ATTRS, Attr, Policy, has_effects, read_positions,
+from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_KEYS, POSITION_ATTRS, Attr, Policy, has_effects, read_positions,
                                     subexpressions)
 from prunecheck.spec.stage import selection
 from prunecheck.spec.runtime import Compact, State, addressable, is_candidate, present, span_env
@@ -102,7 +102,7 @@ class PolicyDiff:
 
 
 def differing_deployment_keys(old: Policy, new: Policy) -> tuple:
-    return tuple(key for key in DEPLOYMENT_CHOICES
+    return tuple(key for key in DEPLOYMENT_KEYS
                  if getattr(old.deployment, key) != getattr(new.deployment, key))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import List, Optional, Sequence
 
 import z3
@@ -9,7 +10,7 @@ import z3
 from prunecheck.spec.conditions import state_violations, violations
 from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.symbolic.model import SymAction, SymState
-from prunecheck.spec.policy import Policy
+from prunecheck.spec.policy import NAME_ATTRS, Policy, mentioned_names, name_of
 from prunecheck.symbolic.terms import ENUM_NAMES
 from prunecheck.spec.runtime import (
     ActionRefused, Append, Audit, Compact, Edit, EditInfo, Pin, Read, Span, State, Transition, Undo, Unpin, step,
@@ -49,7 +50,8 @@ def decode_action(model: z3.ModelRef, a: SymAction):
     name = model.eval(a.act, model_completion=True).decl().name().removeprefix("do_")
     arg = _slot(model, a.arg)
     if name == "append":
-        return Append(_name(model, a.kind), _int(model, a.tokens), _name(model, a.role), _int(model, a.times))
+        names = {attr: name_of(table, _int(model, getattr(a, attr))) for attr, table in a.names}
+        return Append(_name(model, a.kind), _int(model, a.tokens), _name(model, a.role), _int(model, a.times), **names)
     if name == "edit":
         return Edit(arg, "destroy" if _bool(model, a.destroy) else "transform")
     if name == "undo":
@@ -71,9 +73,10 @@ def decode_state(model: z3.ModelRef, s: SymState) -> State:
         f = {name: _value(model, values[i]) for name, values in s.fields.items()}
         if not f["used"]:
             break
+        names = {attr: name_of(table, f[attr]) for attr, table in s.names}
         spans.append(Span(i, f["kind"], f["ns"], f["tokens"], f["created"], f["last_read"],
                           f["reads"], f["pinned"], f["edited"], f["version"], f["alive"], f["role"],
-                          f.get("masked", False)))
+                          masked=f.get("masked", False), **names))
         if f["kind"] == "record":
             edits.append(EditInfo(i, i + 1, f["target"], "destroy" if f["destroy"] else "transform",
                                   f["rversion"], f["prior_kind"], f["prior_edited"], f["undone"]))
@@ -103,12 +106,22 @@ def first_violation(policy: Policy, transitions: Sequence[Transition], condition
     return None
 
 
+def tracked_names(policy: Policy, state: State) -> State:
+    """The state with tool names and tags as the models track them: "" for an attribute the policy does not read
+    (its models have no such field; records may still carry the deployment's record_tool)."""
+    read = {attr for attr, _table in mentioned_names(policy)}
+    blank = {attr: "" for attr in NAME_ATTRS if attr not in read}
+    if not blank or not any(getattr(s, attr) for s in state.spans for attr in blank):
+        return state
+    return replace(state, spans=tuple(replace(s, **blank) for s in state.spans))
+
+
 def confirm(policy: Policy, actions: Sequence, condition: str, max_spans: int,
             symbolic_states: Optional[Sequence[State]] = None) -> List[Transition]:
     """Replay a symbolic counterexample; it must violate `condition` exactly at its last step, else ReplayMismatch."""
     transitions = replay(policy, actions, max_spans)
     if symbolic_states is not None:
-        runtime_states = [State()] + [t.after for t in transitions]
+        runtime_states = [tracked_names(policy, s) for s in [State()] + [t.after for t in transitions]]
         for index, (sym, real) in enumerate(zip(symbolic_states, runtime_states)):
             if sym != real:
                 raise ReplayMismatch(f"state {index} differs between the z3 model and the runtime: "

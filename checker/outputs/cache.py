@@ -14,7 +14,7 @@ from typing import Optional
 
 from prunecheck.spec.conditions import CONDITIONS, applicable
 from prunecheck.spec.errors import PrunecheckError
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, UNLISTED_AT_DEFAULT
+from prunecheck.spec.policy import DEPLOYMENT_KEYS, UNLISTED_AT_DEFAULT
 from prunecheck.spec.actions import ACTION_TYPES, OPTIONAL_ARGS
 
 from prunecheck.checker.engines.certificate import Status, dumps
@@ -131,12 +131,12 @@ def report_from_json(doc, reasons) -> Report:
     _expect(isinstance(versions, dict) and set(versions) == set(VERSION_KEYS)
             and all(isinstance(v, str) for v in versions.values()), "bad versions")
     deployment, overridden = doc.get("deployment"), doc.get("deployment_overridden")
-    _expect(isinstance(deployment, dict) and set(deployment) <= set(DEPLOYMENT_CHOICES)
-            and set(DEPLOYMENT_CHOICES) - set(deployment) <= set(UNLISTED_AT_DEFAULT)
+    _expect(isinstance(deployment, dict) and set(deployment) <= set(DEPLOYMENT_KEYS)
+            and set(DEPLOYMENT_KEYS) - set(deployment) <= set(UNLISTED_AT_DEFAULT)
             and all(isinstance(v, str) for v in deployment.values()), "bad deployment")
-    _expect(isinstance(overridden, list) and all(k in DEPLOYMENT_CHOICES for k in overridden),
+    _expect(isinstance(overridden, list) and all(k in DEPLOYMENT_KEYS for k in overridden),
             "bad deployment_overridden")
-    deployment = {key: deployment[key] for key in DEPLOYMENT_CHOICES if key in deployment}  # stored sorted
+    deployment = {key: deployment[key] for key in DEPLOYMENT_KEYS if key in deployment}  # stored sorted
     _expect(isinstance(reasons, dict) and set(reasons) == set(conditions), "reasons do not match its conditions")
     results = tuple(_result(c, conditions[c], doc["spans"], reasons[c]) for c in conditions)
     stats = doc.get("stats", {"conditions": {}})
