@@ -20,6 +20,7 @@ from prunecheck.spec.policy import (
     DEPLOYMENT_CHOICES,
     ENUM_VALUES,
     KIND,
+    NAME_ATTRS,
     NAMESPACE,
     NUM,
     ORDERS,
@@ -78,8 +79,10 @@ def _decimal(numerator: int, places: int) -> Num:
 
 
 def deployments() -> st.SearchStrategy:
-    """Every Deployment: each of records, rationale, pins, audit, undo and record_role drawn from DEPLOYMENT_CHOICES."""
-    return st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
+    """Every Deployment: each of records, rationale, pins, audit, undo and record_role drawn from DEPLOYMENT_CHOICES,
+    record_tool from NAME_POOL."""
+    return st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()},
+                     record_tool=st.sampled_from(NAME_POOL))
 
 
 def numbers(positive: bool = False) -> st.SearchStrategy:
@@ -145,6 +148,8 @@ def _literals(type_: str, depth: int, python: bool = False) -> st.SearchStrategy
 
 _NUM_SHAPES = ("leaf", "arith", "divide", "negate", "abs", "minmax", "cond")
 _BOOL_SHAPES = ("leaf", "compare", "bool_eq", "enum_compare", "in", "not", "connective", "cond")
+# Tool names and tags the generated policies, deployments and traces use (spec/SPEC.md 1c: any name is allowed).
+NAME_POOL = ("", "browse", "edit", "agents_md")
 _ENUM_SHAPES = ("attr", "cond")
 
 
@@ -232,7 +237,9 @@ def _draw_bool(draw, depth: int, m: "_Mode"):
         op = draw(st.sampled_from(("==", "!=")))
         return Binary(op, _draw_bool(draw, d, m), _draw_bool(draw, d, m))
     if shape == "enum_compare":
-        type_ = draw(st.sampled_from((KIND, NAMESPACE, ROLE)))
+        type_ = draw(st.sampled_from((KIND, NAMESPACE, ROLE, NAME_ATTRS)))
+        if type_ == NAME_ATTRS:  # drawn last, so that shrinking prefers the fixed enumerations
+            return _draw_names(draw)
         op = draw(st.sampled_from(("==", "!=")))
         left = _draw_enum(draw, type_, d, m)
         form = draw(st.sampled_from(("name", "name_first", "operands")))
@@ -253,6 +260,15 @@ def _draw_bool(draw, depth: int, m: "_Mode"):
         op = draw(st.sampled_from(BOOL_OPS))
         return Binary(op, _draw_bool(draw, d, m), _draw_bool(draw, d, m))
     return Cond(_draw_bool(draw, d, m), _draw_bool(draw, d, m), _draw_bool(draw, d, m))
+
+
+def _draw_names(draw):
+    """A tool name or tag compared with names: `tool == 'browse'`, `'edit' != tag`, `tool in ['', 'edit']`."""
+    attr, form = Attr(draw(st.sampled_from(NAME_ATTRS))), draw(st.sampled_from(("==", "!=", "first", "in")))
+    if form == "in":
+        return InSet(attr, tuple(EnumLit(n) for n in draw(st.lists(st.sampled_from(NAME_POOL), min_size=1, max_size=3))))
+    name = EnumLit(draw(st.sampled_from(NAME_POOL)))
+    return Binary(draw(st.sampled_from(("==", "!="))), name, attr) if form == "first" else Binary(form, attr, name)
 
 
 @st.composite
@@ -380,8 +396,10 @@ def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_
         name = draw(st.sampled_from([n for n in ACTION_TYPES if n in by_name]))  # compact, audit: never empty
         if name == "append":
             roles = [r for r in ROLES if r != "tool_result" or answers_call(state)]  # a result answers a call
-            action = Append(draw(st.sampled_from(CONTENT_KINDS)), draw(st.integers(1, max_tokens)),
-                            draw(st.sampled_from(roles)))
+            role = draw(st.sampled_from(roles))
+            tool = state.spans[-1].tool if role == "tool_result" else draw(st.sampled_from(NAME_POOL))
+            action = Append(draw(st.sampled_from(CONTENT_KINDS)), draw(st.integers(1, max_tokens)), role,
+                            tool=tool, tag=draw(st.sampled_from(NAME_POOL)))
         elif name == "compact":
             action = Compact(draw(st.none() | st.integers(1, state.window_tokens() + 1)))
         else:

@@ -146,8 +146,8 @@ class _Checker(Walker):
                 if got != BOOL:
                     self.fail(f"cannot apply {op} to {got}", node)
             return BOOL
-        if op in EQUALITY and (_name_attr(node.left) or _name_attr(node.right)):
-            return self.names(node, (node.right,) if _name_attr(node.left) else (node.left,))
+        if op in EQUALITY and (_is_name(node.left) or _is_name(node.right)):
+            return self.names(node, (node.right,) if _is_name(node.left) else (node.left,))
         if op in EQUALITY:
             left_ctx, right_ctx = _context_typed(node.left), _context_typed(node.right)
             if left_ctx and right_ctx:
@@ -176,15 +176,15 @@ class _Checker(Walker):
         """A tool name or tag compared with string literals (any names: an open enumeration, spec/SPEC.md 1c)."""
         for value in literals:
             if not isinstance(value, EnumLit):
-                self.fail(f"`{shown(node)}`: a {_name_attr(node)} is compared with a string, got `{shown(value)}`",
-                          value)
+                attr = node.arg if isinstance(node, InSet) else node.left if _is_name(node.left) else node.right
+                self.fail(f"`{shown(node)}`: a {attr.name} is compared with a string, got `{shown(value)}`", value)
             problem = name_problem(value.value)
             if problem:
                 self.fail(problem, value)
         return BOOL
 
     def in_set(self, node, expected) -> str:
-        if _name_attr(node.arg) and node.values:
+        if _is_name(node.arg) and node.values:
             return self.names(node, node.values)
         if _context_typed(node.arg):
             self.fail("the left side of `in` must be an attribute or expression, not an enum name", node)
@@ -234,15 +234,9 @@ class _Checker(Walker):
         return then
 
 
-def _name_attr(node) -> str:
-    """`tool` or `tag` if node is that attribute, or a comparison of it; "" otherwise."""
-    if isinstance(node, Attr) and node.name in NAME_ATTRS:
-        return node.name
-    if isinstance(node, InSet):
-        return _name_attr(node.arg)
-    if hasattr(node, "op") and node.op in EQUALITY:
-        return _name_attr(node.left) or _name_attr(node.right)
-    return ""
+def _is_name(node) -> bool:
+    """node is the attribute `tool` or `tag`."""
+    return isinstance(node, Attr) and node.name in NAME_ATTRS
 
 
 def _article(t: str) -> str:

@@ -14,7 +14,7 @@ from typing import Optional
 
 from prunecheck.spec.conditions import CONDITIONS, applicable
 from prunecheck.spec.errors import PrunecheckError
-from prunecheck.spec.policy import DEPLOYMENT_KEYS, UNLISTED_AT_DEFAULT
+from prunecheck.spec.policy import DEPLOYMENT_KEYS, NAME_ATTRS, UNLISTED_AT_DEFAULT, name_problem
 from prunecheck.spec.actions import ACTION_TYPES, OPTIONAL_ARGS
 
 from prunecheck.checker.engines.certificate import Status, dumps
@@ -60,6 +60,7 @@ def _action(entry, where: str):
     # The runtime applies any count in one step, so a forged huge count costs nothing; it is bounded to stay printable.
     _expect("times" not in args or (_integer(args["times"]) and 1 <= args["times"] < 10 ** MAX_TIMES_DIGITS),
             f"{where}: times must be an integer from 1 to 10^{MAX_TIMES_DIGITS} - 1")
+    _expect(all(not name_problem(args[attr]) for attr in NAME_ATTRS if attr in args), f"{where}: bad tool name or tag")
     return cls(**args)
 
 
