@@ -49,7 +49,7 @@ class PairState:
         window's span count, and the ghosts' masked flags; names: the tool/tag fields (codes, spec/SPEC.md 1c) with
         their mentioned names (only for a policy that needs them: the pair model of any other policy stays what it
         was)."""
-        self.label = label
+        self.label, self.names = label, names
         self.clock = z3.Int(f"clock@{label}")
         self.window_tokens = z3.Int(f"window_tokens@{label}")
         fields = {**FIELDS, **(ROLE_FIELD if roles else {}), **(MASKED_FIELD if masked else {}),

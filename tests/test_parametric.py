@@ -4,7 +4,7 @@ import z3
 from hypothesis import given, settings
 
 from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, transition_violations
-from prunecheck.spec.policy import POSITION_ATTRS, Deployment, read_positions
+from prunecheck.spec.policy import POSITION_ATTRS, Deployment, name_code, read_positions
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, MASKED_FIELD, ROLE_FIELD, PairModel, PairState
@@ -14,19 +14,19 @@ from prunecheck.spec.runtime import (
 )
 from prunecheck.symbolic.terms import ENUM_CODES
 
-from support import POLICIES, POSITIONAL, STAGE_POLICIES, TARGETED, model_policy, runs
+from support import NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, TARGETED, model_policy, runs
 
 
-def _span_values(state: State, i: int) -> dict:
+def _span_values(state: State, i: int, names: tuple = ()) -> dict:
     if i >= len(state.spans):
-        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD}}
+        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD, **dict(names)}}
     span = state.span(i)
     edit = state.edit(i)
     return {"used": True, "alive": span.alive, "kind": ENUM_CODES["kind"][span.kind],
             "ns": ENUM_CODES["namespace"][span.namespace], "tokens": span.tokens, "created": span.created,
             "last_read": span.last_read, "reads": span.reads, "pinned": span.pinned, "edited": span.edited,
             "version": span.version, "undone": bool(edit and edit.undone), "role": ENUM_CODES["role"][span.role],
-            "masked": span.masked}
+            "masked": span.masked, **{attr: name_code(table, getattr(span, attr)) for attr, table in names}}
 
 
 def _project(ps: PairState, state: State, r: int) -> list:
@@ -37,7 +37,7 @@ def _project(ps: PairState, state: State, r: int) -> list:
             values = positions(state, state.span(i)) if i < len(state.spans) else {}
             out += [var == int(values[name]) for name, var in ps.counters[g].items() if name in values]
     for g, i in zip(GHOSTS, (r, r + 1)):
-        for name, value in _span_values(state, i).items():
+        for name, value in _span_values(state, i, ps.names).items():
             if name not in ps.span[g]:  # a role or mask, in a model whose policy reads none
                 continue
             var = ps.span[g][name]
@@ -158,3 +158,22 @@ def test_targeted_runs_of_policies_reading_positions_project_onto_every_pair():
 @given(runs(policies=STAGE_POLICIES))
 def test_runs_of_stage_policies_project_onto_every_pair(run):
     _check_projection(*run)
+
+
+@settings(max_examples=25)
+@given(runs(policies=NAMED))
+def test_runs_of_policies_reading_tool_names_and_tags_project_onto_every_pair(run):
+    # Names are codes (mentioned names, 0 for the rest), the result's tool is its call's, records get record_tool's.
+    _check_projection(*run)
+
+
+def test_targeted_runs_with_tool_names_project_onto_every_pair():
+    calls = (Append("message", 1, "tool_call", tool="browse"), Append("message", 2, "tool_result", tool="browse"),
+             Append("message", 1, "tool_call", tool="zz", tag="agents_md"),
+             Append("message", 1, "tool_result", tool="zz"))
+    for text in NAMED:
+        for deployment in (Deployment(records="window", rationale="window", record_tool="edit"), Deployment()):
+            _check_projection(model_policy(text, deployment), calls + (Edit(0, "transform"), Compact(), Compact(1)))
+    assert PairModel(model_policy(NAMED[0], Deployment())).state("s").span["r"]["tool"].sort() == z3.IntSort()
+    old = PairModel(model_policy(POLICIES[0], Deployment()))
+    assert old.state("s").variables() == PairState("s").variables()

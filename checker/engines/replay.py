@@ -10,7 +10,7 @@ import z3
 from prunecheck.spec.conditions import state_violations, violations
 from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.symbolic.model import SymAction, SymState
-from prunecheck.spec.policy import NAME_ATTRS, Policy, mentioned_names, name_of
+from prunecheck.spec.policy import NAME_ATTRS, Policy, mentioned_names, name_code, name_of
 from prunecheck.symbolic.terms import ENUM_NAMES
 from prunecheck.spec.runtime import (
     ActionRefused, Append, Audit, Compact, Edit, EditInfo, Pin, Read, Span, State, Transition, Undo, Unpin, step,
@@ -107,13 +107,16 @@ def first_violation(policy: Policy, transitions: Sequence[Transition], condition
 
 
 def tracked_names(policy: Policy, state: State) -> State:
-    """The state with tool names and tags as the models track them: "" for an attribute the policy does not read
-    (its models have no such field; records may still carry the deployment's record_tool)."""
-    read = {attr for attr, _table in mentioned_names(policy)}
-    blank = {attr: "" for attr in NAME_ATTRS if attr not in read}
-    if not blank or not any(getattr(s, attr) for s in state.spans for attr in blank):
-        return state
-    return replace(state, spans=tuple(replace(s, **blank) for s in state.spans))
+    """The state with tool names and tags as the models track them (spec/SPEC.md 1c): a name the policy mentions
+    as itself, any other as unmentioned_name, and "" for an attribute the policy does not read (its models have no
+    such field; records may still carry the deployment's record_tool)."""
+    tables = dict(mentioned_names(policy))
+
+    def seen(attr: str, name: str) -> str:
+        return name_of(tables[attr], name_code(tables[attr], name)) if attr in tables else ""
+
+    spans = tuple(replace(s, **{attr: seen(attr, getattr(s, attr)) for attr in NAME_ATTRS}) for s in state.spans)
+    return state if spans == state.spans else replace(state, spans=spans)
 
 
 def confirm(policy: Policy, actions: Sequence, condition: str, max_spans: int,

@@ -17,12 +17,13 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, DEPLOYMENT_KEYS, DEPLOYMENT_NAMES, deployment_value_problem, EFFECTS, IN_PLACE, ORDERS, PAIRS, Acceptance, BoolLit, Deployment,
-                                   DeploymentOverride, Loc, Origin, Policy, stage_exprs, with_override)
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, DEPLOYMENT_KEYS, DEPLOYMENT_NAMES, EFFECTS, IN_PLACE, ORDERS, PAIRS,
+                                   Acceptance, BoolLit, Deployment, DeploymentOverride, Loc, Origin, Policy,
+                                   deployment_value_problem, stage_exprs, with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
-from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items, kind_of, reason, scalar_locator,
-                                               string)
+from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items, joined_surrogates, kind_of, reason,
+                                               scalar_locator, string)
 from prunecheck.checker.language.pyform import check_python_arithmetic, parse_python_policy, python_expect
 from prunecheck.checker.language.source_text import (EXTENSIONS, SourceText, decode_policy_bytes, display_name,
                                                      form_of, read_policy_file)
@@ -49,7 +50,7 @@ def _expression(src: SourceText, node, what: str, builder: Builder):
             src.fail_at(f"`{node.value}` is a YAML 1.1 boolean: write true or false", node)
         loc = Loc(*src.pos(node.start_mark.index))
         return builder.make(BoolLit, node.value.lower() == "true", loc=loc)
-    return parse_expr(node.value, src.file, scalar_locator(src, node), builder=builder)
+    return parse_expr(joined_surrogates(src, node, node.value), src.file, scalar_locator(src, node), builder=builder)
 
 
 def _budget(src: SourceText, node, what: str = "budget") -> int:
