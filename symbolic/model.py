@@ -151,12 +151,13 @@ class Model:
     """The policy's transition system unrolled over `n` slots; encode_* functions return constraints."""
 
     def __init__(self, policy: Policy, n: int, tag: str = "", token_domain=None, accelerate: bool = False,
-                 repeat_domain=None, clock_targets=()):
+                 repeat_domain=None, clock_targets=(), names=None):
         """token_domain: if given, appends carry only these token counts (to compare with the explicit engine);
         repeat_domain likewise restricts an accelerated read's or audit's `times` to these counts, or to those that
         end at one of clock_targets.
         accelerate: a read or audit step may stand for any number of repetitions (its `times`), so the clock of an
-        unrolled state is a term, not the numeral k; the reachable states are the same (spec/SPEC.md §7)."""
+        unrolled state is a term, not the numeral k; the reachable states are the same (spec/SPEC.md §7).
+        names: the tool/tag tables (default mentioned_names(policy)); two models driven by one action share theirs."""
         self.policy, self.n, self.tag = policy, n, tag
         self.accelerate = accelerate
         self.token_domain = None if token_domain is None else tuple(token_domain)
@@ -164,7 +165,7 @@ class Model:
         self.clock_targets = tuple(clock_targets) if self.repeat_domain is not None else ()
         self.dep = policy.deployment
         self.masking = masks(policy)
-        self.names = mentioned_names(policy)
+        self.names = mentioned_names(policy) if names is None else names
         self.run_appends = False  # an append may add several spans (symbolic/runs.py)
         self.slots = slot_sort(n)[1]
         self._policy_terms: dict = {}

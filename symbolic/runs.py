@@ -56,8 +56,9 @@ def run_lengths(policy: Policy) -> tuple:
 class RunState(SymState):
     """A state whose slots also carry `count`, the number of equal spans each stands for (1 but for appended runs)."""
 
-    def __init__(self, k, n: int, counts: tuple, tag: str = "", variables: bool = True, masking: bool = False):
-        super().__init__(k, n, tag, variables=variables, masking=masking)
+    def __init__(self, k, n: int, counts: tuple, tag: str = "", variables: bool = True, masking: bool = False,
+                 names: tuple = ()):
+        super().__init__(k, n, tag, variables=variables, masking=masking, names=names)
         self.counts = counts
         self.fields["count"] = [z3.Int(f"{tag}count{i}@{k}") if variables else None for i in range(n)]
 
@@ -81,10 +82,10 @@ class RunModel(Model):
         self.run_appends = True
 
     def state(self, k) -> RunState:
-        return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking)
+        return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking, names=self.names)
 
     def generic_state(self, label: str) -> RunState:
-        return RunState(label, self.n, self.counts, self.tag, masking=self.masking)
+        return RunState(label, self.n, self.counts, self.tag, masking=self.masking, names=self.names)
 
     def encode_init(self, s: RunState) -> list:
         out = super().encode_init(s)

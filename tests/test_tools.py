@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 
 from prunecheck import cli
+from prunecheck.checker.cli import main
+from prunecheck.checker.commands import policydiff
 from prunecheck.checker.check import check
 from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.explicit import domains_for
@@ -194,3 +196,15 @@ def test_an_itf_trace_writes_names_only_when_set_and_reads_them_back():
     states[1]["mbt::nondetPicks"]["tool"] = "a\u202eb"
     with pytest.raises(TraceFormatError):
         actions_of({"states": states})
+
+
+@pytest.mark.parametrize("new, outcome", [("role == 'tool_call' and 'browse' == tool", "equivalent"),
+                                          ("tool in ['browse', 'edit'] and role == 'tool_call'", "different")])
+def test_diff_codes_both_policies_names_alike(tmp_path, new, outcome):
+    old_path, new_path = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old_path.write_text("name: old\nevict: tool == 'browse' and role == 'tool_call'\n")
+    new_path.write_text(f"name: new\nevict: {new}\n")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["diff", *CLI_BOUNDS, "--depth", "4", "--spans", "3", str(old_path), str(new_path)], out, err,
+                extra_commands={"diff": (policydiff.add_parser, policydiff.run)})
+    assert f"outcome: {outcome}" in out.getvalue() and err.getvalue() == "" and code in (0, 1)
