@@ -17,7 +17,7 @@ from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
 from prunecheck.checker.options import CheckOptions
-from prunecheck.checker.outputs.itf import actions_of, itf_states
+from prunecheck.checker.outputs.itf import actions_of, itf_states, trace_document
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.actions import action_text
 from prunecheck.spec.errors import PolicySyntaxError, TraceFormatError
@@ -28,6 +28,7 @@ from prunecheck.symbolic.model import Model
 
 from conftest import BOUNDS, CLI_BOUNDS, HOUR, RLIMIT
 from support import NAMED, agree, engines_agree, model_policy, policy_error, runs
+from test_itf_py import assert_itf_py_reads_our_states
 
 NOT_THE_EDIT_TOOL = "name: not-the-edit-tool\nevict: tool != 'edit'\n"
 
@@ -208,3 +209,12 @@ def test_diff_codes_both_policies_names_alike(tmp_path, new, outcome):
     code = main(["diff", *CLI_BOUNDS, "--depth", "4", "--spans", "3", str(old_path), str(new_path)], out, err,
                 extra_commands={"diff": (policydiff.add_parser, policydiff.run)})
     assert f"outcome: {outcome}" in out.getvalue() and err.getvalue() == "" and code in (0, 1)
+
+
+def test_itf_py_reads_a_trace_whose_spans_have_names():
+    policy = _policy("name: t\nevict: tool == 'browse'\n", records="window", record_tool="edit")
+    _, transitions = _run(policy, (Append("message", 1, "tool_call", tool="browse"),
+                                   Append("message", 1, "tool_result", tool="browse"), Append("message", 1, tag="x"),
+                                   Edit(2, "transform"), Compact()))
+    document = json.loads(json.dumps(trace_document(policy, {}, transitions, {})))
+    assert_itf_py_reads_our_states(policy, transitions, document)
