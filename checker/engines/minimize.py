@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy
+from prunecheck.spec.policy import CONTENT_KINDS, NAME_ATTRS, ROLES, Policy
 from prunecheck.spec.runtime import (
     REPEATABLE, ActionRefused, Append, Compact, Edit, Pin, Read, State, Undo, Unpin, host_budgets, step,
 )
@@ -70,14 +70,15 @@ def violation_prefix(policy: Policy, actions: Sequence, condition: str, max_span
 
 def _simpler_choices(action) -> list:
     """Per value of one action, its simpler alternatives, simplest first: fewer tokens, earlier kinds and roles,
-    transform, fewer repetitions."""
+    no tool name or tag, transform, fewer repetitions."""
     fewer = [("times", list(range(1, min(action.times, MAX_TOKEN_TRIES + 1))))] \
         if isinstance(action, REPEATABLE) and action.times > 1 else []
     if isinstance(action, Append):
         tokens = list(range(1, min(action.tokens, MAX_TOKEN_TRIES + 1)))
         kinds = CONTENT_KINDS[:CONTENT_KINDS.index(action.kind)] if action.kind in CONTENT_KINDS else ()
         roles = ROLES[:ROLES.index(action.role)] if action.role in ROLES else ()
-        return [("tokens", tokens), ("kind", list(kinds)), ("role", list(roles))] + fewer
+        unnamed = [(attr, [""]) for attr in NAME_ATTRS if getattr(action, attr)]  # a tool name or tag: none
+        return [("tokens", tokens), ("kind", list(kinds)), ("role", list(roles))] + unnamed + fewer
     if isinstance(action, REPEATABLE):
         return fewer
     if isinstance(action, Edit) and action.mode == "destroy":
