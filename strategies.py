@@ -415,8 +415,9 @@ def traces(policy: Policy, max_steps: int = 10, max_spans: Optional[int] = 8, *,
            max_times: int = 3) -> st.SearchStrategy:
     """Lists of at most max_steps runtime actions, each enabled (see spec.runtime.enabled_actions) in the state
     the previous ones reach from State() under policy with max_spans; each step draws the action name first,
-    then its arguments (appends carry 1..max_tokens tokens and any role the state enables; a compaction has no host budget or one of 1 up to the
-    window's tokens + 1; a read or audit is repeated 1..max_times times, one action standing for that many steps:
+    then its arguments (appends carry 1..max_tokens tokens, any role the state enables, and a tool name and tag from
+    NAME_POOL, a result its call's tool; a compaction has no host budget or one of 1 up to the window's tokens + 1;
+    a read or audit is repeated 1..max_times times, one action standing for that many steps:
     spec.runtime.real_steps counts them; max_times=1 draws single steps only)."""
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
         raise ValueError(f"max_steps must be an integer >= 0, got {max_steps!r}")

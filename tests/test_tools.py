@@ -7,17 +7,18 @@ import re
 import pytest
 from hypothesis import given, settings
 
-from prunecheck import cli
 from prunecheck.checker.cli import main
 from prunecheck.checker.commands import policydiff
 from prunecheck.checker.check import check
 from prunecheck.checker.engines.certificate import Status, confirm_certificate
-from prunecheck.checker.engines.explicit import domains_for
+from prunecheck.checker.engines.explicit import domains_for, explore
 from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
 from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.itf import actions_of, itf_states, trace_document
+from prunecheck.checker.outputs.reason_doc import ReasonFormatError, reason_from_json, reason_json
+from prunecheck.checker.outputs.reasons import domains_text
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.actions import action_text
 from prunecheck.spec.errors import PolicySyntaxError, TraceFormatError
@@ -139,7 +140,7 @@ def test_a_type_error_about_names_exits_2_with_file_line_and_column(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("name: t\nevict: tool > 1\n")
     out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["check", str(path)] + CLI_BOUNDS, out, err) == 2
+    assert main(["check", str(path)] + CLI_BOUNDS, out, err) == 2
     assert err.getvalue().count("\n") == 1 and f"{path}:2:8:" in err.getvalue()
 
 
@@ -218,3 +219,14 @@ def test_itf_py_reads_a_trace_whose_spans_have_names():
                                    Edit(2, "transform"), Compact()))
     document = json.loads(json.dumps(trace_document(policy, {}, transitions, {})))
     assert_itf_py_reads_our_states(policy, transitions, document)
+
+
+def test_the_explicit_engines_name_domains_survive_a_reason_document():
+    policy = _policy("name: t\nevict: tool == 'browse' and tag != 'a b'\n", records="window", record_tool="edit")
+    (result,) = explore(policy, 2, 3, ["C1"])
+    doc = json.loads(json.dumps(reason_json(result.reason)))
+    assert reason_from_json(doc) == result.reason
+    assert "tools {'', 'browse', 'edit'}, tags {'', 'a b'}" in domains_text(result.reason.clauses[0].domains)
+    doc["clauses"][0]["domains"]["names"]["tag"] = ["a\nb"]
+    with pytest.raises(ReasonFormatError):
+        reason_from_json(doc)
