@@ -17,6 +17,8 @@ class Append:
     role: str = "user"
     times: int = 1
     result_tokens: int = 0
+    tool: str = ""  # the tool's name, "" = unnamed (spec/SPEC.md §1c)
+    tag: str = ""  # a label the host attaches, "" = unnamed
     name = "append"
 
     def __repr__(self) -> str:
@@ -98,11 +100,12 @@ def action_args(action: Action) -> dict:
             if not (isinstance(action, Compact) and getattr(action, key) is None)
             and not (key == "times" and getattr(action, key) == 1)
             and not (key == "result_tokens" and getattr(action, key) == 0)
-            and not (key == "role" and getattr(action, key) == "user")}
+            and not (key == "role" and getattr(action, key) == "user")
+            and not (key in ("tool", "tag") and getattr(action, key) == "")}
 
 
 # What action_args leaves out at its default; always passed by name.
-OPTIONAL_ARGS = ("role", "budget", "times", "result_tokens")
+OPTIONAL_ARGS = ("role", "budget", "times", "result_tokens", "tool", "tag")
 
 
 def action_text(action: Action, keywords: bool = False) -> str:

@@ -60,8 +60,8 @@ class RunState(SymState):
     """A state whose slots also carry `count`, the number of equal spans each stands for (1 but for appended runs)."""
 
     def __init__(self, k, n: int, counts: tuple, tag: str = "", variables: bool = True, masking: bool = False,
-                 placing: bool = False):
-        super().__init__(k, n, tag, variables=variables, masking=masking, placing=placing)
+                 placing: bool = False, names: tuple = ()):
+        super().__init__(k, n, tag, variables=variables, masking=masking, placing=placing, names=names)
         self.counts = counts
         self.fields["count"] = [z3.Int(f"{tag}count{i}@{k}") if variables else None for i in range(n)]
         # Slot i is half of a run of pairs: its calls (the results in slot i+1) or its results (the calls in i-1).
@@ -82,8 +82,8 @@ class RunAction(SymAction):
     """An action of the model with runs: besides SymAction's, an append's `result` tokens (0: no pairs; m >= 1: a
     run of `pairs` calls each followed by its result of m tokens, `times` = 2·pairs real steps)."""
 
-    def __init__(self, k, n: int, tag: str = ""):
-        super().__init__(k, n, tag)
+    def __init__(self, k, n: int, tag: str = "", names: tuple = ()):
+        super().__init__(k, n, tag, names)
         self.result = z3.Int(f"{tag}aresult@{k}")
         self.pairs = z3.Int(f"{tag}apairs@{k}")
 
@@ -97,13 +97,15 @@ class RunModel(Model):
         self.run_appends = True
 
     def state(self, k) -> RunState:
-        return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking, placing=self.placing)
+        return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking, placing=self.placing,
+                        names=self.names)
 
     def generic_state(self, label: str) -> RunState:
-        return RunState(label, self.n, self.counts, self.tag, masking=self.masking, placing=self.placing)
+        return RunState(label, self.n, self.counts, self.tag, masking=self.masking, placing=self.placing,
+                        names=self.names)
 
     def action(self, k) -> RunAction:
-        return RunAction(k, self.n, self.tag)
+        return RunAction(k, self.n, self.tag, self.names)
 
     def encode_init(self, s: RunState) -> list:
         out = super().encode_init(s)
@@ -176,7 +178,8 @@ class RunModel(Model):
         t.fields["paired"][i] = z3.If(first, a.result >= 1, z3.Or(second, s.paired[i]))
         results = {"used": True, "alive": True, "kind": a.kind, "ns": NS["window"],
                    "tokens": a.result, "created": now, "last_read": now, "reads": 0, "pinned": False,
-                   "edited": False, "version": 0, "role": R["tool_result"], "masked": False}
+                   "edited": False, "version": 0, "role": R["tool_result"], "masked": False,
+                   **{attr: getattr(a, attr) for attr, _table in self.names}}  # a result names its call's tool
         for name, value in results.items():
             if name in t.fields:
                 t.fields[name][i] = z3.If(second, value, t.fields[name][i])

@@ -7,6 +7,7 @@ from typing import Sequence
 
 import z3
 
+from prunecheck.spec.policy import name_code
 from prunecheck.symbolic.model import ACT, CONTENT, R, SymAction, slot_sort
 from prunecheck.symbolic.runs import RunAction
 
@@ -26,11 +27,18 @@ def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
     if name == "append":
         out.append((a.kind, list(CONTENT)))
         out.append((a.role, list(R.values())))
+        out += [(getattr(a, attr), [z3.IntVal(k) for k in _name_preference(table)]) for attr, table in a.names]
     if name == "edit":
         out.append((a.destroy, [z3.BoolVal(False), z3.BoolVal(True)]))
     if name == "compact":
         out.append((a.hosted, [z3.BoolVal(False), z3.BoolVal(True)]))
     return out
+
+
+def _name_preference(names: tuple) -> list:
+    """A tool name's or tag's codes, unnamed ("") first, then the unmentioned names, then the rest in order."""
+    unnamed = name_code(names, "")
+    return [unnamed] + [k for k in range(len(names) + 1) if k != unnamed]
 
 
 def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymAction], model: z3.ModelRef,

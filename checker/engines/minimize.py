@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Optional, Sequence
 
 from prunecheck.spec.actions import steps_of
-from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy
+from prunecheck.spec.policy import CONTENT_KINDS, NAME_ATTRS, ROLES, Policy
 from prunecheck.spec.runtime import (
     REPEATABLE, ActionRefused, Append, Compact, Edit, Pin, Read, State, Undo, Unpin, host_budgets, step,
 )
@@ -71,7 +71,7 @@ def violation_prefix(policy: Policy, actions: Sequence, condition: str, max_span
 
 def _simpler_choices(action) -> list:
     """Per value of one action, its simpler alternatives, simplest first: fewer tokens (of calls' results too),
-    earlier kinds and roles, transform, fewer repetitions."""
+    earlier kinds and roles, no tool name or tag, transform, fewer repetitions."""
     fewer = [("times", list(range(1, min(action.times, MAX_TOKEN_TRIES + 1))))] \
         if isinstance(action, REPEATABLE) and action.times > 1 else []
     if isinstance(action, Append):
@@ -79,7 +79,9 @@ def _simpler_choices(action) -> list:
         kinds = CONTENT_KINDS[:CONTENT_KINDS.index(action.kind)] if action.kind in CONTENT_KINDS else ()
         roles = ROLES[:ROLES.index(action.role)] if action.role in ROLES else ()
         results = list(range(1, min(action.result_tokens, MAX_TOKEN_TRIES + 1)))
-        return [("tokens", tokens), ("result_tokens", results), ("kind", list(kinds)), ("role", list(roles))] + fewer
+        unnamed = [(attr, [""]) for attr in NAME_ATTRS if getattr(action, attr)]  # a tool name or tag: none
+        return ([("tokens", tokens), ("result_tokens", results), ("kind", list(kinds)), ("role", list(roles))]
+                + unnamed + fewer)
     if isinstance(action, REPEATABLE):
         return fewer
     if isinstance(action, Edit) and action.mode == "destroy":

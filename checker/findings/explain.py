@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
+from prunecheck.spec.policy import (NAME_ATTRS, NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
                                     uses_pairs)
 from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, addressable, is_candidate, is_pair, present, span_env, triggered, window_env,
@@ -178,12 +178,17 @@ def _truncated_label(policy: Policy, a: Compact) -> str:
     return f"truncated to {_budget_words(policy, a)}{moved}: "
 
 
+def _names(written) -> str:
+    """An appended span's or a record's tool name and tag, where set (spec/SPEC.md 1c)."""
+    return "".join(f", {attr} {getattr(written, attr)!r}" for attr in NAME_ATTRS if getattr(written, attr))
+
+
 def step_label(policy: Policy, t: Transition) -> str:
     """What one step changed in the edit/record graph."""
     a, before, after = t.action, t.before, t.after
     roles = reads_roles(policy) or uses_pairs(policy)  # roles are named where the policy tells roles or pairs apart
     if isinstance(a, Append):
-        role = f", role {a.role}" if roles else ""
+        role = (f", role {a.role}" if roles else "") + _names(a)
         what = f"({a.kind}{role}, {a.tokens} token{'s' * (a.tokens != 1)}"
         if paired(a):
             first = len(before.spans)
@@ -198,7 +203,8 @@ def step_label(policy: Policy, t: Transition) -> str:
     if isinstance(a, Edit):
         info = after.edits[-1]
         record, rationale = after.span(info.record), after.span(info.rationale)
-        pinned = (f", role {record.role}" if roles else "") + (", pinned by the host" if record.pinned else "")
+        pinned = (f", role {record.role}" if roles else "") + _names(record) + (
+            ", pinned by the host" if record.pinned else "")
         return (f"edit {info.record}: {a.mode} #{a.target} (now {after.span(a.target).kind}); record #{info.record} "
                 f"in the {record.namespace} namespace{pinned}; rationale #{info.rationale} in the "
                 f"{rationale.namespace} namespace")
