@@ -6,11 +6,10 @@ from typing import List
 
 import z3
 
-from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, mentioned_names,
-                                    name_code, read_positions, summarises)
+from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, mentioned_names, read_positions, summarises)
 from prunecheck.symbolic.compaction import stage_trigger, stage_walk, summary_written, truncation
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term
-from prunecheck.symbolic.span_terms import attribute_env, name_guards
+from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
 from prunecheck.symbolic.window_terms import before, position_terms, stage_closures
 
@@ -451,11 +450,7 @@ class Model:
             becomes("masked", (born, False), (masked_now, True), (restored_here, False))
         if self.placing:
             becomes("place", *summary(summary_place), (born, z3.IntVal(i)))
-        for attr, table in self.names:  # records and rationale: the edit tool's name, no tag
-            edit_tool = dep.record_tool if attr == "tool" else ""
-            becomes(attr, (appended, getattr(a, attr)),
-                    (z3.Or(record_here, rationale_here), z3.IntVal(name_code(table, edit_tool))),
-                    *summary(z3.IntVal(name_code(table, ""))))
+        write_names(becomes, self.names, dep.record_tool, a, appended, z3.Or(record_here, rationale_here), summary)
 
     # The status's terms, for condition C4 (symbolic/conditions.py) and the theorems.
 

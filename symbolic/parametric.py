@@ -16,8 +16,8 @@ import z3
 
 from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R
-from prunecheck.symbolic.span_terms import attribute_env, name_guards
-from prunecheck.spec.policy import (IN_PLACE, POSITION_ATTRS, Policy, masks, mentioned_names, name_code, read_positions,
+from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
+from prunecheck.spec.policy import (IN_PLACE, POSITION_ATTRS, Policy, masks, mentioned_names, read_positions,
                                     reads_roles, summarises)
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term, window_env
 
@@ -400,10 +400,7 @@ class PairModel:
             becomes("masked", (born, False), (masked_now, True), (restored, False))
         if self.summaries:
             becomes("summary", *summary(True), (born, False))
-        for attr, table in self.names:  # records and rationale: the edit tool's name, no tag; a summary: unnamed
-            edit_tool = z3.IntVal(name_code(table, dep.record_tool if attr == "tool" else ""))
-            becomes(attr, (appended, getattr(a, attr)), (z3.Or(record_here, rationale_here), edit_tool),
-                    *summary(z3.IntVal(name_code(table, ""))))
+        write_names(becomes, self.names, dep.record_tool, a, appended, z3.Or(record_here, rationale_here), summary)
         return removes_record
 
     def _removes(self, s: PairState, a: PairAction, g: str, is_: dict, taken: tuple):

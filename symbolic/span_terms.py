@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import z3
 
+from prunecheck.spec.policy import name_code
 from prunecheck.symbolic.terms import Frac, window_env
 
 
@@ -19,6 +20,15 @@ class NameValue:
 def name_guards(a, names: tuple) -> list:
     """An append's tool and tag codes range over 0..N (0: every unmentioned name)."""
     return [z3.And(getattr(a, attr) >= 0, getattr(a, attr) <= len(table)) for attr, table in names]
+
+
+def write_names(becomes, names: tuple, record_tool: str, a, appended, edit_written, summary) -> None:
+    """The tool and tag fields a step writes (SPEC 1c): an append's codes, the edit tool's name and no tag for a
+    record or rationale, no name for a summary (`summary(value)`: its cases)."""
+    for attr, table in names:
+        edit_name = record_tool if attr == "tool" else ""
+        becomes(attr, (appended, getattr(a, attr)), (edit_written, z3.IntVal(name_code(table, edit_name))),
+                *summary(z3.IntVal(name_code(table, ""))))
 
 
 def attribute_env(clock, span: dict, window_tokens: Frac, budget, window_spans=None, positions=None,

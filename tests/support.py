@@ -1,6 +1,10 @@
 """Helpers the test modules share: the parse-error position check and runs of the z3 model pinned to the runtime."""
 
+import dataclasses
+
 import z3
+
+import itf_py  # in the test extra, not skipped when absent: the promise that itf-py reads our traces rests on it
 from hypothesis import strategies as st
 
 from prunecheck.checker.engines.bmc import check_bounded
@@ -11,9 +15,9 @@ from prunecheck.checker.engines.replay import decode_state, tracked_names
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.spec.conditions import applicable, state_violations, violations
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, ROLES, Deployment, mentioned_names, name_code
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, ROLES, Deployment, masks, mentioned_names, name_code
 from prunecheck.spec.runtime import (
-    Append, Audit, Compact, Edit, Pin, Read, State, Undo, Unpin, enabled, enabled_actions, step,
+    Append, Audit, Compact, Edit, Pin, Read, State, Undo, Unpin, enabled, enabled_actions, status, step,
 )
 from prunecheck.spec.actions import action_args
 from prunecheck.symbolic.conditions import violation_at
@@ -286,3 +290,28 @@ def policy_error(text: str) -> PolicySyntaxError:
         assert "\n" not in str(exc), f"not one line: {exc}"
         return exc
     raise AssertionError(f"accepted: {text!r}")
+
+
+def _itf_records(values) -> list:
+    return [dict(record._asdict()) for record in values]
+
+
+def assert_itf_py_reads_our_states(policy, transitions, document):
+    """itf-py's reading of each state equals the runtime's state, its action and the action's arguments."""
+    trace = itf_py.trace_from_json(document)
+    assert trace.vars == document["vars"] and len(trace.states) == len(transitions) + 1
+    runs = [(State(), "init", {}, "ok", frozenset())] + [
+        (t.after, t.action.name, action_args(t.action), t.outcome, frozenset(violations(policy, t)))
+        for t in transitions]
+    for got, (state, action, args, outcome, bad) in zip(trace.states, runs):
+        values = got.values
+        assert values["step"] == state.step
+        shown = [{k: v for k, v in dataclasses.asdict(s).items()
+                  if (masks(policy) or k != "masked") and (k != "place" or s.place != s.id)
+                  and not (k in ("tool", "tag") and v == "")} for s in state.spans]
+        assert _itf_records(values["spans"]) == shown  # `masked` only with masks, `place` only a summary's, names if set
+        assert _itf_records(values["edits"]) == [dataclasses.asdict(e) for e in state.edits]
+        assert values["status"] == status(policy, state) and values["outcome"] == outcome
+        assert values["violations"] == bad
+        assert values["mbt::actionTaken"] == action
+        assert dict(values["mbt::nondetPicks"]._asdict()) == args

@@ -1,10 +1,8 @@
 """ITF traces are read by itf-py, the Python reader of Apalache and Quint traces, into the states prunecheck runs."""
 
-import dataclasses
 import io
 import json
 
-import itf_py  # in the test extra, not skipped when absent: the promise that itf-py reads our traces rests on it
 import pytest
 
 from prunecheck import cli
@@ -12,13 +10,11 @@ from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.outputs.itf import read_trace_file, trace_document
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.engines.replay import replay
-from prunecheck.spec.conditions import violations
-from prunecheck.spec.policy import masks
-from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Read, State, status
-from prunecheck.spec.actions import action_args
+from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Read
 
 from conftest import CLI_BOUNDS
 from policy_table import EXAMPLES
+from support import assert_itf_py_reads_our_states
 
 SMALL = ["--depth", "6", "--spans", "4", "--no-prove"]
 
@@ -28,31 +24,6 @@ def _write_traces(policy_file, out_dir):
                     io.StringIO(), io.StringIO())
     assert code in (0, 1, 3)
     return sorted(out_dir.glob("*.itf.json"))
-
-
-def _records(values) -> list:
-    return [dict(record._asdict()) for record in values]
-
-
-def assert_itf_py_reads_our_states(policy, transitions, document):
-    """itf-py's reading of each state equals the runtime's state, its action and the action's arguments."""
-    trace = itf_py.trace_from_json(document)
-    assert trace.vars == document["vars"] and len(trace.states) == len(transitions) + 1
-    runs = [(State(), "init", {}, "ok", frozenset())] + [
-        (t.after, t.action.name, action_args(t.action), t.outcome, frozenset(violations(policy, t)))
-        for t in transitions]
-    for got, (state, action, args, outcome, bad) in zip(trace.states, runs):
-        values = got.values
-        assert values["step"] == state.step
-        shown = [{k: v for k, v in dataclasses.asdict(s).items()
-                  if (masks(policy) or k != "masked") and (k != "place" or s.place != s.id)
-                  and not (k in ("tool", "tag") and v == "")} for s in state.spans]
-        assert _records(values["spans"]) == shown  # `masked` only with masks, `place` only a summary's, names if set
-        assert _records(values["edits"]) == [dataclasses.asdict(e) for e in state.edits]
-        assert values["status"] == status(policy, state) and values["outcome"] == outcome
-        assert values["violations"] == bad
-        assert values["mbt::actionTaken"] == action
-        assert dict(values["mbt::nondetPicks"]._asdict()) == args
 
 
 def _check_file(path):

@@ -28,8 +28,8 @@ from prunecheck.strategies import policy_json
 from prunecheck.symbolic.model import Model
 
 from conftest import BOUNDS, CLI_BOUNDS, HOUR, RLIMIT
-from support import NAMED, agree, engines_agree, model_policy, policy_error, runs
-from test_itf_py import assert_itf_py_reads_our_states
+from support import (NAMED, agree, assert_itf_py_reads_our_states, engines_agree, model_policy, policy_error,
+                     runs)
 
 NOT_THE_EDIT_TOOL = "name: not-the-edit-tool\nevict: tool != 'edit'\n"
 
