@@ -27,6 +27,7 @@ from prunecheck.spec.policy import (
     ROLE,
     ROLES,
     SPAN_ATTRS,
+    SUMMARY_ROLES,
     WINDOW_ATTRS,
     Attr,
     Binary,
@@ -303,6 +304,8 @@ def _stage(draw, max_depth: int, with_budget: bool, ranked: bool, python: bool) 
             out[key] = draw(window_conditions(with_budget))
     if not ranked:
         out["order"] = draw(st.sampled_from(ORDERS))
+    if draw(st.integers(0, 3)) == 0:  # a role boundary, on about a quarter of the stages
+        out["start_on"] = draw(st.sampled_from(ROLES))
     return out
 
 
@@ -325,11 +328,12 @@ def _policies(draw, max_depth: int, deployment, python: bool, stage: bool = True
         chosen = draw(deployment)
     name = draw(policy_names())
     keys = draw(_stage(max_depth, with_budget, rank is not None, python)) if stage and draw(st.booleans()) else {}
-    effect, placeholder = draw(st.one_of(st.just(("evict", 1)), st.tuples(st.sampled_from(("mask", "cut")),
+    effect, placeholder = draw(st.one_of(st.just(("evict", 1)), st.tuples(st.sampled_from(("mask", "cut", "summarise")),
                                                                            st.integers(1, 3))))
+    summary_role = draw(st.sampled_from(SUMMARY_ROLES)) if effect == "summarise" else "user"
     pairs = draw(st.sampled_from(PAIRS))
     text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen, effect=effect,
-                              placeholder_tokens=placeholder, pairs=pairs, **keys))
+                              placeholder_tokens=placeholder, pairs=pairs, summary_role=summary_role, **keys))
     return parse_policy_text(text, f"{name}.yaml")
 
 
@@ -340,8 +344,8 @@ def policies(
     """Parsed, type-checked Policies: evict (depth <= max_depth), optional rank, optional budget in 2..12
     (`budget` is referenced only when set), an effect (evict, or mask to 1..3 placeholder tokens), `pairs` apart or
     together, and a deployment (drawn, fixed, or from the given strategy). With stage (the default), about half of
-    them also set some of the compaction stage's keep, when, until and order (window_conditions); stage=False draws
-    the policies of before the stage.
+    them also set some of the compaction stage's keep, when, until, order and start_on (window_conditions);
+    stage=False draws the policies of before the stage.
 
     Each is printed to YAML and read back with parse_policy_text, so the real parser accepts every one; with
     python, the expressions are those of expressions(python=True), which the Python form accepts too.

@@ -30,7 +30,8 @@ from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS, applicable
-from prunecheck.spec.policy import COMPARE_OPS, ORDERS, PAIRS, ROLES, read_positions, reads_attribute, reads_roles, uses_pairs
+from prunecheck.spec.policy import (COMPARE_OPS, ORDERS, PAIRS, ROLES, SUMMARY_ROLES, read_positions, reads_attribute,
+                                    reads_roles, uses_pairs)
 from prunecheck.strategies import deployments, policies
 
 DEPTH, SPANS, STATES = 4, 4, 200_000
@@ -44,11 +45,13 @@ VOCABULARY = {
     "keep": lambda p: p.keep is not None,
     "order: newest": lambda p: p.order != "oldest",
     "effect: mask": lambda p: p.effect == "mask",
+    "effect: summarise": lambda p: p.effect == "summarise",
     "reads masked": lambda p: reads_attribute(p, "masked"),
     "evicted: logged": lambda p: p.deployment.evicted == "logged",
     "pairs: together": lambda p: p.pairs == "together",
     "roles (role, turn, from_end_in_role)": reads_roles,
-    "T1 applies (pairs or role)": uses_pairs,
+    "start_on": lambda p: p.start_on is not None,
+    "T1 applies (pairs, role or start_on)": uses_pairs,
 }
 
 
@@ -113,8 +116,12 @@ def vocabulary_policies(draw):
     joined = f"{draw(_VOCABULARY_ATOMS)} {draw(st.sampled_from(('or', 'and')))} {draw(_VOCABULARY_ATOMS)}"
     lines = ["name: vocabulary", f"evict: \"{joined}\""] + _stage_lines(draw)
     if draw(st.booleans()):
-        lines += ["effect: mask", f"placeholder_tokens: {draw(st.integers(1, 2))}"]
+        effect = draw(st.sampled_from(("mask", "summarise")))
+        lines += [f"effect: {effect}", f"placeholder_tokens: {draw(st.integers(1, 2))}"]
+        lines += [f"summary_role: {draw(st.sampled_from(SUMMARY_ROLES))}"] if effect == "summarise" else []
     lines.append(f"pairs: {draw(st.sampled_from(PAIRS))}")
+    if draw(st.integers(0, 3)) == 0:
+        lines.append(f"start_on: {draw(st.sampled_from(ROLES))}")
     return parse_policy_text("\n".join(lines) + "\n", "vocabulary.yaml", draw(deployments()))
 
 

@@ -168,8 +168,10 @@ DEPLOYMENT_CHOICES = {
 }
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
 UNLISTED_AT_DEFAULT = {"evicted": "destroyed"}
-EFFECTS = ("evict", "mask", "cut")
+EFFECTS = ("evict", "mask", "cut", "summarise")
 IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
+SIZED = IN_PLACE + ("summarise",)  # effects that read placeholder_tokens (a summary's tokens for summarise)
+SUMMARY_ROLES = ("user", "assistant", "system")  # a summary is a message, never half of a tool-call pair (SPEC 4d)
 
 
 @dataclass(frozen=True, repr=False)
@@ -273,7 +275,7 @@ ORDERS = ("oldest", "newest")  # the compaction stage's candidate order without 
 PAIRS = ("apart", "together")  # the `pairs` key: whether a compaction takes a tool call and its result together
 # Policy fields left out of its repr at these defaults, so that an old policy's hash (its repr's) stays the same.
 QUIET_POLICY_DEFAULTS = {"keep": None, "when": None, "until": None, "order": "oldest", "effect": "evict",
-                         "placeholder_tokens": 1, "pairs": "apart"}
+                         "placeholder_tokens": 1, "pairs": "apart", "summary_role": "user", "start_on": None}
 
 
 @dataclass(frozen=True, repr=False)
@@ -281,7 +283,7 @@ class Policy:
     """A parsed, type-checked pruning policy; `evict` selects candidates, `rank` orders them (lower first); `keep`,
     `when`, `until` and `order` are the rest of the compaction stage (spec/SPEC.md 4b); `effect` says what happens to
     the spans the stage takes (evicted, or masked to `placeholder_tokens` tokens; spec/SPEC.md 4c); `pairs` whether
-    it takes tool-call pairs together (spec/SPEC.md 6c)."""
+    it takes tool-call pairs together (spec/SPEC.md 6c); `start_on` the role the window left must start on (4b)."""
 
     name: str
     evict: Expr
@@ -301,18 +303,26 @@ class Policy:
     effect: str = "evict"
     placeholder_tokens: int = 1
     pairs: str = "apart"
+    summary_role: str = "user"  # the role of the summary a summarising stage writes (SPEC 4d)
+    start_on: Optional[str] = None  # a role: the stage also takes the leading spans it leaves up to one of that role
 
     def __post_init__(self):
         if self.effect not in EFFECTS:
             raise ValueError(f"effect must be one of {', '.join(EFFECTS)}")
         if type(self.placeholder_tokens) is not int or self.placeholder_tokens < 1:
             raise ValueError("placeholder_tokens is an integer >= 1")
-        if self.effect not in IN_PLACE and self.placeholder_tokens != 1:
-            raise ValueError("placeholder_tokens is only for effect: mask or cut")
+        if self.effect not in SIZED and self.placeholder_tokens != 1:
+            raise ValueError("placeholder_tokens is only for effect: mask, cut or summarise")
+        if self.summary_role not in SUMMARY_ROLES:
+            raise ValueError(f"summary_role must be one of {', '.join(SUMMARY_ROLES)}")
+        if self.effect != "summarise" and self.summary_role != "user":
+            raise ValueError("summary_role is only for effect: summarise")
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {', '.join(ORDERS)}")
         if self.pairs not in PAIRS:
             raise ValueError(f"pairs must be one of {', '.join(PAIRS)}")
+        if self.start_on is not None and self.start_on not in ROLES:
+            raise ValueError(f"start_on must be one of {', '.join(ROLES)}")
 
     def __repr__(self) -> str:
         shown = [f for f in fields(self) if f.repr and not (
@@ -361,8 +371,9 @@ def read_attributes(policy: Policy) -> frozenset:
     """The attributes the policy's expressions (evict, rank, keep, when, until) read."""
     return frozenset(node.name for e in stage_exprs(policy) for node in subexpressions(e) if isinstance(node, Attr))
 def uses_pairs(policy: Policy) -> bool:
-    """Whether the policy can tell tool-call pairs apart: it reads `role` or sets `pairs` (condition T1 applies)."""
-    return policy.pairs != "apart" or reads_attribute(policy, "role")
+    """Whether the policy can tell tool-call pairs apart: it reads `role`, sets `pairs` or `start_on` (condition T1
+    applies)."""
+    return policy.pairs != "apart" or policy.start_on is not None or reads_attribute(policy, "role")
 
 
 def reads_attribute(policy: Policy, name: str) -> bool:
@@ -374,8 +385,9 @@ ROLE_READERS = ("role", "turn", "from_end_in_role")  # attributes whose values d
 
 
 def reads_roles(policy: Policy) -> bool:
-    """Whether the policy can tell roles apart: it reads `role`, or a position that counts by role."""
-    return bool(read_attributes(policy) & set(ROLE_READERS))
+    """Whether the policy can tell roles apart: it reads `role` or a position that counts by role, or sets
+    `start_on`."""
+    return policy.start_on is not None or bool(read_attributes(policy) & set(ROLE_READERS))
 
 
 def read_positions(policy: Policy) -> tuple:
@@ -387,6 +399,11 @@ def read_positions(policy: Policy) -> tuple:
 def left_tokens(policy: Policy, tokens):
     """A span's tokens once the stage has taken it in place: the placeholder's (mask), or at most that many (cut)."""
     return policy.placeholder_tokens if policy.effect == "mask" else min(tokens, policy.placeholder_tokens)
+
+
+def summarises(policy: Policy) -> bool:
+    """Whether the policy's stage writes summaries: only then do spans have places other than their ids (SPEC 4d)."""
+    return policy.effect == "summarise"
 
 
 def masks(policy: Policy) -> bool:

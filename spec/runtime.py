@@ -10,7 +10,7 @@ from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.actions import REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin
 from prunecheck.spec.policy import CONTENT_KINDS, IN_PLACE, ROLES, Policy, left_tokens
-from prunecheck.spec.stage import taken_effect, walk
+from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
 
 REVERSIBLE = "reversible"
 UNKNOWN = "reversibility unknown"
@@ -33,6 +33,16 @@ class Span:
     alive: bool = True
     role: str = "user"  # set when the span is written, never changed
     masked: bool = False  # its content was replaced by a placeholder (effect: mask); an undo of its edit clears it
+    place: Optional[int] = None  # the window-order key (SPEC 4d); None means the id, what every span but a summary has
+
+    def __post_init__(self):
+        if self.place is None:
+            object.__setattr__(self, "place", self.id)
+
+    def __repr__(self) -> str:
+        # place is left out where it is the id, so that every trace without summaries prints as before.
+        shown = [k for k in self.__dataclass_fields__ if k != "place" or self.place != self.id]
+        return f"Span({', '.join(f'{k}={getattr(self, k)!r}' for k in shown)})"
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,11 @@ def window_env(policy: Policy, state: State, tokens: Optional[int] = None, spans
     return env
 
 
+def window_in_order(state: State) -> list:
+    """The live spans of the window namespace, in window order (place order, spec/SPEC.md §4d)."""
+    return sorted((s for s in state.spans if addressable(s)), key=window_order)
+
+
 def window_spans(state: State) -> int:
     """The number of live spans in the window namespace."""
     return sum(1 for s in state.spans if addressable(s))
@@ -137,12 +152,12 @@ def span_env(policy: Policy, state: State, span: Span) -> dict:
 
 
 def positions(state: State, span: Span) -> dict:
-    """The positional attributes of `span` (spec/SPEC.md §1b): counts over the live window spans W, in id order.
-    Policies see them only on spans of W; the same sums are taken for any other span."""
+    """The positional attributes of `span` (spec/SPEC.md §1b): counts over the live window spans W, in window order
+    (window_order). Policies see them only on spans of W; the same sums are taken for any other span."""
     window = [s for s in state.spans if addressable(s)]
-    newer = [s for s in window if s.id > span.id]
+    newer = [s for s in window if window_order(s) > window_order(span)]
     return {
-        "position": Fraction(sum(1 for s in window if s.id < span.id)),
+        "position": Fraction(sum(1 for s in window if window_order(s) < window_order(span))),
         "from_end": Fraction(len(newer)),
         "from_end_in_role": Fraction(sum(1 for s in newer if s.role == span.role)),
         "turn": Fraction(sum(1 for s in newer if s.role == "user")),
@@ -239,6 +254,8 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
     elif isinstance(action, Compact):
         host = action.budget
         _require(host is None or (type(host) is int and host >= 1), "a host budget is an integer >= 1")
+        if policy.effect == "summarise" and room is not None and room < 1:
+            _require(not _evict(policy, state)[0], "no span slot left for the summary")
     elif not isinstance(action, Audit):
         raise ActionRefused(f"not an action: {action!r}")
 
@@ -287,8 +304,8 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
 def stage_order(policy: Policy, state: State, chosen) -> list:
     """The candidates in the order the stage walks them: by (rank, id), else oldest or newest first."""
     if policy.rank is not None:
-        return sorted(chosen, key=lambda s: (evaluate(policy.rank, span_env(policy, state, s)), s.id))
-    return sorted(chosen, key=lambda s: -s.id if policy.order == "newest" else s.id)
+        return sorted(chosen, key=lambda s: (evaluate(policy.rank, span_env(policy, state, s)), window_order(s)))
+    return sorted(chosen, key=window_order, reverse=policy.order == "newest")
 
 
 def triggered(policy: Policy, state: State) -> bool:
@@ -336,15 +353,18 @@ def pair_closure(policy: Policy, state: State, taken) -> list:
 def _evict(policy: Policy, state: State) -> tuple:
     """Step 2 of a compaction (the stage): the taken ids in order, and the window's tokens after them. Nothing when
     the trigger is false; otherwise each candidate in order is taken while the target is false in the state the ones
-    taken before it leave (the host's budget plays no part), then (pairs: together) the pair closure."""
+    taken before it leave (the host's budget plays no part), then start_on's leading spans and (pairs: together)
+    the pair closure."""
     tokens, spans = state.window_tokens(), window_spans(state)
     if not triggered(policy, state):
         return [], tokens
     ordered = stage_order(policy, state, [state.span(i) for i in candidates(policy, state)])
     taken, after = walk(policy, ordered, tokens, spans, lambda t, n: window_env(policy, state, t, n))
-    if policy.pairs != "together":
+    if policy.pairs != "together" and policy.start_on is None:
         return taken, after
-    taken = pair_closure(policy, state, taken)
+    taken = taken + start_on_taken(policy, window_in_order(state), set(taken), lambda s: kept(policy, state, s))
+    if policy.pairs == "together":
+        taken = pair_closure(policy, state, taken)
     for i in taken:
         tokens, spans = taken_effect(policy, state.span(i), tokens, spans)
     return taken, tokens
@@ -368,13 +388,32 @@ def _take(policy: Policy, state: State, taken) -> State:
     return state
 
 
+def summary_span(policy: Policy, state: State, taken, now: int) -> Span:
+    """The summary a summarising stage writes for the spans `taken` (SPEC 4d): the next id, at the place of the oldest
+    of them."""
+    place = min(window_order(state.span(i)) for i in taken)[0]
+    return Span(len(state.spans), "summary", "window", policy.placeholder_tokens, now, now,
+                role=policy.summary_role, place=place)
+
+
+def _staged(policy: Policy, state: State, now: int) -> tuple:
+    """The stage of a compaction: the ids it took, the state its effect leaves (with the summary, if it wrote one)
+    and that state's window tokens."""
+    taken, tokens = _evict(policy, state)
+    staged = _take(policy, state, taken)
+    if policy.effect == "summarise" and taken:
+        staged = replace(staged, spans=staged.spans + (summary_span(policy, state, taken, now),))
+        tokens += policy.placeholder_tokens
+    return taken, staged, tokens
+
+
 def _truncate(state: State, tokens: int, limit: Optional[int]) -> list:
     """Step 3, on the state the stage leaves: the ids truncated oldest-first until the window is within `limit`
     (none without a limit)."""
     truncated = []
     if limit is None:
         return truncated
-    for span in state.spans:
+    for span in sorted(state.spans, key=window_order):
         if tokens <= limit:
             break
         if addressable(span):
@@ -384,8 +423,7 @@ def _truncate(state: State, tokens: int, limit: Optional[int]) -> list:
 
 
 def _compact(policy: Policy, state: State, action: Compact, now: int) -> Transition:
-    evicted, tokens = _evict(policy, state)
-    staged = _take(policy, state, evicted)
+    evicted, staged, tokens = _staged(policy, state, now)
     truncated = _truncate(staged, tokens, effective_budget(policy, action.budget))
     after = staged
     for span_id in truncated:
@@ -397,9 +435,8 @@ def host_budgets(policy: Policy, state: State) -> tuple:
     """Host budgets whose compactions differ from compact() and from each other, one per distinct outcome (the
     largest budget of each), largest first: every compact(budget=H) from `state` has the outcome of one of them
     or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed."""
-    evicted, rest = _evict(policy, state)
-    staged = _take(policy, state, evicted)
-    remaining = [s.tokens for s in staged.spans if addressable(s)]
+    _taken, staged, rest = _staged(policy, state, state.step + 1)
+    remaining = [s.tokens for s in sorted(staged.spans, key=window_order) if addressable(s)]
     tops = {rest - sum(remaining[:k]) - 1 for k in range(len(remaining))}
     if policy.budget is not None:
         tops.add(policy.budget - 1)

@@ -16,6 +16,12 @@ def stage_target(policy: Policy):
     return None
 
 
+def window_order(span) -> tuple:
+    """The one sort key of window order (SPEC 4d): by place, which is the id for every span but a summary; the id
+    breaks ties, which only spans outside the window can have."""
+    return span.place, span.id
+
+
 def selection(policy: Policy):
     """The stage's selection as one expression: `evict and not keep` (evict alone without a keep)."""
     if policy.keep is None:
@@ -43,3 +49,19 @@ def walk(policy: Policy, ordered, tokens: int, spans: int, env_at) -> tuple:
         taken.append(span.id)
         tokens, spans = taken_effect(policy, span, tokens, spans)
     return taken, tokens
+
+
+def start_on_taken(policy: Policy, window, taken, kept) -> list:
+    """`start_on` (SPEC 4b): the ids the stage also takes. Of the spans of `window` (in window order) neither in
+    `taken` nor kept (kept(span)), the leading ones whose role is not start_on, up to the first that has it (all of
+    them if none has it); none without start_on."""
+    if policy.start_on is None:
+        return []
+    out = []
+    for span in window:
+        if span.id in taken or kept(span):
+            continue
+        if span.role == policy.start_on:
+            break
+        out.append(span.id)
+    return out

@@ -6,11 +6,13 @@ from typing import List
 
 import z3
 
-from prunecheck.spec.policy import CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, read_positions
-from prunecheck.spec.stage import stage_target
-from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
+from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, read_positions,
+                                    summarises)
+from prunecheck.symbolic.compaction import stage_trigger, stage_walk, summary_written, truncation
+from prunecheck.symbolic.terms import (ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term,
+                                      window_env)
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
-from prunecheck.symbolic.window_terms import pair_closure, position_terms
+from prunecheck.symbolic.window_terms import before, position_terms, stage_closures
 
 ACTIONS = ("append", "edit", "read", "pin", "unpin", "compact", "undo", "audit")
 # Constructors are prefixed so that SMT-LIB text stays unambiguous (`undo` is also a namespace).
@@ -37,8 +39,9 @@ def slot_sort(n: int):
     return _slot_sorts[n]
 
 
-def span_fields(n: int, masking: bool = False) -> dict:
-    """The slot fields; `masked` only in a model whose policy masks or reads it (old models stay byte-identical)."""
+def span_fields(n: int, masking: bool = False, placing: bool = False) -> dict:
+    """The slot fields; `masked` only in a model whose policy masks or reads it, `place` only in one whose policy
+    summarises (old models stay byte-identical)."""
     slot = slot_sort(n)[0]
     fields = {
         "used": z3.BoolSort(), "alive": z3.BoolSort(), "kind": KindSort, "ns": NamespaceSort,
@@ -48,24 +51,8 @@ def span_fields(n: int, masking: bool = False) -> dict:
         "target": slot, "rversion": z3.IntSort(), "prior_kind": KindSort, "prior_edited": z3.BoolSort(),
         "destroy": z3.BoolSort(), "undone": z3.BoolSort(), "role": RoleSort,
     }
-    return {**fields, "masked": z3.BoolSort()} if masking else fields
-
-
-def left_tokens_term(policy: Policy, tokens):
-    """spec.policy.left_tokens as a term: the placeholder's tokens (mask), or at most that many (cut)."""
-    p = z3.IntVal(policy.placeholder_tokens)
-    return p if policy.effect == "mask" else z3.If(tokens < p, tokens, p)
-
-
-def window_env(clock, window_tokens: Frac, budget, window_spans=None) -> dict:
-    """The window attributes as z3 terms; budget is an int, a z3 term (a template's placeholder) or None, and
-    window_spans None in a pair model whose policy does not read it."""
-    env = {"window_tokens": window_tokens, "step": Frac(clock)}
-    if window_spans is not None:
-        env["window_spans"] = Frac(window_spans)
-    if budget is not None:
-        env["budget"] = Frac(z3.IntVal(budget) if isinstance(budget, int) else budget)
-    return env
+    fields = {**fields, "masked": z3.BoolSort()} if masking else fields
+    return {**fields, "place": z3.IntSort()} if placing else fields
 
 
 def attribute_env(clock, span: dict, window_tokens: Frac, budget, window_spans=None, positions=None) -> dict:
@@ -89,14 +76,15 @@ def attribute_env(clock, span: dict, window_tokens: Frac, budget, window_spans=N
 class SymState:
     """One state: its clock (a numeral when unrolled from the empty window) and a z3 term per slot field."""
 
-    def __init__(self, k, n: int, tag: str = "", clock=None, variables: bool = True, masking: bool = False):
+    def __init__(self, k, n: int, tag: str = "", clock=None, variables: bool = True, masking: bool = False,
+                 placing: bool = False):
         """Without `variables` the fields are left empty, for encode_init or encode_step to fill."""
         self.k, self.n = k, n
         if clock is None:
             clock = z3.IntVal(k) if isinstance(k, int) else z3.Int(f"{tag}clock@{k}")
         self.clock = clock
         self.fields = {name: [z3.Const(f"{tag}{name}{i}@{k}", sort) if variables else None for i in range(n)]
-                       for name, sort in span_fields(n, masking).items()}
+                       for name, sort in span_fields(n, masking, placing).items()}
 
     def __getattr__(self, name):
         fields = self.__dict__.get("fields")
@@ -140,6 +128,16 @@ class SymState:
 
 def content(kind):
     return z3.Or([kind == c for c in CONTENT])
+
+
+def _setter(s: SymState, t: SymState, i: int):
+    """becomes(name, *cases): slot i's field `name` in t as an If chain over s, the first matching case winning."""
+    def becomes(name, *cases):
+        value = getattr(s, name)[i]
+        for cond, new in reversed(cases):
+            value = z3.If(cond, new, value)
+        t.fields[name][i] = value
+    return becomes
 
 
 class SymAction:
@@ -190,6 +188,7 @@ class Model:
         self.clock_targets = tuple(clock_targets) if self.repeat_domain is not None else ()
         self.dep = policy.deployment
         self.masking = masks(policy)
+        self.placing = summarises(policy)  # slots carry a window-order place (SPEC 4d)
         self.run_appends = False  # an append may add several spans (symbolic/runs.py)
         self.slots = slot_sort(n)[1]
         self._policy_terms: dict = {}
@@ -199,20 +198,20 @@ class Model:
 
     def state(self, k: int) -> SymState:
         """State k of an unrolling, its fields to be filled by encode_init or encode_step."""
-        return SymState(k, self.n, self.tag, variables=False, masking=self.masking)
+        return SymState(k, self.n, self.tag, variables=False, masking=self.masking, placing=self.placing)
 
     def action(self, k) -> SymAction:
         return SymAction(k, self.n, self.tag)
 
     def generic_state(self, label: str) -> SymState:
         """A state with every field, and the clock, a free variable: the pre-state of an induction step."""
-        return SymState(label, self.n, self.tag, masking=self.masking)
+        return SymState(label, self.n, self.tag, masking=self.masking, placing=self.placing)
 
     def encode_init(self, s: SymState) -> List:
         """The empty window: every field of every slot is its default value (no variables)."""
         defaults = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
                     NamespaceSort: NS["window"], RoleSort: R["user"], slot_sort(self.n)[0]: self.slots[0]}
-        for name, sort in span_fields(self.n, self.masking).items():
+        for name, sort in span_fields(self.n, self.masking, self.placing).items():
             s.fields[name] = [defaults[sort]] * self.n
         return []
 
@@ -284,7 +283,8 @@ class Model:
         return z3.And(s.in_window(i), self.policy_terms(s)[i][0])
 
     def compaction(self, s: SymState, a: SymAction, terms=None, budget=None):
-        """Per slot: (evicted by the policy, truncated to the effective budget) for a compaction from s by a.
+        """Per slot: (evicted by the policy, truncated to the effective budget), and the summary written (per slot:
+        written there; its place), for a compaction from s by a.
 
         terms and budget default to the policy's; a step template passes placeholders for both. The ranked
         eviction stops at the policy's budget; truncation walks to the least of it and a's host budget, if any.
@@ -298,41 +298,29 @@ class Model:
 
         def ahead(j, i):
             if ranks[0] is None:
-                return z3.BoolVal(j > i if self.policy.order == "newest" else j < i)
+                order = before(s, i, j) if self.policy.order == "newest" else before(s, j, i)
+                return z3.BoolVal(order) if isinstance(order, bool) else order
             left, right = ranks[j].scaled_num(ranks[i].den), ranks[i].scaled_num(ranks[j].den)
+            if self.placing:  # rank ties in window order
+                return z3.Or(left < right, z3.And(left == right, before(s, j, i)))
             return left <= right if j < i else left < right
 
         if self.policy.when is not None or self.policy.until is not None or self.policy.effect in IN_PLACE:
             # A mask may grow a span (placeholder_tokens > tokens), so even the legacy ranked walk needs the general
             # closed form: its window tokens are no longer monotone.
-            evicted = self._stage_walk(s, cand, ahead, budget)
+            evicted = stage_walk(self, s, cand, ahead, budget)
         elif ranks[0] is not None and budget is not None:
             evicted = []
             for i in range(n):
-                before = z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(cand[j], ahead(j, i)), s.tokens[j], 0)
-                                                  for j in range(n) if j != i])
-                evicted.append(z3.And(cand[i], total - before > budget))
+                ahead_tokens = z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(cand[j], ahead(j, i)), s.tokens[j], 0)
+                                                        for j in range(n) if j != i])
+                evicted.append(z3.And(cand[i], total - ahead_tokens > budget))
         else:
             evicted = cand
-        if self.policy.pairs == "together":
-            evicted = pair_closure(s, evicted, self.kept_terms(s, budget))
-        if budget is None:
-            limited, limit = a.hosted, a.host
-        else:
-            limited, limit = z3.BoolVal(True), z3.If(z3.And(a.hosted, a.host < budget), a.host, budget)
-        rest = total - z3.Sum([z3.If(evicted[i], self.taken_effect(s, i)[0], 0) for i in range(n)])
-        if self.policy.effect in IN_PLACE:
-            # Masked or cut spans stay in the window, with what is left of them, for the host's truncation.
-            remaining = [s.in_window(i) for i in range(n)]
-            left = [z3.If(evicted[i], left_tokens_term(self.policy, s.tokens[i]), s.tokens[i]) for i in range(n)]
-        else:
-            remaining = [z3.And(s.in_window(i), z3.Not(evicted[i])) for i in range(n)]
-            left = s.tokens
-        truncated = []
-        for i in range(n):
-            older = z3.Sum([z3.IntVal(0)] + [z3.If(remaining[j], left[j], 0) for j in range(i)])
-            truncated.append(z3.And(limited, remaining[i], rest - older > limit))
-        return evicted, truncated
+        if self.policy.pairs == "together" or self.policy.start_on is not None:
+            evicted = stage_closures(s, self.policy, evicted, self.kept_terms(s, budget), stage_trigger(self, s, budget))
+        summary = summary_written(self, s, evicted)
+        return evicted, truncation(self, s, a, evicted, summary, budget), summary
 
     def taken_effect(self, s: SymState, i: int) -> tuple:
         """What the stage taking slot i removes from the window's (tokens, spans): evicting removes its tokens and
@@ -341,28 +329,6 @@ class Model:
         if self.policy.effect in IN_PLACE:
             return s.tokens[i] - left_tokens_term(self.policy, s.tokens[i]), z3.IntVal(0)
         return s.tokens[i], z3.IntVal(1)
-
-    def _stage_walk(self, s: SymState, cand: list, ahead, budget) -> list:
-        """Per slot: taken by a stage with a trigger or a target (SPEC 4b). Slot i is taken iff the trigger holds, it
-        is a candidate, and the target is false before it and before every candidate ahead of it, each in the state
-        all candidates ahead of that one leave (the walk takes a prefix, so this is the loop)."""
-        n, policy = self.n, self.policy
-        env = window_env(s.clock, Frac(s.window_tokens()), budget, s.window_spans())
-        trigger = z3.BoolVal(True) if policy.when is None else ExprEncoder(env).encode(policy.when)
-        target = stage_target(policy)
-        if target is None:
-            return [z3.And(trigger, c) for c in cand]
-        removed = [self.taken_effect(s, k) for k in range(n)]
-        totals = (s.window_tokens(), s.window_spans())
-        stop = []
-        for j in range(n):
-            before = [z3.And(cand[k], ahead(k, j)) for k in range(n)]
-            left = [total - z3.Sum([z3.IntVal(0)] + [z3.If(before[k], removed[k][m], 0) for k in range(n) if k != j])
-                    for m, total in enumerate(totals)]
-            stop.append(ExprEncoder(window_env(s.clock, Frac(left[0]), budget, left[1])).encode(target))
-        return [z3.And([trigger, cand[i], z3.Not(stop[i])]
-                       + [z3.Implies(z3.And(cand[j], ahead(j, i)), z3.Not(stop[j])) for j in range(n) if j != i])
-                for i in range(n)]
 
     def encode_step(self, s: SymState, a: SymAction, t: SymState) -> StepTerms:
         """Fills t's fields with terms over s and a; returns the step's guards and named sub-terms."""
@@ -379,10 +345,13 @@ class Model:
         self._guards(s, a, sel, is_, now, out)
         fresh = sel["target_version"] == sel["rversion"]
         reverted = z3.And(is_["undo"], sel["present"], fresh if self.dep.undo == "versioned" else z3.BoolVal(True))
-        evicted, truncated = self.compaction(s, a, terms, budget)
+        evicted, truncated, (written, place) = self.compaction(s, a, terms, budget)
+        if self.placing:  # the summary needs a free slot, as an append does
+            out.append(z3.Implies(z3.And(is_["compact"], z3.Or(evicted)), z3.Not(s.used[self.n - 1])))
         new_kind = z3.If(a.destroy, K["diff"], K["summary"])
         for i in range(self.n):
-            self._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, (evicted[i], truncated[i]))
+            self._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, (evicted[i], truncated[i]),
+                              (z3.And(is_["compact"], written[i]), place))
         return StepTerms(out, reverted, fresh, evicted)
 
     def _selected(self, s: SymState, a: SymAction, picks, out: list) -> dict:
@@ -433,8 +402,9 @@ class Model:
         out.append(z3.Implies(z3.And(is_["compact"], a.hosted), a.host >= 1))
 
     def _slot_update(self, s: SymState, a: SymAction, t: SymState, i: int, sel: dict, is_: dict, now, reverted,
-                     new_kind, removed: tuple) -> None:
-        """Slot i's fields in t: an If chain over s per field, the last matching case winning."""
+                     new_kind, removed: tuple, written: tuple = (None, None)) -> None:
+        """Slot i's fields in t: an If chain over s per field, the first matching case winning; `written` is (the
+        summary is written at slot i, its place) for a summarising policy."""
         dep, arg = self.dep, a.arg
         here = arg == self.slots[i]
         appended = z3.And(is_["append"], s.first_free(i))
@@ -447,29 +417,32 @@ class Model:
         masked_now = z3.And(is_["compact"], removed[0]) if masking else z3.BoolVal(False)
         gone = z3.And(is_["compact"], removed[1] if masking else z3.Or(*removed))
         logged = dep.evicted == "logged"
-        born = z3.Or(appended, record_here, rationale_here)
+        summary_here, summary_place = written
+        summaries = () if summary_here is None or not self.placing else (summary_here,)
+        born = z3.Or(appended, record_here, rationale_here, *summaries)
         record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
         rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
         once = a.times if self.accelerate else 1
-
-        def becomes(name, *cases):
-            value = getattr(s, name)[i]
-            for cond, new in reversed(cases):
-                value = z3.If(cond, new, value)
-            t.fields[name][i] = value
-
+        becomes = _setter(s, t, i)
+        summary = lambda value: tuple((c, value) for c in summaries)  # noqa: E731
+        # A summary the host truncates in the step that writes it is gone (dead, or in the log) at once.
+        cut_short = tuple(z3.And(c, removed[1]) for c in summaries)
         becomes("used", (born, True))
-        becomes("alive", (born, True), (restored_here, True), *(() if logged else ((gone, False),)))
+        becomes("alive", *(() if logged else tuple((c, False) for c in cut_short)), (born, True),
+                (restored_here, True), *(() if logged else ((gone, False),)))
         becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
-                (edited_here, new_kind), (restored_here, sel["prior_kind"]))
-        becomes("ns", (appended, NS["window"]), (record_here, record_ns), (rationale_here, rationale_ns),
+                *summary(K["summary"]), (edited_here, new_kind), (restored_here, sel["prior_kind"]))
+        becomes("ns", *(tuple((c, NS["log"]) for c in cut_short) if logged else ()), (appended, NS["window"]),
+                (record_here, record_ns), (rationale_here, rationale_ns), *summary(NS["window"]),
                 *(((gone, NS["log"]),) if logged else ()))
         becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, sel["tokens"], 1)), (rationale_here, 1),
+                *summary(z3.IntVal(self.policy.placeholder_tokens)),
                 *(((masked_now, left_tokens_term(self.policy, s.tokens[i])),) if masking else ()))
         becomes("created", (born, now))
         becomes("last_read", (born, now), (read_here, now))
         becomes("reads", (born, 0), (read_here, s.reads[i] + once))
-        becomes("pinned", (appended, False), (z3.Or(record_here, rationale_here), z3.BoolVal(dep.pins == "host")),
+        becomes("pinned", (appended, False), *summary(False),
+                (z3.Or(record_here, rationale_here), z3.BoolVal(dep.pins == "host")),
                 (z3.And(is_["pin"], here), True), (z3.And(is_["unpin"], here), False))
         becomes("edited", (born, False), (edited_here, True), (restored_here, sel["prior_edited"]))
         becomes("version", (born, 0), (edited_here, s.version[i] + 1), (restored_here, s.version[i] + 1))
@@ -479,9 +452,12 @@ class Model:
         becomes("prior_edited", (record_here, sel["edited"]))
         becomes("destroy", (record_here, a.destroy))
         becomes("undone", (z3.And(reverted, here), True))
-        becomes("role", (appended, a.role), (z3.Or(record_here, rationale_here), R[dep.record_role]))
+        becomes("role", (appended, a.role), (z3.Or(record_here, rationale_here), R[dep.record_role]),
+                *summary(R[self.policy.summary_role]))
         if self.masking:
             becomes("masked", (born, False), (masked_now, True), (restored_here, False))
+        if self.placing:
+            becomes("place", *summary(summary_place), (born, z3.IntVal(i)))
 
     # The status's terms, for condition C4 (symbolic/conditions.py) and the theorems.
 

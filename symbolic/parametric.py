@@ -15,9 +15,9 @@ from typing import List
 import z3
 
 from prunecheck.spec.stage import stage_target
-from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env, left_tokens_term, window_env
-from prunecheck.spec.policy import IN_PLACE, POSITION_ATTRS, Policy, masks, read_positions, reads_roles
-from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort
+from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env
+from prunecheck.spec.policy import IN_PLACE, POSITION_ATTRS, Policy, masks, read_positions, reads_roles, summarises
+from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term, window_env
 
 GHOSTS = ("r", "q")
 # Constructor names are unique across every enumeration sort, so that SMT-LIB text is unambiguous.
@@ -34,6 +34,9 @@ ROLE_FIELD = {"role": RoleSort}  # only in a model whose policy reads roles (Pai
 # (PairModel.positions).
 SPAN_POSITIONS = tuple(name for name in POSITION_ATTRS if name != "window_spans")
 MASKED_FIELD = {"masked": z3.BoolSort()}  # only in a model whose policy masks or reads `masked` (PairModel.masking)
+# Only in a model whose policy summarises and reads positions (PairModel.summaries): the ghost is a summary, whose
+# place is not its id (spec/SPEC.md 4d).
+SUMMARY_FIELD = {"summary": z3.BoolSort()}
 DEFAULTS = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
             NamespaceSort: NS["window"], RoleSort: R["user"]}
 
@@ -41,14 +44,16 @@ DEFAULTS = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSo
 class PairState:
     """The clock, the window's token count as the policy sees it, and the fields of the ghost spans r and q."""
 
-    def __init__(self, label: str, roles: bool = False, positions: bool = False, masked: bool = False):
+    def __init__(self, label: str, roles: bool = False, positions: bool = False, masked: bool = False,
+                 summaries: bool = False):
         """roles, positions, masked: whether the state has the ghosts' roles, the positional counters with the
         window's span count, and the ghosts' masked flags (only for a policy that needs them: the pair model of any
         other policy stays what it was)."""
         self.label = label
         self.clock = z3.Int(f"clock@{label}")
         self.window_tokens = z3.Int(f"window_tokens@{label}")
-        fields = {**FIELDS, **(ROLE_FIELD if roles else {}), **(MASKED_FIELD if masked else {})}
+        fields = {**FIELDS, **(ROLE_FIELD if roles else {}), **(MASKED_FIELD if masked else {}),
+                  **(SUMMARY_FIELD if summaries else {})}
         self.span = {g: {name: z3.Const(f"{name}_{g}@{label}", sort) for name, sort in fields.items()}
                      for g in GHOSTS}
         self.window_spans = z3.Int(f"window_spans@{label}") if positions else None
@@ -86,9 +91,9 @@ class PairState:
 class PairAction:
     """The choices of one abstract step: the action, which ghost it touches, and the unobserved outcomes."""
 
-    def __init__(self, label: str, roles: bool = False, together: bool = False):
+    def __init__(self, label: str, roles: bool = False, together: bool = False, leads: bool = False):
         """together (`pairs: together`): also choose whether the partner outside the pair of r (its call r-1) and of
-        q (its result q+1) was taken."""
+        q (its result q+1) was taken; leads (`start_on`): whether each ghost is among the leading spans it takes."""
         c = lambda name, sort: z3.Const(f"{name}@{label}", sort)  # noqa: E731
         self.act = c("act", ACT["append"].sort())
         self.ghost = c("ghost", GhostSort)
@@ -111,6 +116,7 @@ class PairAction:
         # ghost when the policy is abstracted.
         self.dropped = {g: c(f"partner_kept_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
         self.kept = {g: c(f"kept_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
+        self.lead = {g: c(f"lead_{g}", z3.BoolSort()) for g in GHOSTS} if leads else None
 
     def variables(self) -> list:
         scalars = [self.act, self.ghost, self.alloc, self.target, self.restore, self.kind, self.tokens,
@@ -118,6 +124,7 @@ class PairAction:
         scalars += [self.role] if self.role is not None else []
         choices = (self.policy, self.chosen, self.truncate) + (
             (self.partner, self.dropped, self.kept) if self.partner is not None else ())
+        choices += (self.lead,) if self.lead is not None else ()
         return scalars + [d[g] for d in choices for g in GHOSTS]
 
 
@@ -143,6 +150,10 @@ class PairModel:
         # Roles tell tool-call pairs apart: present when the policy reads them or takes pairs together.
         self.roles = (not free_policy and reads_roles(policy)) or self.together
         self.masking = masks(policy)
+        self.summarising = summarises(policy)
+        self.summaries = self.summarising and self.positions  # ghosts know whether they are summaries
+        # start_on's leading spans are a choice per ghost; with the policy abstracted the free selection covers them.
+        self.leads = not free_policy and policy.start_on is not None
         # With a target (or the legacy ranked walk), whether each of the pair's candidates is taken is free (with
         # the policy abstracted the candidates are free anyway, and the model stays that of its free shape).
         ranked = policy.rank is not None and policy.budget is not None
@@ -150,10 +161,10 @@ class PairModel:
 
     def state(self, label: str) -> PairState:
         """A state with this model's fields (roles, positions and masks only when the policy needs them)."""
-        return PairState(label, self.roles, self.positions, self.masking)
+        return PairState(label, self.roles, self.positions, self.masking, self.summaries)
 
     def action(self, label: str) -> PairAction:
-        return PairAction(label, self.roles, self.together)
+        return PairAction(label, self.roles, self.together, self.leads)
 
     def encode_init(self, s: PairState) -> List:
         out = [s.clock == 0] + window_bounds(s)
@@ -201,7 +212,10 @@ class PairModel:
             adjacent.append(r["turn"] == q["turn"] + z3.If(role_q == R["user"], 1, 0))
             # Only for equal roles: otherwise the two counts are over different roles.
             adjacent.append(z3.Implies(role_q == role_r, r["from_end_in_role"] == q["from_end_in_role"] + 1))
-        out.append(z3.Implies(z3.And(s.in_window("r"), s.in_window("q")), z3.And(adjacent)))
+        both = [s.in_window("r"), s.in_window("q")]
+        if self.summaries:  # a summary stands at an older span's place: r and q are adjacent only without one
+            both += [z3.Not(sp["r"]["summary"]), z3.Not(sp["q"]["summary"])]
+        out.append(z3.Implies(z3.And(both), z3.And(adjacent)))
         return out
 
     def candidate(self, s: PairState, g: str, a: PairAction = None):
@@ -241,6 +255,7 @@ class PairModel:
             candidate = z3.And(self.triggered(s), self.candidate(s, g, a)) if self.policy.when is not None \
                 else self.candidate(s, g, a)
             chosen[g] = z3.And(candidate, a.chosen[g]) if self.walked else candidate
+        chosen = self.start_on(s, a, chosen)
         if not self.together:
             return chosen
         pair, sp, other = self.is_pair(s), s.span, {"r": "q", "q": "r"}
@@ -251,6 +266,26 @@ class PairModel:
                            z3.Not(z3.And(unseen[g], a.dropped[g]))) for g in GHOSTS}
         return {g: z3.Or(stays[g], z3.And(s.in_window(g), z3.Not(kept[g]), z3.Or(
             z3.And(pair, stays[other[g]]), z3.And(unseen[g], a.partner[g])))) for g in GHOSTS}
+
+    def start_on(self, s: PairState, a: PairAction, chosen: dict) -> dict:
+        """Per ghost: `chosen` or among start_on's leading spans (SPEC 4b): the trigger held, it is left (in the
+        window, neither chosen nor kept), of another role, and no span left before it has start_on's role. For r that
+        last is unseen, a free choice (a.lead[r]: "clear before r"); for q it is "clear before r, and r is not a left
+        span of the role" when the spans before q are r and those before r, else free (a.lead[q])."""
+        if not self.leads:
+            return chosen
+        role, sp = R[self.policy.start_on], s.span
+        left = {g: z3.And(s.in_window(g), z3.Not(chosen[g]), z3.Not(self.kept(s, g, a))) for g in GHOSTS}
+        after_r, follows = z3.And(a.lead["r"], z3.Not(z3.And(left["r"], sp["r"]["role"] == role))), self.follows(s)
+        clear = {"r": a.lead["r"], "q": after_r if z3.is_true(follows) else z3.If(follows, after_r, a.lead["q"])}
+        return {g: z3.Or(chosen[g], z3.And(self.triggered(s), left[g], sp[g]["role"] != role, clear[g]))
+                for g in GHOSTS}
+
+    def follows(self, s: PairState):
+        """The spans before q in window order are r (when in the window) and the spans before r: ids are window
+        order (SPEC 1b) unless the policy summarises; a summary may stand at a place r left (SPEC 4d), so then
+        nothing is assumed."""
+        return z3.BoolVal(not self.summarising)
 
     def kept(self, s: PairState, g: str, a: PairAction):
         """The stage's `keep` on ghost g: a free choice when the policy is abstracted, false without a keep."""
@@ -273,8 +308,10 @@ class PairModel:
             out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_Q, a.role == R["tool_result"]), answers))
         # An edit's target was appended at some step >= 1, so no edit happens from the empty window's clock 0.
         out.append(z3.Implies(is_["edit"], s.clock >= 1))
-        out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_R), z3.Not(sp["r"]["used"])))
-        out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_Q),
+        # A summary is allocated as an append is; `ghost` names where (elsewhere: at neither ghost).
+        allocates = z3.Or(is_["append"], is_["compact"]) if self.summarising else is_["append"]
+        out.append(z3.Implies(z3.And(allocates, a.ghost == G_R), z3.Not(sp["r"]["used"])))
+        out.append(z3.Implies(z3.And(allocates, a.ghost == G_Q),
                               z3.And(sp["r"]["used"], z3.Not(sp["q"]["used"]))))
         out.append(z3.Implies(z3.And(is_["edit"], z3.Or(a.alloc == A_REC_R, a.alloc == A_RAT_R)),
                               z3.Not(sp["r"]["used"])))
@@ -305,7 +342,8 @@ class PairModel:
         record_here = z3.And(is_["edit"], a.alloc == (A_REC_R if g == "r" else A_REC_Q))
         rationale_here = z3.And(is_["edit"], a.alloc == A_REC_R) if g == "q" else \
             z3.And(is_["edit"], a.alloc == A_RAT_R)
-        born = z3.Or(appended, record_here, rationale_here)
+        written = (z3.And(is_["compact"], _selected(a.ghost, g)),) if self.summarising else ()  # a summary at g
+        born = z3.Or(appended, record_here, rationale_here, *written)
         edited_here = z3.And(is_["edit"], _selected(a.target, g))
         read_here = z3.And(is_["read"], _selected(a.ghost, g))
         restored = z3.And(any_revert, _selected(a.restore, g))
@@ -317,35 +355,39 @@ class PairModel:
         masked_now = z3.And(is_["compact"], evicted) if masking else z3.BoolVal(False)
         gone = z3.And(is_["compact"], truncated if masking else z3.Or(evicted, truncated))
         removes_record = self._removes(s, a, g, is_, (evicted, truncated)) if g == "r" else None
-
-        def becomes(name, *cases):
-            value = f[name]
-            for cond, new in reversed(cases):
-                value = z3.If(cond, new, value)
-            out.append(n[name] == value)
-
+        becomes = _setter(f, n, out)
+        summary = lambda value: tuple((c, value) for c in written)  # noqa: E731
+        # A summary may be truncated by the host in the compaction that writes it (a.truncate of its ghost).
         becomes("used", (born, True))
-        becomes("alive", (born, True), (restored, True), *(() if logged else ((gone, False),)))
+        becomes("alive", *summary(z3.BoolVal(True) if logged else z3.Not(a.truncate[g])), (born, True),
+                (restored, True), *(() if logged else ((gone, False),)))
         becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
-                (edited_here, z3.If(a.destroy, K["diff"], K["summary"])), (restored, a.prior_kind))
-        becomes("ns", (appended, NS["window"]),
+                *summary(K["summary"]), (edited_here, z3.If(a.destroy, K["diff"], K["summary"])),
+                (restored, a.prior_kind))
+        becomes("ns", *summary(z3.If(a.truncate[g], NS["log"], NS["window"]) if logged else NS["window"]),
+                (appended, NS["window"]),
                 (record_here, NS["undo"] if dep.records == "undo_region" else NS["window"]),
                 (rationale_here, NS["log"] if dep.rationale == "decision_log" else NS["window"]),
                 *(((gone, NS["log"]),) if logged else ()))
-        becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, target_tokens, 1)),
+        becomes("tokens", (appended, a.tokens), *summary(z3.IntVal(self.policy.placeholder_tokens)),
+                (record_here, z3.If(a.destroy, target_tokens, 1)),
                 (rationale_here, 1), *(((masked_now, left_tokens_term(self.policy, f["tokens"])),) if masking else ()))
         becomes("created", (born, now))
         becomes("last_read", (born, now), (read_here, now))
         becomes("reads", (born, 0), (read_here, f["reads"] + 1))
-        becomes("pinned", (appended, False), (z3.Or(record_here, rationale_here), z3.BoolVal(dep.pins == "host")),
+        becomes("pinned", (appended, False), *summary(False),
+                (z3.Or(record_here, rationale_here), z3.BoolVal(dep.pins == "host")),
                 (z3.And(is_["pin"], _selected(a.ghost, g)), True), (z3.And(is_["unpin"], _selected(a.ghost, g)), False))
         becomes("edited", (born, False), (edited_here, True), (restored, a.prior_edited))
         becomes("version", (born, 0), (edited_here, f["version"] + 1), (restored, f["version"] + 1))
         becomes("undone", (born, False), (reverted, True))
         if self.roles:
-            becomes("role", (appended, a.role), (z3.Or(record_here, rationale_here), R[dep.record_role]))
+            becomes("role", (appended, a.role), (z3.Or(record_here, rationale_here), R[dep.record_role]),
+                    *summary(R[self.policy.summary_role]))
         if self.masking:
             becomes("masked", (born, False), (masked_now, True), (restored, False))
+        if self.summaries:
+            becomes("summary", *summary(True), (born, False))
         return removes_record
 
     def _removes(self, s: PairState, a: PairAction, g: str, is_: dict, taken: tuple):
@@ -365,6 +407,16 @@ class PairModel:
 
 def _content(kind):
     return z3.Or([kind == c for c in CONTENT])
+
+
+def _setter(old: dict, new: dict, out: list):
+    """becomes(name, *cases): the equation new[name] == an If chain over old[name], the first matching case winning."""
+    def becomes(name, *cases):
+        value = old[name]
+        for cond, term in reversed(cases):
+            value = z3.If(cond, term, value)
+        out.append(new[name] == value)
+    return becomes
 
 
 def _selected(choice, g: str):

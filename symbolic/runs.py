@@ -13,6 +13,7 @@ import z3
 from prunecheck.spec.policy import Attr, Binary, Num, Policy, read_attributes, stage_exprs, subexpressions
 from prunecheck.symbolic.model import R, Model, SymState
 from prunecheck.symbolic.terms import ExprEncoder, Frac
+from prunecheck.symbolic.window_terms import among, before
 
 TIME_ATTRS = ("age", "idle", "recency", "frequency", "reads")  # members of a run differ in these: no runs then
 
@@ -56,8 +57,9 @@ def run_lengths(policy: Policy) -> tuple:
 class RunState(SymState):
     """A state whose slots also carry `count`, the number of equal spans each stands for (1 but for appended runs)."""
 
-    def __init__(self, k, n: int, counts: tuple, tag: str = "", variables: bool = True, masking: bool = False):
-        super().__init__(k, n, tag, variables=variables, masking=masking)
+    def __init__(self, k, n: int, counts: tuple, tag: str = "", variables: bool = True, masking: bool = False,
+                 placing: bool = False):
+        super().__init__(k, n, tag, variables=variables, masking=masking, placing=placing)
         self.counts = counts
         self.fields["count"] = [z3.Int(f"{tag}count{i}@{k}") if variables else None for i in range(n)]
 
@@ -81,10 +83,10 @@ class RunModel(Model):
         self.run_appends = True
 
     def state(self, k) -> RunState:
-        return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking)
+        return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking, placing=self.placing)
 
     def generic_state(self, label: str) -> RunState:
-        return RunState(label, self.n, self.counts, self.tag, masking=self.masking)
+        return RunState(label, self.n, self.counts, self.tag, masking=self.masking, placing=self.placing)
 
     def encode_init(self, s: RunState) -> list:
         out = super().encode_init(s)
@@ -130,25 +132,28 @@ class RunModel(Model):
         out.append(z3.Implies(z3.Or(is_["edit"], is_["read"], is_["pin"], is_["unpin"]), sel["count"] == 1))
         out.append(z3.Implies(is_["compact"], z3.And(z3.Not(a.hosted), self.uniform(s))))
 
-    def _slot_update(self, s, a, t, i, sel, is_, now, reverted, new_kind, removed) -> None:
-        super()._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, removed)
+    def _slot_update(self, s, a, t, i, sel, is_, now, reverted, new_kind, removed, written=(None, None)) -> None:
+        super()._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, removed, written)
         edit_here = z3.And(is_["edit"], z3.Or(s.first_free(i), s.first_free(i - 1) if i > 0 else z3.BoolVal(False)))
-        t.fields["count"][i] = z3.If(z3.And(is_["append"], s.first_free(i)), a.times,
-                                     z3.If(edit_here, 1, s.count[i]))
+        one = edit_here if written[0] is None or not self.placing else z3.Or(edit_here, written[0])  # a summary: 1
+        t.fields["count"][i] = z3.If(z3.And(is_["append"], s.first_free(i)), a.times, z3.If(one, 1, s.count[i]))
 
 
 def member_positions(s: RunState, i: int, member: str) -> dict:
-    """The positional attributes of the first or last member of slot i's run (the others lie between them)."""
+    """The positional attributes of the first or last member of slot i's run (the others lie between them), in window
+    order (window_terms.before: slot order unless the policy summarises)."""
     n, inw, cnt = s.n, [s.in_window(j) for j in range(s.n)], s.count
-    newer, older = range(i + 1, n), range(i)
+    newer = [(j, before(s, i, j)) for j in range(n) if j != i]
+    older = [(j, before(s, j, i)) for j in range(n) if j != i]
 
     def total(cond, value=None):
-        return z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(inw[j], cond(j)), cnt[j] if value is None else value(j), 0)
-                                        for j in newer])
+        return z3.Sum([z3.IntVal(0)] + [z3.If(among(inw[j], order, cond(j)), cnt[j] if value is None else value(j), 0)
+                                        for j, order in newer if order is not False])
     rest = cnt[i] - 1 if member == "first" else z3.IntVal(0)
     user = s.role[i] == R["user"]
     return {
-        "position": Frac(z3.Sum([z3.IntVal(0)] + [z3.If(inw[j], cnt[j], 0) for j in older])
+        "position": Frac(z3.Sum([z3.IntVal(0)] + [z3.If(among(inw[j], order), cnt[j], 0) for j, order in older
+                                                  if order is not False])
                          + (cnt[i] - 1 if member == "last" else 0)),
         "from_end": Frac(total(lambda j: True) + rest),
         "from_end_in_role": Frac(total(lambda j: s.role[j] == s.role[i]) + rest),

@@ -49,7 +49,8 @@ def template_key(model) -> tuple:
     return (model.dep, model.n, model.tag, model.token_domain, policy.rank is not None, rank_has_den,
             policy.budget is not None, model.accelerate, model.repeat_domain, model.clock_targets,
             stage_key(policy), policy.effect, policy.placeholder_tokens, model.masking, policy.pairs,
-            policy.keep if policy.pairs == "together" else None)
+            policy.keep if policy.pairs == "together" or policy.start_on is not None else None, policy.summary_role,
+            policy.start_on)
 
 
 def stage_key(policy) -> tuple:

@@ -8,7 +8,8 @@ import z3
 
 from prunecheck.spec.errors import EncodingError
 from prunecheck.spec.policy import (
-    ATTRS, KIND, KINDS, NAMESPACE, NAMESPACES, ROLE, ROLES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet, Num, Unary,
+    ATTRS, KIND, KINDS, NAMESPACE, NAMESPACES, ROLE, ROLES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet, Num, Policy,
+    Unary,
 )
 from prunecheck.spec.walker import MemoWalker
 
@@ -175,3 +176,20 @@ class ExprEncoder(MemoWalker):
         if op in ("<", "<=", ">", ">="):
             return frac_compare(op, left, right)
         raise EncodingError(f"unknown operator {op}")
+
+
+def left_tokens_term(policy: Policy, tokens):
+    """spec.policy.left_tokens as a term: the placeholder's tokens (mask), or at most that many (cut)."""
+    p = z3.IntVal(policy.placeholder_tokens)
+    return p if policy.effect == "mask" else z3.If(tokens < p, tokens, p)
+
+
+def window_env(clock, window_tokens: Frac, budget, window_spans=None) -> dict:
+    """The window attributes as z3 terms; budget is an int, a z3 term (a template's placeholder) or None, and
+    window_spans None in a pair model whose policy does not read it."""
+    env = {"window_tokens": window_tokens, "step": Frac(clock)}
+    if window_spans is not None:
+        env["window_spans"] = Frac(window_spans)
+    if budget is not None:
+        env["budget"] = Frac(z3.IntVal(budget) if isinstance(budget, int) else budget)
+    return env

@@ -12,7 +12,9 @@ from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.spec.conditions import applicable, state_violations, violations
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, ROLES, Deployment
-from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Pin, Read, State, Undo, Unpin, enabled_actions, step
+from prunecheck.spec.runtime import (
+    Append, Audit, Compact, Edit, Pin, Read, State, Undo, Unpin, enabled, enabled_actions, step,
+)
 from prunecheck.spec.actions import action_args
 from prunecheck.symbolic.conditions import violation_at
 from prunecheck.symbolic.model import ACT, Model
@@ -67,6 +69,17 @@ POLICIES = [
     "evict: kind != 'record'\nrank: 0 - tokens\nbudget: 3\npairs: together",
 ]
 
+# Policies that summarise (spec/SPEC.md 4d): positions and roles, a ranked walk, order newest, pairs, folding.
+SUMMARY_POLICIES = [
+    "evict: from_end >= 2 and position >= 1 or turn >= 1 and from_end_in_role < 2 or tokens_after > window_spans + 2\n"
+    "effect: summarise",
+    "evict: kind == 'summary' or role == 'tool_result' and from_end_in_role >= 1\nrank: position - tokens_after\n"
+    "budget: 4\neffect: summarise\nsummary_role: assistant\nplaceholder_tokens: 2",
+    "evict: kind != 'record'\nuntil: window_spans <= 2\norder: newest\neffect: summarise\nplaceholder_tokens: 2",
+    "evict: role == 'tool_call' or kind == 'summary'\npairs: together\neffect: summarise\nsummary_role: system",
+    "evict: window_spans > 3 and from_end >= 1\neffect: summarise",
+]
+
 # Policies with the compaction stage's keys (keep, when, until, order; spec/SPEC.md 4b).
 STAGE_POLICIES = [
     "evict: kind != 'record'\nwhen: window_spans > 2",
@@ -79,6 +92,16 @@ STAGE_POLICIES = [
     "evict: true\nbudget: 5\nwhen: window_tokens > budget\nuntil: window_tokens * 2 <= budget",
     "evict: not masked\nuntil: window_tokens <= 4\neffect: mask\nplaceholder_tokens: 2",
     "evict: role == 'tool_result'\nkeep: from_end < 1\npairs: together\nuntil: window_spans <= 2",
+]
+
+# Policies with role boundaries (start_on, spec/SPEC.md 4b): after a plain walk, a trigger, a target with pairs, a
+# ranked masking walk, and a boundary that orphans results.
+START_ON = [
+    "evict: position < 1\nstart_on: user",
+    "evict: kind == 'summary'\nkeep: role == 'system'\nwhen: window_spans > 2\nstart_on: user",
+    "evict: true\nuntil: window_spans <= 3\npairs: together\nstart_on: assistant",
+    "evict: tokens >= 2\nrank: 0 - tokens\nbudget: 3\neffect: mask\nstart_on: user",
+    "evict: false\nstart_on: tool_result",
 ]
 
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
@@ -96,8 +119,9 @@ def runs(draw, max_steps=8, policies=None):
     state, actions = State(), []
     for _ in range(draw(st.integers(1, max_steps))):
         # Besides each distinct outcome's representative, any host budget at all.
+        anyhow = Compact(draw(st.integers(1, 12)))  # refused only where a summary finds no free slot
         options = enabled_actions(policy, state, N, token_choices=(1, 2, 3, 4), roles=ROLES) + (
-            Compact(draw(st.integers(1, 12))),)
+            (anyhow,) if enabled(policy, state, anyhow, N) else ())
         name = draw(st.sampled_from(sorted({a.name for a in options})))
         action = draw(st.sampled_from([a for a in options if a.name == name]))
         actions.append(action)

@@ -7,26 +7,28 @@ from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, trans
 from prunecheck.spec.policy import POSITION_ATTRS, Deployment, read_positions
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
-from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, MASKED_FIELD, ROLE_FIELD, PairModel, PairState
+from prunecheck.symbolic.parametric import (
+    DEFAULTS, FIELDS, GHOSTS, MASKED_FIELD, ROLE_FIELD, SUMMARY_FIELD, PairModel, PairState,
+)
 from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, State, addressable, is_candidate, is_pair, positions, present, status,
     step,
 )
 from prunecheck.symbolic.terms import ENUM_CODES
 
-from support import POLICIES, POSITIONAL, STAGE_POLICIES, TARGETED, model_policy, runs
+from support import POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, SUMMARY_POLICIES, TARGETED, model_policy, runs
 
 
 def _span_values(state: State, i: int) -> dict:
     if i >= len(state.spans):
-        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD}}
+        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD, **SUMMARY_FIELD}}
     span = state.span(i)
     edit = state.edit(i)
     return {"used": True, "alive": span.alive, "kind": ENUM_CODES["kind"][span.kind],
             "ns": ENUM_CODES["namespace"][span.namespace], "tokens": span.tokens, "created": span.created,
             "last_read": span.last_read, "reads": span.reads, "pinned": span.pinned, "edited": span.edited,
             "version": span.version, "undone": bool(edit and edit.undone), "role": ENUM_CODES["role"][span.role],
-            "masked": span.masked}
+            "masked": span.masked, "summary": span.place != span.id}
 
 
 def _project(ps: PairState, state: State, r: int) -> list:
@@ -38,7 +40,7 @@ def _project(ps: PairState, state: State, r: int) -> list:
             out += [var == int(values[name]) for name, var in ps.counters[g].items() if name in values]
     for g, i in zip(GHOSTS, (r, r + 1)):
         for name, value in _span_values(state, i).items():
-            if name not in ps.span[g]:  # a role or mask, in a model whose policy reads none
+            if name not in ps.span[g]:  # a role, mask or summary flag, in a model whose policy has none
                 continue
             var = ps.span[g][name]
             out.append(var == (DEFAULTS[var.sort()] if value is None else value))
@@ -158,3 +160,57 @@ def test_targeted_runs_of_policies_reading_positions_project_onto_every_pair():
 @given(runs(policies=STAGE_POLICIES))
 def test_runs_of_stage_policies_project_onto_every_pair(run):
     _check_projection(*run)
+
+
+@settings(max_examples=30)
+@given(runs(policies=SUMMARY_POLICIES))
+def test_runs_of_summarising_policies_project_onto_every_pair(run):
+    # A summary is written at r, q or elsewhere; the adjacency facts hold only for pairs without a summary.
+    _check_projection(*run)
+
+
+# A summary written at r and at q, folded by the next one, standing before an appended pair, truncated at once.
+SUMMARY_TARGETED = [
+    (SUMMARY_POLICIES[0], Deployment(), (Append("message", 2, "tool_call"), Append("message", 1, "tool_result"),
+                                         Append("message", 3), Compact(), Append("message", 1), Compact(), Audit())),
+    (SUMMARY_POLICIES[4], Deployment(records="window"),
+     (Append("message", 1), Append("message", 1), Append("message", 1), Append("message", 1), Compact(),
+      Compact(1))),
+    (SUMMARY_POLICIES[2], Deployment(evicted="logged"),
+     (Append("message", 1), Append("message", 2), Append("message", 1), Compact(2), Compact())),
+]
+
+
+def test_targeted_runs_of_summarising_policies_project_onto_every_pair():
+    for text, deployment, actions in SUMMARY_TARGETED:
+        _check_projection(model_policy(text, deployment), actions)
+
+
+def test_only_a_summarising_policy_reading_positions_gets_the_summary_flag():
+    assert PairModel(model_policy(SUMMARY_POLICIES[0], Deployment())).summaries
+    assert not PairModel(model_policy(SUMMARY_POLICIES[3], Deployment())).summaries
+    plain = PairModel(model_policy(POSITIONAL[0], Deployment()))
+    assert "summary" not in plain.state("s").span["r"]
+@settings(max_examples=25)
+@given(runs(policies=START_ON))
+def test_runs_of_start_on_policies_project_onto_every_pair(run):
+    # start_on's leading spans (SPEC 4b): r leads iff nothing left before it has the role (a free choice), q as r says.
+    _check_projection(*run)
+
+
+# Runs where start_on takes r and q together, takes r but stops at q, is stopped before r by a span of the role,
+# skips a kept span, and takes a record left in the window.
+SYSTEM, USER, ASSISTANT = (Append("message", 1, role) for role in ("system", "user", "assistant"))
+CALL, RESULT = Append("message", 1, "tool_call"), Append("message", 1, "tool_result")
+START_ON_TARGETED = [
+    (START_ON[0], Deployment(), (ASSISTANT, CALL, RESULT, USER, Compact())),
+    (START_ON[4], Deployment(), (USER, CALL, RESULT, ASSISTANT, Compact())),
+    (START_ON[0], Deployment(), (SYSTEM, USER, CALL, RESULT, Compact())),
+    (START_ON[1], Deployment(records="window"), (SYSTEM, ASSISTANT, Edit(1, "transform"), Compact(), Audit())),
+    ("evict: false\nkeep: role == 'user'\nstart_on: user", Deployment(), (USER, ASSISTANT, USER, CALL, Compact())),
+]
+
+
+def test_targeted_runs_of_start_on_policies_project_onto_every_pair():
+    for text, deployment, actions in START_ON_TARGETED:
+        _check_projection(model_policy(text, deployment), actions)

@@ -135,23 +135,25 @@ def _differ_somewhere(what: str, old_expr, new_expr, same, ints, env, constraint
 
 
 def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout, rlimit: int = 0) -> Equivalence:
-    """Proved when deployment, budget, pairs and the stage's when, until and order are equal, the ranks agree on
-    every candidate (or neither a budget nor a target makes the rank matter), and the selections (evict and not keep)
-    agree on every valuation of the attribute vocabulary within its intervals: then every compaction has the same
-    candidates, trigger, order and target, so every run is the same run under both."""
+    """Proved when deployment, budget, pairs and the stage's when, until, order and start_on are equal, the ranks
+    agree on every candidate (or neither a budget nor a target makes the rank matter), and the selections (evict and
+    not keep) agree on every valuation of the attribute vocabulary within its intervals: then every compaction has
+    the same candidates, trigger, order and target, so every run is the same run under both."""
     keys = differing_deployment_keys(old, new)
     if keys:
         return Equivalence(False, f"deployments differ in {', '.join(keys)}")
-    if (old.effect, old.placeholder_tokens) != (new.effect, new.placeholder_tokens):
+    if (old.effect, old.placeholder_tokens, old.summary_role) != (new.effect, new.placeholder_tokens, new.summary_role):
         return Equivalence(False, f"effects differ ({old.effect} vs {new.effect}, placeholder tokens "
-                                  f"{old.placeholder_tokens} vs {new.placeholder_tokens})")
+                                  f"{old.placeholder_tokens} vs {new.placeholder_tokens}"
+                                  + (f", summary role {old.summary_role} vs {new.summary_role}"
+                                     if old.summary_role != new.summary_role else "") + ")")
     if old.budget != new.budget:
         return Equivalence(False, f"budgets differ ({old.budget or 'none'} vs {new.budget or 'none'})")
     if old.pairs != new.pairs:
         return Equivalence(False, f"pairs differ ({old.pairs} vs {new.pairs}): their compactions take different spans")
-    if old.pairs == "together" and old.keep != new.keep:
-        return Equivalence(False, "the keeps differ and pairs are together: the closure reads keep")
-    stage = [key for key in ("when", "until", "order") if getattr(old, key) != getattr(new, key)]
+    if (old.pairs == "together" or old.start_on is not None) and old.keep != new.keep:
+        return Equivalence(False, "the keeps differ and pairs are together or start_on is set: both read keep")
+    stage = [key for key in ("when", "until", "order", "start_on") if getattr(old, key) != getattr(new, key)]
     if stage:  # not compared semantically: a witness search decides
         return Equivalence(False, f"the compaction stages differ in {', '.join(stage)}")
     ints, env, constraints = attribute_space(old.budget, POSITION_ATTRS if read_positions(old) + read_positions(new)
@@ -217,8 +219,8 @@ def _pair_invariant(m_old: Model, m_new: Model, plain: bool, timeout: float, rli
     m_new.encode_init(init_new)
     at_init = {name for name, term in _pair_lemmas(m_old, m_new, init_old, init_new) if z3.is_true(z3.simplify(term))}
     clock = z3.Int("pair_clock@pre")
-    pre_old = SymState("pre", n, "old_", clock, masking=m_old.masking)
-    pre_new = SymState("pre", n, "new_", clock, masking=m_new.masking)
+    pre_old = SymState("pre", n, "old_", clock, masking=m_old.masking, placing=m_old.placing)
+    pre_new = SymState("pre", n, "new_", clock, masking=m_new.masking, placing=m_new.placing)
     post_old, post_new = m_old.state("post"), m_new.state("post")
     a = SymAction("pre", n, "pair_")
     step = m_old.encode_step(pre_old, a, post_old).constraints + m_new.encode_step(pre_new, a, post_new).constraints
@@ -305,7 +307,8 @@ def _view(policy: Policy, transition, span_id: int) -> View:
     span = transition.before.span(span_id)
     env = span_env(policy, transition.before, span)
     rank = None if policy.rank is None else Fraction(evaluate(policy.rank, env))
-    fate = ({"mask": "masked", "cut": "cut"}.get(policy.effect, "evicted") if span_id in transition.evicted else
+    taken = {"mask": "masked", "cut": "cut", "summarise": "summarised"}.get(policy.effect, "evicted")
+    fate = (taken if span_id in transition.evicted else
             "truncated" if span_id in transition.truncated else "kept")
     return View(tuple(env.items()), bool(evaluate(policy.evict, env)), rank,
                 is_candidate(policy, transition.before, span), fate)

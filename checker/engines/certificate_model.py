@@ -23,10 +23,11 @@ ROLE_DATATYPES = (KindSort, NamespaceSort, RoleSort, ActionSort, GhostSort, Allo
 
 def free_shape(policy, timeout: float, rlimit: int = 0) -> tuple:
     """What a proof with the policy abstracted depends on: the deployment, the policy's form (ranked walk, budget,
-    pairs, effect and whether spans can be masked) and the bounds. Anything the free pair model reads of the policy
+    pairs, effect, whether spans can be masked, the summaries' role)
+    and the bounds. Anything the free pair model reads of the policy
     must be here: a shape shared by two policies whose free models differ would prove one with the other's proof."""
     return (policy.deployment, policy.rank is not None and policy.budget is not None, policy.budget is not None,
-            timeout, rlimit, policy.pairs, policy.effect, policy.placeholder_tokens, masks(policy))
+            timeout, rlimit, policy.pairs, policy.effect, policy.placeholder_tokens, masks(policy), policy.summary_role)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Iterable, Optional
 
 from prunecheck.spec.conditions import CONDITIONS, applicable, violations
-from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, IN_PLACE, ROLES, Attr, Binary, EnumLit, InSet, Num, Policy,
+from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, ROLES, SIZED, Attr, Binary, EnumLit, InSet, Num, Policy,
                                     read_attributes, stage_exprs, subexpressions, uses_pairs)
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
@@ -40,9 +40,10 @@ def kind_representatives(policy: Policy) -> tuple:
 def role_representatives(policy: Policy) -> tuple:
     """Roles the policy names, plus one for all the others (`user` first, so a policy naming none keeps `user`);
     `turn` tells `user` from one other role, and `from_end_in_role` compares any two roles, so it keeps them all;
-    tool_call and tool_result when the policy uses pairs (it reads roles or sets `pairs`): they make pairs."""
+    tool_call and tool_result when the policy uses pairs (it reads roles or sets `pairs`): they make pairs. start_on
+    (SPEC 4b) keeps them all too: every role but its own leads, and pairs still matter."""
     read = read_attributes(policy)
-    if "from_end_in_role" in read:
+    if "from_end_in_role" in read or policy.start_on is not None:
         return ROLES
     named = representatives(policy, ROLES)  # always holds `user`, named or as the one for all the others
     named = named + ROLES[1:2] if "turn" in read and named == ("user",) else named
@@ -97,7 +98,7 @@ def constant_domains(policy: Policy) -> tuple:
     repeats |= {v for c in rates for w in waits if w > 1 for v in neighbours(c * (1 + w) / (1 - c))}
     if policy.budget is not None:
         tokens |= neighbours(Fraction(policy.budget))
-    if policy.effect in IN_PLACE:  # a span smaller than, as large as, or larger than its placeholder
+    if policy.effect in SIZED:  # a span smaller than, as large as, or larger than its placeholder (or a summary)
         tokens |= neighbours(Fraction(policy.placeholder_tokens))
     return tuple({v for v in values if v >= 1} for values in (tokens, repeats, targets))
 

@@ -73,7 +73,7 @@ def decode_state(model: z3.ModelRef, s: SymState) -> State:
             break
         spans.append(Span(i, f["kind"], f["ns"], f["tokens"], f["created"], f["last_read"],
                           f["reads"], f["pinned"], f["edited"], f["version"], f["alive"], f["role"],
-                          f.get("masked", False)))
+                          f.get("masked", False), f.get("place", i)))
         if f["kind"] == "record":
             edits.append(EditInfo(i, i + 1, f["target"], "destroy" if f["destroy"] else "transform",
                                   f["rversion"], f["prior_kind"], f["prior_edited"], f["undone"]))

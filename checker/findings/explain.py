@@ -100,13 +100,22 @@ def _atom_point(atom: Expr, env: dict) -> Point:
 
 def predicate_points(policy: Policy, state: State, span_id: int) -> tuple:
     """Why `evict` is true on a span: its deciding atoms, each with its value and the attributes it reads (and that
-    `keep` is false on it, when the policy has one)."""
+    `keep` is false on it, when the policy has one); for a span that was no candidate, the start_on that took it."""
+    if policy.start_on is not None and not is_candidate(policy, state, state.span(span_id)):
+        return (start_on_point(policy, state.span(span_id).role),)
     env = span_env(policy, state, state.span(span_id))
     points = tuple(_atom_point(atom, env) for atom in deciding_atoms(policy.evict, env, True))
     if policy.keep is not None:
         loc = key_locations(policy).get("keep", expression_start(policy.keep))
         points += (Point(f"keep: {to_text(policy.keep)}", loc, "is false on it, so nothing protects it"),)
     return points
+
+
+def start_on_point(policy: Policy, role: str) -> Point:
+    """start_on took a span the selection did not (SPEC 4b): it led the spans left, before any of start_on's role."""
+    return Point(f"start_on: {policy.start_on}", key_locations(policy).get("start_on", NOWHERE),
+                 f"the stage also takes this {role} span: it comes before the first {policy.start_on} span the walk "
+                 "left in the window")
 
 
 def _setting(policy: Policy, key: str, where: Dict[str, Loc], why: str) -> Point:
@@ -159,6 +168,8 @@ def _taken_words(policy: Policy) -> str:
     if policy.effect == "mask":
         return f"masked by the policy (content replaced by {policy.placeholder_tokens} placeholder token" \
                f"{'s' * (policy.placeholder_tokens != 1)})"
+    if policy.effect == "summarise":
+        return "summarised by the policy" + (" and moved to the log" if policy.deployment.evicted == "logged" else "")
     return "evicted by the policy" + (" and moved to the log" if policy.deployment.evicted == "logged" else "")
 
 
@@ -197,9 +208,14 @@ def step_label(policy: Policy, t: Transition) -> str:
             parts.append(f"the trigger `{to_text(policy.when)}` is false, the policy takes nothing")
         if t.evicted:
             parts.append(f"{_taken_words(policy)}: " + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.evicted)))
-        if t.truncated:
+        if len(after.spans) > len(before.spans):  # a summarising stage wrote its summary
+            summary = after.spans[-1]
+            parts.append(f"summary #{summary.id} ({summary.role}, {summary.tokens} token{'s' * (summary.tokens != 1)}) "
+                         f"written in their place")
+        if t.truncated:  # a summary truncated at once is not in `before`
             parts.append(_truncated_label(policy, a)
-                         + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.truncated)))
+                         + ", ".join(f"#{i} ({_role(before if i < len(before.spans) else after, i)})"
+                                     for i in sorted(t.truncated)))
         return "compaction: " + ("; ".join(parts) if parts else "nothing removed")
     if isinstance(a, Undo):
         info = before.edit(a.edit)

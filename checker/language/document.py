@@ -28,8 +28,12 @@ def policy_document(policy: Policy) -> dict:
         doc["effect"] = policy.effect
     if policy.placeholder_tokens != 1:
         doc["placeholder_tokens"] = policy.placeholder_tokens
+    if policy.summary_role != "user":
+        doc["summary_role"] = policy.summary_role
     if policy.pairs != "apart":
         doc["pairs"] = policy.pairs
+    if policy.start_on is not None:
+        doc["start_on"] = policy.start_on
     doc["deployment"] = policy.deployment.as_dict()
     return doc
 

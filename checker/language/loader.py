@@ -17,8 +17,9 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, IN_PLACE, ORDERS, PAIRS, Acceptance, BoolLit, Deployment,
-                                   DeploymentOverride, Loc, Origin, Policy, stage_exprs, with_override)
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, ROLES, SIZED, SUMMARY_ROLES,
+                                   Acceptance, BoolLit, Deployment, DeploymentOverride, Loc, Origin, Policy, stage_exprs,
+                                   with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
 from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items, kind_of, reason, scalar_locator,
@@ -30,7 +31,7 @@ from prunecheck.checker.language.typecheck import MAX_DIGITS, ORDER_WITH_RANK, c
 from prunecheck.checker.options import override_of
 
 TOP_KEYS = ("name", "description", "evict", "rank", "budget", "keep", "when", "until", "order", "effect",
-            "placeholder_tokens", "pairs", "deployment", "expect", "accept")
+            "placeholder_tokens", "summary_role", "pairs", "start_on", "deployment", "expect", "accept")
 ACCEPT_KEYS = ("condition", "reason")
 _INTEGER = re.compile(r"0|[1-9][0-9]*")
 
@@ -83,16 +84,30 @@ def _stage(src: SourceText, fields: dict, builder: Builder) -> dict:
     return out
 
 
+def _summary_role(src: SourceText, fields: dict, effect: str) -> str:
+    """`summary_role` (only with summarise): the role of the summary a compaction writes."""
+    if "summary_role" not in fields:
+        return "user"
+    node = fields["summary_role"]
+    value = string(src, node, "summary_role")
+    if effect != "summarise":
+        src.fail_at("summary_role is only for `effect: summarise`", node)
+    if value not in SUMMARY_ROLES:
+        src.fail_at(f"summary_role must be one of {', '.join(SUMMARY_ROLES)}, got `{value[:64]}`"
+                    f"{suggestion(value, SUMMARY_ROLES)}", node)
+    return value
+
+
 def _effect(src: SourceText, fields: dict) -> Tuple[str, int]:
-    """`effect` (evict, mask or cut) and `placeholder_tokens` (only with mask or cut)."""
+    """`effect` (evict, mask, cut or summarise) and `placeholder_tokens` (not with evict)."""
     effect = string(src, fields["effect"], "effect") if "effect" in fields else "evict"
     if effect not in EFFECTS:
         src.fail_at(f"effect must be one of {', '.join(EFFECTS)}, got `{effect[:64]}`{suggestion(effect, EFFECTS)}",
                     fields["effect"])
     if "placeholder_tokens" not in fields:
         return effect, 1
-    if effect not in IN_PLACE:
-        src.fail_at("placeholder_tokens is only for `effect: mask` or `effect: cut`", fields["placeholder_tokens"])
+    if effect not in SIZED:
+        src.fail_at("placeholder_tokens is only for `effect: mask`, `cut` or `summarise`", fields["placeholder_tokens"])
     return effect, _budget(src, fields["placeholder_tokens"], "placeholder_tokens")
 
 
@@ -100,6 +115,14 @@ def _pairs(src: SourceText, node) -> str:
     value = string(src, node, "pairs")
     if value not in PAIRS:
         src.fail_at(f"pairs must be one of {', '.join(PAIRS)}, got `{value[:64]}`{suggestion(value, PAIRS)}", node)
+    return value
+
+
+def _start_on(src: SourceText, node) -> str:
+    """The `start_on` key: a role (SPEC 4b)."""
+    value = string(src, node, "start_on")
+    if value not in ROLES:
+        src.fail_at(f"start_on must be one of {', '.join(ROLES)}, got `{value[:64]}`{suggestion(value, ROLES)}", node)
     return value
 
 
@@ -186,6 +209,8 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
     budget = _budget(src, fields["budget"]) if "budget" in fields else None
     effect, placeholder = _effect(src, fields)
     pairs = _pairs(src, fields["pairs"]) if "pairs" in fields else "apart"
+    summary_role = _summary_role(src, fields, effect)
+    start_on = _start_on(src, fields["start_on"]) if "start_on" in fields else None
     deployment = _deployment(src, fields["deployment"]) if "deployment" in fields else Deployment()
     expect = _expect(src, fields["expect"]) if "expect" in fields else {}
     accepts = _accepts(src, fields["accept"]) if "accept" in fields else ()
@@ -206,6 +231,8 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         effect=effect,
         placeholder_tokens=placeholder,
         pairs=pairs,
+        summary_role=summary_role,
+        start_on=start_on,
     )
     return policy, expect
 
@@ -248,6 +275,8 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
         effect=parts.effect,
         placeholder_tokens=parts.placeholder_tokens,
         pairs=parts.pairs,
+        summary_role=parts.summary_role,
+        start_on=parts.start_on,
     )
     return policy, parts.expect or {}, parts.floats
 
@@ -270,7 +299,8 @@ def _yaml_origin(src: SourceText, root: MappingNode) -> Origin:
     """The text and its keys' positions (the keys were checked: plain names, each once)."""
     keys = []
     for key, value in root.value:
-        keys.append((key.value, Loc(*src.pos((value if key.value in ("budget", "pairs") else key).start_mark.index))))
+        at = value if key.value in ("budget", "pairs", "start_on") else key
+        keys.append((key.value, Loc(*src.pos(at.start_mark.index))))
         if key.value == "deployment" and isinstance(value, MappingNode):
             keys += [(f"deployment.{sub.value}", Loc(*src.pos(subvalue.start_mark.index)))
                      for sub, subvalue in value.value]
@@ -286,8 +316,8 @@ def _python_origin(src: SourceText, parts) -> Origin:
     for node in ast.parse(src.text, "<policy>").body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
-            at = node.value if name in ("BUDGET", "PAIRS") else node
-            if name in ("BUDGET", "PAIRS", "DEPLOYMENT", "EFFECT"):
+            at = node.value if name in ("BUDGET", "PAIRS", "START_ON") else node
+            if name in ("BUDGET", "PAIRS", "START_ON", "DEPLOYMENT", "EFFECT"):
                 out.setdefault(name.lower(), Loc(at.lineno, at.col_offset + 1))
         if isinstance(node, ast.FunctionDef) and node.name in ("rank", "keep", "when", "until"):
             out[node.name] = Loc(node.lineno, node.col_offset + 1)

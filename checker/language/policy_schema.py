@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, EFFECTS, IN_PLACE, ORDERS, PAIRS, Deployment
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, ROLES, SIZED, SUMMARY_ROLES, Deployment
 
 from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
@@ -62,13 +62,19 @@ def _properties() -> dict:
         "order": {"enum": list(ORDERS), "default": ORDERS[0],
                   "description": "the order candidates are taken in when there is no rank (not with rank)"},
         "effect": {"enum": list(EFFECTS), "default": "evict",
-                   "description": "what a compaction does to the spans it takes: evict them, mask them in place, or cut "
-                                  "them to at most placeholder_tokens"},
+                   "description": "what a compaction does to the spans it takes: evict them, mask them in place, cut "
+                                  "them to at most placeholder_tokens, or evict them and write one summary in "
+                                  "their place"},
+        "summary_role": {"enum": list(SUMMARY_ROLES), "default": "user",
+                         "description": "the role of the summary a compaction writes (only with effect: summarise)"},
         "placeholder_tokens": {"type": "integer", "minimum": 1, "maximum": 10 ** MAX_DIGITS - 1, "default": 1,
-                               "description": "the tokens a masked span keeps, or the most a cut span keeps (only with "
-                                              "effect: mask or cut)"},
+                               "description": "the tokens a masked span keeps, the most a cut span keeps, or a summary's "
+                                              "tokens (only with effect: mask, cut or summarise)"},
         "pairs": {"enum": list(PAIRS), "default": PAIRS[0],
                   "description": "together: a compaction that takes one span of a tool call and its result takes both"},
+        "start_on": {"enum": list(ROLES),
+                     "description": "a role: the compaction also takes the leading spans it leaves before the first "
+                                    "span of this role, so the window starts on it"},
         "deployment": _deployment(),
         "expect": {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
                    "additionalProperties": {"enum": list(VERDICTS)},
@@ -91,7 +97,9 @@ def policy_schema() -> dict:
         "properties": {key: properties[key] for key in TOP_KEYS},  # a key the loader does not know is a KeyError
         "required": ["name", "evict"],
         "not": {"required": ["order", "rank"]},
-        "dependentSchemas": {"placeholder_tokens": {"required": ["effect"], "properties": {"effect": {"enum": list(IN_PLACE)}}}},
+        "dependentSchemas": {
+            "placeholder_tokens": {"required": ["effect"], "properties": {"effect": {"enum": list(SIZED)}}},
+            "summary_role": {"required": ["effect"], "properties": {"effect": {"const": "summarise"}}}},
         "additionalProperties": False,
     }
 

@@ -258,10 +258,12 @@ def _deployment_items(policy):
 
 
 def _effect_items(policy) -> list:
-    """(key, value) for `effect` and `placeholder_tokens`, each only when not at its default."""
+    """(key, value) for `effect`, `placeholder_tokens` and `summary_role`, each only when not at its default."""
     effect, placeholder = getattr(policy, "effect", "evict"), getattr(policy, "placeholder_tokens", 1)
+    role = getattr(policy, "summary_role", "user")
     return ([("effect", effect)] if effect != "evict" else []) + \
-        ([("placeholder_tokens", placeholder)] if placeholder != 1 else [])
+        ([("placeholder_tokens", placeholder)] if placeholder != 1 else []) + \
+        ([("summary_role", role)] if role != "user" else [])
 
 
 def policy_yaml(policy) -> str:
@@ -281,6 +283,8 @@ def policy_yaml(policy) -> str:
     lines += [f"{key}: {value}" for key, value in _effect_items(policy)]
     if getattr(policy, "pairs", "apart") != "apart":
         lines.append(f"pairs: {policy.pairs}")
+    if getattr(policy, "start_on", None) is not None:
+        lines.append(f"start_on: {policy.start_on}")
     items = _deployment_items(policy)
     if items:
         lines.append("deployment:")
@@ -307,7 +311,7 @@ def _py_function(name: str, expr) -> str:
 
 def policy_python(policy) -> str:
     """A complete restricted-Python policy module for policy (docstring, NAME, BUDGET, DEPLOYMENT, ORDER, EFFECT,
-    PLACEHOLDER_TOKENS, PAIRS, evict, rank, keep, when, until)."""
+    PLACEHOLDER_TOKENS, PAIRS, START_ON, evict, rank, keep, when, until)."""
     parts = []
     if policy.description:
         parts.append(repr(policy.description) + "\n")  # a string first statement is the module docstring
@@ -317,6 +321,8 @@ def policy_python(policy) -> str:
     head += [f"{key.upper()} = {value!r}" for key, value in _effect_items(policy)]
     if getattr(policy, "pairs", "apart") != "apart":
         head.append(f"PAIRS = {policy.pairs!r}")
+    if getattr(policy, "start_on", None) is not None:
+        head.append(f"START_ON = {policy.start_on!r}")
     items = _deployment_items(policy)
     if items:
         head.append("DEPLOYMENT = {" + ", ".join(f"{k!r}: {v!r}" for k, v in items) + "}")

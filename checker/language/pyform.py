@@ -1,7 +1,7 @@
 """The restricted-Python policy form: read with ast.parse (which only builds a tree), never executed.
 
 A policy module holds an optional docstring (the description), the constants NAME, BUDGET, EFFECT,
-PLACEHOLDER_TOKENS, PAIRS, ORDER, DEPLOYMENT, EXPECT and ACCEPT (literals only; ACCEPT maps a condition to the reason it is accepted), `def evict(span, window):` and optionally
+PLACEHOLDER_TOKENS, PAIRS, START_ON, ORDER, DEPLOYMENT, EXPECT and ACCEPT (literals only; ACCEPT maps a condition to the reason it is accepted), `def evict(span, window):` and optionally
 `def rank(span, window):`.  Function bodies are if/elif/else chains of `return <expr>`; an
 `if t: return a` followed by the rest of the block becomes Cond(t, a, rest).  Everything else is
 refused with a PolicySyntaxError naming the construct at its line and column.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import EFFECTS, IN_PLACE, ORDERS, PAIRS, Cond, Loc
+from prunecheck.spec.policy import EFFECTS, ORDERS, PAIRS, ROLES, SIZED, SUMMARY_ROLES, Cond, Loc
 
 from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
 from prunecheck.checker.language.builder import too_deep_message
@@ -43,7 +43,9 @@ class PyPolicyParts:
     budget: Optional[int] = None
     effect: str = "evict"
     placeholder_tokens: int = 1
+    summary_role: str = "user"
     pairs: str = "apart"
+    start_on: Optional[str] = None  # START_ON's role; None when absent
     # (key, value, key Loc, value Loc) per DEPLOYMENT entry; None when DEPLOYMENT is absent
     deployment: Optional[List[Tuple[str, str, Loc, Loc]]] = None
     expect: Optional[Dict[str, str]] = None
@@ -95,9 +97,11 @@ class _Converter(ExpressionReader):
             raise PolicySyntaxError("policy defines no `def evict(span, window):`", self.file, 1, 1)
         if parts.order is not None and parts.rank is not None:
             raise PolicySyntaxError(ORDER_WITH_RANK, self.file, parts.order_loc.line, parts.order_loc.col)
-        if "PLACEHOLDER_TOKENS" in seen and parts.effect not in IN_PLACE:
-            raise PolicySyntaxError('PLACEHOLDER_TOKENS is only for EFFECT = "mask" or "cut"', self.file,
+        if "PLACEHOLDER_TOKENS" in seen and parts.effect not in SIZED:
+            raise PolicySyntaxError('PLACEHOLDER_TOKENS is only for EFFECT = "mask", "cut" or "summarise"', self.file,
                                     seen["PLACEHOLDER_TOKENS"], 1)
+        if "SUMMARY_ROLE" in seen and parts.effect != "summarise":
+            raise PolicySyntaxError('SUMMARY_ROLE is only for EFFECT = "summarise"', self.file, seen["SUMMARY_ROLE"], 1)
         parts.floats = tuple(self.floats)
         return parts
 
@@ -108,7 +112,8 @@ class _Converter(ExpressionReader):
 
     def constant(self, stmt: ast.Assign, parts: PyPolicyParts, seen) -> None:
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
-            self.refuse(stmt, "assignment other than NAME, BUDGET, EFFECT, PLACEHOLDER_TOKENS, PAIRS, ORDER, DEPLOYMENT, EXPECT or "
+            self.refuse(stmt, "assignment other than NAME, BUDGET, EFFECT, PLACEHOLDER_TOKENS, SUMMARY_ROLE, PAIRS, START_ON, "
+                        "ORDER, DEPLOYMENT, EXPECT or "
                         "ACCEPT = <literal>")
         name = stmt.targets[0].id
         if name not in MODULE_CONSTANTS:
@@ -129,10 +134,18 @@ class _Converter(ExpressionReader):
             if not (isinstance(value, ast.Constant) and value.value in EFFECTS):
                 self.fail(f"EFFECT must be one of {', '.join(repr(e) for e in EFFECTS)}", value)
             parts.effect = value.value
+        elif name == "SUMMARY_ROLE":
+            if not (isinstance(value, ast.Constant) and value.value in SUMMARY_ROLES):
+                self.fail(f"SUMMARY_ROLE must be one of {', '.join(repr(r) for r in SUMMARY_ROLES)}", value)
+            parts.summary_role = value.value
         elif name == "PAIRS":
             if not (isinstance(value, ast.Constant) and value.value in PAIRS):
                 self.fail(f"PAIRS must be one of the string literals {', '.join(map(repr, PAIRS))}", value)
             parts.pairs = value.value
+        elif name == "START_ON":
+            if not (isinstance(value, ast.Constant) and value.value in ROLES):
+                self.fail(f"START_ON must be one of the string literals {', '.join(map(repr, ROLES))}", value)
+            parts.start_on = value.value
         elif name == "DEPLOYMENT":
             parts.deployment = [(k, v, kl, vl) for k, v, kl, vl in self.string_dict(value, name)]
         elif name == "ACCEPT":

@@ -266,7 +266,8 @@ def check_policy(policy: Policy, file: Optional[str] = None) -> Policy:
 
 def check_stage(policy: Policy, file: str) -> None:
     """The compaction stage's keys: keep is a span condition; when and until are conditions on the window alone (they
-    are evaluated once per compaction, not per span); order is oldest or newest, and only without a rank."""
+    are evaluated once per compaction, not per span); order is oldest or newest, and only without a rank; start_on is
+    a role."""
     check_bounds([policy.keep, policy.when, policy.until], file)
     checker = _Checker(file, policy.budget is not None)
     if policy.keep is not None:
@@ -284,6 +285,8 @@ def check_stage(policy: Policy, file: str) -> None:
         raise PolicySyntaxError(f"order must be one of {', '.join(ORDERS)}, got {str(policy.order)[:40]!r}", file, 1, 1)
     if policy.order != "oldest" and policy.rank is not None:
         raise PolicySyntaxError(ORDER_WITH_RANK, file, 1, 1)
+    if policy.start_on is not None and policy.start_on not in ENUM_VALUES[ROLE]:
+        raise PolicySyntaxError(f"start_on must be a role, got {str(policy.start_on)[:40]!r}", file, 1, 1)
 
 
 ORDER_WITH_RANK = "`order` cannot be combined with `rank`: a rank orders the candidates (ties oldest first)"

@@ -42,8 +42,10 @@ def _value(value):
 
 
 def _span(span: Span, masking: bool) -> dict:
-    # `masked` only for a policy that masks or reads it, so that other policies' traces stay as they were.
-    return {key: _value(getattr(span, key)) for key in span.__dataclass_fields__ if masking or key != "masked"}
+    # `masked` only for a policy that masks or reads it, and `place` only where it is not the id (a summary's), so
+    # that other policies' traces stay as they were.
+    return {key: _value(getattr(span, key)) for key in span.__dataclass_fields__
+            if (masking or key != "masked") and (key != "place" or span.place != span.id)}
 
 
 def _state(policy, state: State, action_name: str, args: dict, outcome: str, bad) -> dict:

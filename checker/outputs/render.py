@@ -24,6 +24,8 @@ def span_line(span, roles: bool = False) -> str:
         flags.append("pinned")
     if span.edited:
         flags.append("edited")
+    if span.place != span.id:  # a summary stands where the oldest span it replaced stood (spec/SPEC.md 4d)
+        flags.append(f"at place {span.place}")
     return (f"#{span.id} {span.kind:<11}{role} tokens={span.tokens} created={span.created} last_read={span.last_read} "
             f"reads={span.reads} v{span.version} [{' '.join(flags)}]")
 
