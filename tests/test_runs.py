@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prunecheck.checker.check import check
+from prunecheck.checker.check import QUICK_DEPTH, check
 from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.findings.explain import step_label
@@ -102,3 +102,13 @@ def test_more_counterexamples_asked_of_a_run_trace_never_call_it_the_shortest():
     assert c1.engine is Method.RUNS
     text = variants_text(c1, report.spans, 12)  # as a check to depth 12 whose search for more stopped earlier says
     assert text.startswith("1 of 2 counterexamples asked") and "past the one shown" in text and "shortest" not in text
+
+
+def test_a_count_past_the_bound_is_searched_with_runs_before_the_full_bounded_search():
+    # 6 slots cannot hold 21 spans one by one: only the quick bounded search runs before the run search decides C1
+    # (spec/SPEC.md §7e), not a bounded search to the full depth that could find nothing.
+    policy = model_policy("evict: from_end >= 20", WINDOW)
+    (c1,) = check(policy, CheckOptions(depth=8, spans=6, only=("C1",), **BOUNDS)).results
+    assert c1.verdict is Verdict.VIOLATED and c1.engine is Method.RUNS
+    bmc = [run for run in c1.stats.runs if run.engine is Method.BMC]
+    assert bmc and all(run.depth <= QUICK_DEPTH for run in bmc)
