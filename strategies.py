@@ -20,6 +20,7 @@ from prunecheck.spec.policy import (
     DEPLOYMENT_CHOICES,
     ENUM_VALUES,
     KIND,
+    NAME_ATTRS,
     NAMESPACE,
     NUM,
     ORDERS,
@@ -79,8 +80,10 @@ def _decimal(numerator: int, places: int) -> Num:
 
 
 def deployments() -> st.SearchStrategy:
-    """Every Deployment: each of records, rationale, pins, audit, undo and record_role drawn from DEPLOYMENT_CHOICES."""
-    return st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
+    """Every Deployment: each of records, rationale, pins, audit, undo and record_role drawn from DEPLOYMENT_CHOICES,
+    record_tool from NAME_POOL."""
+    return st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()},
+                     record_tool=st.sampled_from(NAME_POOL))
 
 
 def numbers(positive: bool = False) -> st.SearchStrategy:
@@ -146,6 +149,8 @@ def _literals(type_: str, depth: int, python: bool = False) -> st.SearchStrategy
 
 _NUM_SHAPES = ("leaf", "arith", "divide", "negate", "abs", "minmax", "cond")
 _BOOL_SHAPES = ("leaf", "compare", "bool_eq", "enum_compare", "in", "not", "connective", "cond")
+# Tool names and tags the generated policies, deployments and traces use (spec/SPEC.md 1c: any name is allowed).
+NAME_POOL = ("", "browse", "edit", "agents_md")
 _ENUM_SHAPES = ("attr", "cond")
 
 
@@ -233,7 +238,9 @@ def _draw_bool(draw, depth: int, m: "_Mode"):
         op = draw(st.sampled_from(("==", "!=")))
         return Binary(op, _draw_bool(draw, d, m), _draw_bool(draw, d, m))
     if shape == "enum_compare":
-        type_ = draw(st.sampled_from((KIND, NAMESPACE, ROLE)))
+        type_ = draw(st.sampled_from((KIND, NAMESPACE, ROLE, NAME_ATTRS)))
+        if type_ == NAME_ATTRS:  # drawn last, so that shrinking prefers the fixed enumerations
+            return _draw_names(draw)
         op = draw(st.sampled_from(("==", "!=")))
         left = _draw_enum(draw, type_, d, m)
         form = draw(st.sampled_from(("name", "name_first", "operands")))
@@ -254,6 +261,15 @@ def _draw_bool(draw, depth: int, m: "_Mode"):
         op = draw(st.sampled_from(BOOL_OPS))
         return Binary(op, _draw_bool(draw, d, m), _draw_bool(draw, d, m))
     return Cond(_draw_bool(draw, d, m), _draw_bool(draw, d, m), _draw_bool(draw, d, m))
+
+
+def _draw_names(draw):
+    """A tool name or tag compared with names: `tool == 'browse'`, `'edit' != tag`, `tool in ['', 'edit']`."""
+    attr, form = Attr(draw(st.sampled_from(NAME_ATTRS))), draw(st.sampled_from(("==", "!=", "first", "in")))
+    if form == "in":
+        return InSet(attr, tuple(EnumLit(n) for n in draw(st.lists(st.sampled_from(NAME_POOL), min_size=1, max_size=3))))
+    name = EnumLit(draw(st.sampled_from(NAME_POOL)))
+    return Binary(draw(st.sampled_from(("==", "!="))), name, attr) if form == "first" else Binary(form, attr, name)
 
 
 @st.composite
@@ -384,8 +400,10 @@ def _traces(draw, policy: Policy, max_steps: int, max_spans: Optional[int], max_
         name = draw(st.sampled_from([n for n in ACTION_TYPES if n in by_name]))  # compact, audit: never empty
         if name == "append":
             roles = [r for r in ROLES if r != "tool_result" or answers_call(state)]  # a result answers a call
-            action = Append(draw(st.sampled_from(CONTENT_KINDS)), draw(st.integers(1, max_tokens)),
-                            draw(st.sampled_from(roles)))
+            role = draw(st.sampled_from(roles))
+            tool = state.spans[-1].tool if role == "tool_result" else draw(st.sampled_from(NAME_POOL))
+            action = Append(draw(st.sampled_from(CONTENT_KINDS)), draw(st.integers(1, max_tokens)), role,
+                            tool=tool, tag=draw(st.sampled_from(NAME_POOL)))
         elif name == "compact":
             action = Compact(draw(st.none() | st.integers(1, state.window_tokens() + 1)))
         else:
@@ -401,8 +419,9 @@ def traces(policy: Policy, max_steps: int = 10, max_spans: Optional[int] = 8, *,
            max_times: int = 3) -> st.SearchStrategy:
     """Lists of at most max_steps runtime actions, each enabled (see spec.runtime.enabled_actions) in the state
     the previous ones reach from State() under policy with max_spans; each step draws the action name first,
-    then its arguments (appends carry 1..max_tokens tokens and any role the state enables; a compaction has no host budget or one of 1 up to the
-    window's tokens + 1; a read or audit is repeated 1..max_times times, one action standing for that many steps:
+    then its arguments (appends carry 1..max_tokens tokens, any role the state enables, and a tool name and tag from
+    NAME_POOL, a result its call's tool; a compaction has no host budget or one of 1 up to the window's tokens + 1;
+    a read or audit is repeated 1..max_times times, one action standing for that many steps:
     spec.runtime.real_steps counts them; max_times=1 draws single steps only)."""
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
         raise ValueError(f"max_steps must be an integer >= 0, got {max_steps!r}")

@@ -30,8 +30,8 @@ from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS, applicable
-from prunecheck.spec.policy import (COMPARE_OPS, ORDERS, PAIRS, ROLES, SUMMARY_ROLES, read_positions, reads_attribute,
-                                    reads_roles, uses_pairs)
+from prunecheck.spec.policy import (COMPARE_OPS, ORDERS, PAIRS, ROLES, SUMMARY_ROLES, mentioned_names, read_positions,
+                                    reads_attribute, reads_roles, uses_pairs)
 from prunecheck.strategies import deployments, policies
 
 DEPTH, SPANS, STATES = 4, 4, 200_000
@@ -52,6 +52,7 @@ VOCABULARY = {
     "roles (role, turn, from_end_in_role)": reads_roles,
     "start_on": lambda p: p.start_on is not None,
     "T1 applies (pairs, role or start_on)": uses_pairs,
+    "tool names or tags": lambda p: bool(mentioned_names(p)),
 }
 
 
@@ -89,12 +90,15 @@ def large_policies(draw):
 
 
 # The vocabulary of issue 15 with constants small enough to matter within the bounds: positions, roles and masked in
-# the selection, the stage's keep/when/until/order, an effect, pairs, and (from the deployment) the log.
+# the selection, the stage's keep/when/until/order, an effect, pairs, tool names and tags, and (from the deployment) the
+# log and record_tool.
 _POSITIONAL = ("position", "from_end", "from_end_in_role", "turn", "tokens_after", "window_spans")
 _VOCABULARY_ATOMS = st.one_of(
     st.builds("{} {} {}".format, st.sampled_from(_POSITIONAL), st.sampled_from(("<", ">=")), st.integers(1, 2)),
     st.builds("role {} '{}'".format, st.sampled_from(("==", "!=")), st.sampled_from(ROLES[::-1])),
     st.sampled_from(("masked", "not masked", "kind != 'record'", "tokens >= 2", "age > 1")),
+    st.builds("{} {} '{}'".format, st.sampled_from(("tool", "tag")), st.sampled_from(("==", "!=")),
+              st.sampled_from(("", "edit", "browse"))),
 )
 
 

@@ -1,7 +1,8 @@
 """The framework corpus (examples/frameworks/): every strategy checked at the default bounds under its own deployment
 and under the safe default, with verdicts and wall-clock times, as the README's table.
 
-Run: python benchmarks/frameworks.py [--write]   (--write replaces the table in examples/frameworks/README.md)
+Run: python benchmarks/frameworks.py [--write] [FILE.yaml ...]   (--write replaces the table in
+examples/frameworks/README.md: only the rows of the strategies named, or the whole table when none is named)
 Times are wall-clock seconds of one `check` at the default depth and spans (solvers bounded by rlimit, not by
 time), without a cache, on whatever machine runs it.
 """
@@ -38,9 +39,12 @@ def verdicts(path: Path, override=None) -> tuple:
     return " ".join(f"{r.condition}:{SHORT[r.verdict.name]}" for r in report.results), seconds
 
 
-def table() -> str:
+def table(names=()) -> str:
+    """The table's rows for the strategies named (file names in examples/frameworks/), or for all of them."""
     rows = ["| strategy | own deployment | s | safe default | s |", "|---|---|---:|---|---:|"]
     for path in sorted(CORPUS.glob("*.yaml")):
+        if names and path.name not in names:
+            continue
         own, own_s = verdicts(path)
         safe, safe_s = verdicts(path, SAFE)
         rows.append(f"| `{path.name}` | {own} | {own_s:.1f} | {safe} | {safe_s:.1f} |")
@@ -48,18 +52,31 @@ def table() -> str:
     return "\n".join(rows)
 
 
+def written(old: str, text: str, whole: bool) -> str:
+    """The README with its table replaced by `text` (whole), or with the rows of `text` replacing theirs."""
+    head, rest = old.split(START, 1)
+    body, tail = rest.split(END, 1)
+    if not whole:
+        new = {line.split("`")[1]: line for line in text.splitlines() if line.startswith("| `")}
+        text = "\n".join(new.get(line.split("`")[1], line) if line.startswith("| `") else line
+                         for line in body.strip("\n").splitlines())
+    return f"{head}{START}\n{text}\n{END}{tail}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="replace the table in examples/frameworks/README.md")
+    parser.add_argument("--write", action="store_true", help="replace the table (or the named rows) in "
+                                                             "examples/frameworks/README.md")
+    parser.add_argument("strategies", nargs="*", metavar="FILE.yaml", help="measure only these strategies")
     args = parser.parse_args(argv)
-    text = table()
+    unknown = sorted(set(args.strategies) - {p.name for p in CORPUS.glob("*.yaml")})
+    if unknown:
+        parser.error(f"not in {CORPUS.name}/: {', '.join(unknown)}")
+    text = table(tuple(args.strategies))
     print(text)
     if args.write:
         readme = CORPUS / "README.md"
-        old = readme.read_text(encoding="utf-8")
-        head, rest = old.split(START, 1)
-        _, tail = rest.split(END, 1)
-        readme.write_text(f"{head}{START}\n{text}\n{END}{tail}", encoding="utf-8")
+        readme.write_text(written(readme.read_text(encoding="utf-8"), text, not args.strategies), encoding="utf-8")
     return 0
 
 

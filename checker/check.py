@@ -103,12 +103,13 @@ def _check(policy: Policy, options: CheckOptions, known: dict) -> Report:
         proofs.update(prove_all(policy, pending, doc, digest, timeout, options.rlimit))
     open_conditions = [c for c in wanted
                        if c not in refuted and (c not in proofs or proofs[c].verdict != Verdict.HOLDS)]
-    # Counts past the span bound: the search with runs first, so that the bounded search (which cannot reach them)
-    # and Spacer only see what it leaves open (spec/SPEC.md §7e).
-    runs_first = options.prove and _runs_serve(policy, options)
-    found = _run_search(policy, open_conditions, options) if runs_first else {}
-    open_conditions = [c for c in open_conditions if c not in found]
-    bounded = {r.condition: r for r in check_bounded(policy, depth, spans, open_conditions, timeout, **restrict)}
+    # A shallow search with runs first: for a policy counting more spans than the slots, the bounded search to full
+    # depth rarely finds what it finds (spec/SPEC.md §7d, "Order").
+    early = _with_runs(policy, open_conditions, options, QUICK_DEPTH) if options.prove else {}
+    found = {c: r for c, r in early.items() if r.verdict == Verdict.VIOLATED}
+    before.update({c: before.get(c, Stats()).then(r.stats) for c, r in early.items() if c not in found})
+    searched = [c for c in open_conditions if c not in found]
+    bounded = {r.condition: r for r in check_bounded(policy, depth, spans, searched, timeout, **restrict)}
     bounded.update(refuted)
     bounded.update(found)
     results = []
@@ -116,35 +117,25 @@ def _check(policy: Policy, options: CheckOptions, known: dict) -> Report:
         result = _decide(policy, c, proofs, bounded, options, (doc, digest))
         ran = [r.stats for r in (proofs.get(c), bounded.get(c)) if r is not None]
         results.append(replace(result, stats=before.get(c, Stats()).then(*ran, _spacer_stats(result))))
-    results = tuple(results)
-    return new_report(policy, digest, depth, spans, results if runs_first else _with_runs(policy, results, options))
+    left = _with_runs(policy, [r.condition for r in results if r.verdict == Verdict.UNKNOWN], options, depth)
+    results = [replace(left[r.condition], stats=r.stats.then(left[r.condition].stats))
+               if r.condition in left and left[r.condition].verdict == Verdict.VIOLATED else r for r in results]
+    return new_report(policy, digest, depth, spans, tuple(results))
 
 
-def _runs_serve(policy: Policy, options: CheckOptions) -> bool:
-    """Whether the policy counts more spans than the bound holds and the search with runs can serve it."""
-    return counted_spans(policy) > options.spans and runs_apply(policy)
-
-
-def _run_search(policy: Policy, conditions: list, options: CheckOptions) -> dict:
-    """{condition: violated result} for the conditions the search with runs (symbolic/runs.py) finds violated."""
-    if not conditions:
+def _with_runs(policy: Policy, conditions: list, options: CheckOptions, depth: int) -> dict:
+    """The results of the search with runs (symbolic/runs.py) to `depth`, by condition, for the conditions given,
+    if the policy counts more spans than the bound holds and runs can serve it (else none): violations, or
+    `unknown` (nothing is claimed when a replay disagrees)."""
+    if not conditions or counted_spans(policy) <= options.spans or not runs_apply(policy):
         return {}
     try:
-        searched = check_bounded(policy, options.depth, options.spans, conditions, options.timeout,
+        searched = check_bounded(policy, depth, options.spans, conditions, options.timeout,
                                  token_domain=options.tokens, lemmas=False, rlimit=options.rlimit,
                                  runs=run_lengths(policy))
     except ReplayMismatch:  # a run the policy does not treat as a whole after all: nothing is claimed
         return {}
-    return {r.condition: r for r in searched if r.verdict == Verdict.VIOLATED}
-
-
-def _with_runs(policy: Policy, results: tuple, options: CheckOptions) -> tuple:
-    """The results, with the violations the search with runs finds (symbolic/runs.py) for the conditions left
-    unknown because the policy counts more spans than the bound holds; the others as they were."""
-    open_conditions = [r.condition for r in results if r.verdict == Verdict.UNKNOWN]
-    found = _run_search(policy, open_conditions, options) if _runs_serve(policy, options) else {}
-    return tuple(replace(found[r.condition], stats=r.stats.then(found[r.condition].stats))
-                 if r.condition in found else r for r in results)
+    return {r.condition: r for r in searched}
 
 
 def _spacer_stats(result: Result) -> Stats:

@@ -222,6 +222,8 @@ class Domains:
     # Clock values a read or audit may also repeat up to (from `step` constants): times = target - the clock.
     clock_targets: tuple = ()
     roles: tuple = ("user",)  # an append's roles: those the policy names plus one unnamed
+    # An append's tool names and tags, per attribute the policy reads: ((attribute, (name, ...)), ...); "" otherwise.
+    names: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,23 @@ from typing import Optional, Union
 
 @dataclass(frozen=True)
 class Append:
-    """New content arrives at the end of the window: `times` equal spans in a row (one step each; see expand)."""
+    """New content arrives at the end of the window: `times` equal spans in a row (one step each; see expand). With
+    `result_tokens` n >= 1 (a `tool_call` only), each call is followed by its result (same kind, n tokens): `times`
+    call/result pairs, 2·times spans and steps (0: no results)."""
 
     kind: str
     tokens: int
     role: str = "user"
     times: int = 1
+    result_tokens: int = 0
+    tool: str = ""  # the tool's name, "" = unnamed (spec/SPEC.md §1c)
+    tag: str = ""  # a label the host attaches, "" = unnamed
     name = "append"
+
+    def __repr__(self) -> str:
+        # result_tokens at its default is left out, so that printed traces stay what they were before it.
+        shown = [k for k in self.__dataclass_fields__ if k != "result_tokens" or self.result_tokens != 0]
+        return f"Append({', '.join(f'{k}={getattr(self, k)!r}' for k in shown)})"
 
 
 @dataclass(frozen=True)
@@ -89,10 +99,13 @@ def action_args(action: Action) -> dict:
     return {key: getattr(action, key) for key in action.__dataclass_fields__
             if not (isinstance(action, Compact) and getattr(action, key) is None)
             and not (key == "times" and getattr(action, key) == 1)
-            and not (key == "role" and getattr(action, key) == "user")}
+            and not (key == "result_tokens" and getattr(action, key) == 0)
+            and not (key == "role" and getattr(action, key) == "user")
+            and not (key in ("tool", "tag") and getattr(action, key) == "")}
 
 
-OPTIONAL_ARGS = ("role", "budget", "times")  # what action_args leaves out at its default; always passed by name
+# What action_args leaves out at its default; always passed by name.
+OPTIONAL_ARGS = ("role", "budget", "times", "result_tokens", "tool", "tag")
 
 
 def action_text(action: Action, keywords: bool = False) -> str:
@@ -106,8 +119,14 @@ def action_text(action: Action, keywords: bool = False) -> str:
 
 
 def steps_of(action: Action) -> int:
-    """How many real steps the action stands for: its `times` for a repeated read, audit or append, else 1."""
-    return action.times if isinstance(action, REPEATABLE) else 1
+    """How many real steps the action stands for: its `times` for a repeated read, audit or append (twice that for
+    an append of call/result pairs), else 1."""
+    return action.times * (1 + paired(action)) if isinstance(action, REPEATABLE) else 1
+
+
+def paired(action: Action) -> bool:
+    """Whether the action appends call/result pairs (an Append with result_tokens)."""
+    return isinstance(action, Append) and action.result_tokens != 0
 
 
 def real_steps(actions) -> int:
@@ -117,6 +136,9 @@ def real_steps(actions) -> int:
 
 def expand(action: Action) -> tuple:
     """The single steps a repeated action stands for: step(expand(a)) reaches the state step(a) does (tested)."""
+    if paired(action):
+        call = replace(action, times=1, result_tokens=0)
+        return (call, replace(call, tokens=action.result_tokens, role="tool_result")) * action.times
     if isinstance(action, REPEATABLE) and action.times != 1:
         return (replace(action, times=1),) * action.times
     return (action,)

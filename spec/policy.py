@@ -13,6 +13,10 @@ ROLES = ("user", "assistant", "system", "tool_call", "tool_result")  # `user` fi
 
 BOOL, NUM, KIND, NAMESPACE, ROLE = "bool", "num", "kind", "namespace", "role"
 ENUM_VALUES = {KIND: KINDS, NAMESPACE: NAMESPACES, ROLE: ROLES}
+# Open enumerations (spec/SPEC.md §1c): any name the host writes; a policy compares them with string literals only.
+TOOL, TAG = "tool", "tag"
+NAME_ATTRS = (TOOL, TAG)  # each attribute is its own type, named as the attribute
+MAX_NAME_CHARS = 64
 
 @dataclass(frozen=True)
 class Interval:
@@ -41,6 +45,8 @@ SPAN_ATTRS = {
     "kind": (KIND, None),
     "namespace": (NAMESPACE, None),
     "role": (ROLE, None),
+    "tool": (TOOL, None),
+    "tag": (TAG, None),
     # Positions (spec/SPEC.md §1b): counts over the live spans of the window, in id order.
     "position": (NUM, _iv(0)),
     "from_end": (NUM, _iv(0)),
@@ -166,8 +172,11 @@ DEPLOYMENT_CHOICES = {
     "record_role": ROLES,
     "evicted": ("destroyed", "logged"),
 }
+# Deployment keys whose value is a name (spec/SPEC.md §1c), not one of a few choices, and their defaults.
+DEPLOYMENT_NAMES = {"record_tool": ""}
+DEPLOYMENT_KEYS = (*DEPLOYMENT_CHOICES, *DEPLOYMENT_NAMES)
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
-UNLISTED_AT_DEFAULT = {"evicted": "destroyed"}
+UNLISTED_AT_DEFAULT = {"evicted": "destroyed", **DEPLOYMENT_NAMES}
 EFFECTS = ("evict", "mask", "cut", "summarise")
 IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
 SIZED = IN_PLACE + ("summarise",)  # effects that read placeholder_tokens (a summary's tokens for summarise)
@@ -185,26 +194,52 @@ class Deployment:
     undo: str = "versioned"
     record_role: str = "tool_result"  # the role of the records and rationale entries an edit creates
     evicted: str = "destroyed"  # what a compaction does with the spans it removes: kill them, or move them to the log
+    record_tool: str = ""  # the tool name of the records and rationale entries an edit creates ("" = unnamed)
 
     def __post_init__(self):
-        for key, allowed in DEPLOYMENT_CHOICES.items():
-            if getattr(self, key) not in allowed:
-                raise ValueError(f"deployment {key} must be one of {', '.join(allowed)}")
+        for key in DEPLOYMENT_KEYS:
+            problem = deployment_value_problem(key, getattr(self, key))
+            if problem:
+                raise ValueError(problem)
 
     def as_dict(self) -> dict:
         """Every key, except those of UNLISTED_AT_DEFAULT at their default."""
-        return {key: getattr(self, key) for key in DEPLOYMENT_CHOICES
+        return {key: getattr(self, key) for key in DEPLOYMENT_KEYS
                 if UNLISTED_AT_DEFAULT.get(key) != getattr(self, key)}
 
     def all_keys(self) -> dict:
-        return {key: getattr(self, key) for key in DEPLOYMENT_CHOICES}
+        return {key: getattr(self, key) for key in DEPLOYMENT_KEYS}
 
     def __repr__(self) -> str:
-        # record_role and evicted at their defaults are left out, so that a policy's hash (its repr's) stays what it
-        # was before them.
+        # record_role, evicted and record_tool at their defaults are left out, so that a policy's hash (its repr's)
+        # stays what it was before them.
         quiet = {"record_role": "tool_result", **UNLISTED_AT_DEFAULT}
-        keys = [k for k in DEPLOYMENT_CHOICES if quiet.get(k) != getattr(self, k)]
+        keys = [k for k in DEPLOYMENT_KEYS if quiet.get(k) != getattr(self, k)]
         return f"Deployment({', '.join(f'{k}={getattr(self, k)!r}' for k in keys)})"
+
+
+def name_problem(value) -> str:
+    """Why `value` is not a tool name or tag (spec/SPEC.md §1c), or "": a string of at most MAX_NAME_CHARS printable
+    characters, not holding both quote characters (so every form can write it back)."""
+    if not isinstance(value, str):
+        return f"a name is a string, got {type(value).__name__}"
+    if len(value) > MAX_NAME_CHARS:
+        return f"a name has at most {MAX_NAME_CHARS} characters, got {len(value)}"
+    if not value.isprintable():
+        return f"a name has only printable characters, got {value[:MAX_NAME_CHARS]!r}"
+    if "'" in value and '"' in value:
+        return "a name cannot hold both quote characters"
+    return ""
+
+
+def deployment_value_problem(key: str, value) -> str:
+    """Why `value` is not a value of deployment key `key` (one of its choices, or a name), or ""."""
+    if key in DEPLOYMENT_NAMES:
+        problem = name_problem(value)
+        return f"deployment {key}: {problem}" if problem else ""
+    if value not in DEPLOYMENT_CHOICES[key]:
+        return f"deployment {key} must be one of {', '.join(DEPLOYMENT_CHOICES[key])}"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -219,11 +254,12 @@ class DeploymentOverride:
         if len(set(keys)) != len(keys):
             raise ValueError("a deployment override gives each key at most once")
         for key, value in self.settings:
-            if key not in DEPLOYMENT_CHOICES:
-                raise ValueError(f"unknown deployment key {key!r} (keys: {', '.join(DEPLOYMENT_CHOICES)})")
-            if value not in DEPLOYMENT_CHOICES[key]:
-                raise ValueError(f"deployment {key} must be one of {', '.join(DEPLOYMENT_CHOICES[key])}")
-        order = list(DEPLOYMENT_CHOICES)
+            if key not in DEPLOYMENT_KEYS:
+                raise ValueError(f"unknown deployment key {key!r} (keys: {', '.join(DEPLOYMENT_KEYS)})")
+            problem = deployment_value_problem(key, value)
+            if problem:
+                raise ValueError(problem)
+        order = list(DEPLOYMENT_KEYS)
         object.__setattr__(self, "settings", tuple(sorted(self.settings, key=lambda kv: order.index(kv[0]))))
 
     @classmethod
@@ -339,7 +375,7 @@ def with_override(policy: Policy, override: Optional[DeploymentOverride]) -> Pol
     """The policy with override's keys set in its deployment (and recorded in `overridden`); None changes nothing."""
     if override is None:
         return policy
-    keys = tuple(k for k in DEPLOYMENT_CHOICES if k in set(policy.overridden) | set(override.keys()))
+    keys = tuple(k for k in DEPLOYMENT_KEYS if k in set(policy.overridden) | set(override.keys()))
     return replace(policy, deployment=override.apply(policy.deployment), overridden=keys)
 
 
@@ -388,6 +424,40 @@ def reads_roles(policy: Policy) -> bool:
     """Whether the policy can tell roles apart: it reads `role` or a position that counts by role, or sets
     `start_on`."""
     return policy.start_on is not None or bool(read_attributes(policy) & set(ROLE_READERS))
+
+
+def mentioned_names(policy: Policy) -> tuple:
+    """Per name attribute the policy reads (NAME_ATTRS order), the names it compares it with, and for `tool` the
+    deployment's record_tool (records carry it), sorted: ((attribute, (name, ...)), ...). The one place the models and
+    the explicit engine take the names from (spec/SPEC.md §1c)."""
+    found: dict = {}
+    for expr in stage_exprs(policy):
+        for node in subexpressions(expr):
+            if isinstance(node, InSet) and isinstance(node.arg, Attr) and node.arg.name in NAME_ATTRS:
+                found.setdefault(node.arg.name, set()).update(v.value for v in node.values)
+            elif isinstance(node, Binary) and node.op in ("==", "!="):
+                for attr, lit in ((node.left, node.right), (node.right, node.left)):
+                    if isinstance(attr, Attr) and attr.name in NAME_ATTRS and isinstance(lit, EnumLit):
+                        found.setdefault(attr.name, set()).add(lit.value)
+    if TOOL in found:
+        found[TOOL].add(policy.deployment.record_tool)
+    return tuple((name, tuple(sorted(found[name]))) for name in NAME_ATTRS if name in found)
+
+
+def name_code(names: tuple, value: str) -> int:
+    """A name's value in the models: its 1-based index among the mentioned `names`, 0 for every other name."""
+    return names.index(value) + 1 if value in names else 0
+
+
+def unmentioned_name(names: tuple) -> str:
+    """The one name that stands for every name not in `names`: "" unless mentioned, else other, other2, ..."""
+    candidates = ["", "other"] + [f"other{k}" for k in range(2, len(names) + 3)]
+    return next(c for c in candidates if c not in names)
+
+
+def name_of(names: tuple, code: int) -> str:
+    """The name a model's value stands for (name_code's inverse on 1..len(names); unmentioned_name otherwise)."""
+    return names[code - 1] if 1 <= code <= len(names) else unmentioned_name(names)
 
 
 def read_positions(policy: Policy) -> tuple:

@@ -8,8 +8,9 @@ from typing import Optional
 
 from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.actions import REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin
-from prunecheck.spec.policy import CONTENT_KINDS, IN_PLACE, ROLES, Policy, left_tokens
+from prunecheck.spec.actions import (REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, expand,
+                                     steps_of)
+from prunecheck.spec.policy import CONTENT_KINDS, IN_PLACE, ROLES, Policy, left_tokens, name_problem
 from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
 
 REVERSIBLE = "reversible"
@@ -32,6 +33,8 @@ class Span:
     version: int = 0
     alive: bool = True
     role: str = "user"  # set when the span is written, never changed
+    tool: str = ""  # likewise (spec/SPEC.md §1c): the tool's name, "" = unnamed
+    tag: str = ""  # likewise: a label the host attaches
     masked: bool = False  # its content was replaced by a placeholder (effect: mask); an undo of its edit clears it
     place: Optional[int] = None  # the window-order key (SPEC 4d); None means the id, what every span but a summary has
 
@@ -144,6 +147,8 @@ def span_env(policy: Policy, state: State, span: Span) -> dict:
         "kind": span.kind,
         "namespace": span.namespace,
         "role": span.role,
+        "tool": span.tool,
+        "tag": span.tag,
         "masked": span.masked,
     }
     env.update(positions(state, span))
@@ -232,7 +237,12 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
         _require(action.role in ROLES, f"append of unknown role {action.role!r}")
         _require(action.role != "tool_result" or (answers_call(state) and action.times == 1),
                  "a tool result answers the newest span, which is not a tool call in the window")
-        _require(room is None or room >= action.times, "no span slot left")
+        _require(type(action.result_tokens) is int and action.result_tokens >= 0, "result tokens are an integer >= 0")
+        _require(action.result_tokens == 0 or action.role == "tool_call", "only tool calls are appended with results")
+        _require(not name_problem(action.tool) and not name_problem(action.tag), "append of a bad tool name or tag")
+        _require(action.role != "tool_result" or action.tool == state.spans[-1].tool,
+                 "a tool result names its call's tool")
+        _require(room is None or room >= steps_of(action), "no span slot left")
     elif isinstance(action, Edit):
         _require(_exists(state, action.target), f"no span {action.target}")
         target = state.span(action.target)
@@ -266,9 +276,10 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
     now = state.step + 1
     host = policy.deployment.pins == "host"
     if isinstance(action, Append):
-        spans = tuple(Span(len(state.spans) + k, action.kind, "window", action.tokens, state.step + k + 1,
-                           state.step + k + 1, role=action.role) for k in range(action.times))
-        after = replace(state, step=state.step + action.times, spans=state.spans + spans)
+        spans = tuple(Span(len(state.spans) + k, one.kind, "window", one.tokens, state.step + k + 1,
+                           state.step + k + 1, role=one.role, tool=one.tool, tag=one.tag)
+                      for k, one in enumerate(expand(action)))
+        after = replace(state, step=state.step + len(spans), spans=state.spans + spans)
         return Transition(state, action, after, "ok")
     if isinstance(action, Edit):
         target = state.span(action.target)
@@ -278,9 +289,9 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
         record_ns = "undo" if policy.deployment.records == "undo_region" else "window"
         rationale_ns = "log" if policy.deployment.rationale == "decision_log" else "window"
         record_tokens = 1 if action.mode == "transform" else target.tokens
-        role = policy.deployment.record_role
-        record = Span(record_id, "record", record_ns, record_tokens, now, now, pinned=host, role=role)
-        rationale = Span(rationale_id, "rationale", rationale_ns, 1, now, now, pinned=host, role=role)
+        role, tool = policy.deployment.record_role, policy.deployment.record_tool
+        record = Span(record_id, "record", record_ns, record_tokens, now, now, pinned=host, role=role, tool=tool)
+        rationale = Span(rationale_id, "rationale", rationale_ns, 1, now, now, pinned=host, role=role, tool=tool)
         info = EditInfo(record_id, rationale_id, target.id, action.mode, new_target.version,
                         target.kind, target.edited)
         after = _set(state, new_target)
@@ -475,11 +486,12 @@ def undo(policy: Policy, state: State, edit_id: int) -> State:
 
 
 def enabled_actions(policy: Policy, state: State, max_spans: Optional[int] = None, token_choices=(1,),
-                    repeats=(1,), roles=("user",)) -> tuple:
-    """Every enabled action in `state`, appends drawn from CONTENT_KINDS x token_choices x roles, reads and audits
-    repeated each number of times in `repeats`, and compact() plus one compact(budget=H) per distinct outcome of a host budget
-    (see host_budgets)."""
-    options = [Append(kind, tokens, role) for kind in CONTENT_KINDS for tokens in token_choices for role in roles]
+                    repeats=(1,), roles=("user",), tools=("",), tags=("",)) -> tuple:
+    """Every enabled action in `state`, appends drawn from CONTENT_KINDS x token_choices x roles x tools x tags, reads
+    and audits repeated each number of times in `repeats`, and compact() plus one compact(budget=H) per distinct outcome
+    of a host budget (see host_budgets)."""
+    options = [Append(kind, tokens, role, tool=tool, tag=tag) for kind in CONTENT_KINDS for tokens in token_choices
+               for role in roles for tool in tools for tag in tags]
     for span in state.spans:
         options += [Edit(span.id, "transform"), Edit(span.id, "destroy"), Pin(span.id), Unpin(span.id)]
         options += [Read(span.id, times) for times in repeats]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import z3
 
-from prunecheck.spec.policy import reads_roles
+from prunecheck.spec.policy import name_code, reads_roles
 from prunecheck.symbolic.model import CONTENT, K, NS, R, Model, SymState
 
 
@@ -15,6 +15,7 @@ def candidate_lemmas(model: Model, s: SymState, keep=None) -> list:
     rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
     out = [("clock_nonnegative", s.clock >= 0)] if keep is None or "clock_nonnegative" in keep else []
     roles, role = reads_roles(model.policy), R[dep.record_role]
+    written = [(attr, name_code(table, dep.record_tool if attr == "tool" else "")) for attr, table in model.names]
 
     def content(kind):
         return z3.Or([kind == c for c in CONTENT])
@@ -57,6 +58,8 @@ def candidate_lemmas(model: Model, s: SymState, keep=None) -> list:
         add("record_prior_content", lambda: z3.Implies(is_record, content(s.prior_kind[i])))
         if roles:
             add("records_have_record_role", lambda: z3.Implies(z3.Or(is_record, is_rationale), s.role[i] == role))
+        for attr, code in written:
+            add(f"records_have_record_{attr}", lambda: z3.Implies(z3.Or(is_record, is_rationale), s.fields[attr][i] == code))
         if model.masking:
             add("record_unmasked", lambda: z3.Implies(is_record, z3.Not(s.masked[i])))
             add("rationale_unmasked", lambda: z3.Implies(is_rationale, z3.Not(s.masked[i])))

@@ -6,11 +6,11 @@ from typing import List
 
 import z3
 
-from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, read_positions,
-                                    summarises)
+from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, mentioned_names,
+                                    name_code, read_positions, summarises)
 from prunecheck.symbolic.compaction import stage_trigger, stage_walk, summary_written, truncation
-from prunecheck.symbolic.terms import (ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term,
-                                      window_env)
+from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term
+from prunecheck.symbolic.span_terms import attribute_env, name_guards
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
 from prunecheck.symbolic.window_terms import before, position_terms, stage_closures
 
@@ -39,9 +39,10 @@ def slot_sort(n: int):
     return _slot_sorts[n]
 
 
-def span_fields(n: int, masking: bool = False, placing: bool = False) -> dict:
+def span_fields(n: int, masking: bool = False, placing: bool = False, names: tuple = ()) -> dict:
     """The slot fields; `masked` only in a model whose policy masks or reads it, `place` only in one whose policy
-    summarises (old models stay byte-identical)."""
+    summarises, and `tool`, `tag` (Int: a name's code, spec/SPEC.md 1c) only for those in `names`
+    (mentioned_names), so old models stay byte-identical."""
     slot = slot_sort(n)[0]
     fields = {
         "used": z3.BoolSort(), "alive": z3.BoolSort(), "kind": KindSort, "ns": NamespaceSort,
@@ -52,39 +53,22 @@ def span_fields(n: int, masking: bool = False, placing: bool = False) -> dict:
         "destroy": z3.BoolSort(), "undone": z3.BoolSort(), "role": RoleSort,
     }
     fields = {**fields, "masked": z3.BoolSort()} if masking else fields
+    fields = {**fields, **{attr: z3.IntSort() for attr, _names in names}}
     return {**fields, "place": z3.IntSort()} if placing else fields
-
-
-def attribute_env(clock, span: dict, window_tokens: Frac, budget, window_spans=None, positions=None) -> dict:
-    """The policy vocabulary as z3 terms for one span (a dict of its field terms) at `clock`; `positions` maps the
-    positional span attributes the policy reads to their terms (spec/SPEC.md §1b)."""
-    age, idle = clock - span["created"], clock - span["last_read"]
-    env = {
-        "tokens": Frac(span["tokens"]), "age": Frac(age), "idle": Frac(idle), "reads": Frac(span["reads"]),
-        "recency": Frac(z3.IntVal(1), 1 + idle), "frequency": Frac(span["reads"], 1 + age),
-        "pinned": span["pinned"], "edited": span["edited"], "kind": span["kind"], "namespace": span["ns"],
-    }
-    if "role" in span:  # the pair model has roles only for a policy that reads them
-        env["role"] = span["role"]
-    if "masked" in span:
-        env["masked"] = span["masked"]
-    env.update(window_env(clock, window_tokens, budget, window_spans))
-    env.update({name: Frac(term) for name, term in (positions or {}).items()})
-    return env
 
 
 class SymState:
     """One state: its clock (a numeral when unrolled from the empty window) and a z3 term per slot field."""
 
     def __init__(self, k, n: int, tag: str = "", clock=None, variables: bool = True, masking: bool = False,
-                 placing: bool = False):
+                 placing: bool = False, names: tuple = ()):
         """Without `variables` the fields are left empty, for encode_init or encode_step to fill."""
-        self.k, self.n = k, n
+        self.k, self.n, self.names = k, n, names
         if clock is None:
             clock = z3.IntVal(k) if isinstance(k, int) else z3.Int(f"{tag}clock@{k}")
         self.clock = clock
         self.fields = {name: [z3.Const(f"{tag}{name}{i}@{k}", sort) if variables else None for i in range(n)]
-                       for name, sort in span_fields(n, masking, placing).items()}
+                       for name, sort in span_fields(n, masking, placing, names).items()}
 
     def __getattr__(self, name):
         fields = self.__dict__.get("fields")
@@ -143,7 +127,8 @@ def _setter(s: SymState, t: SymState, i: int):
 class SymAction:
     """The variables choosing the action taken from state k."""
 
-    def __init__(self, k: int, n: int, tag: str = ""):
+    def __init__(self, k: int, n: int, tag: str = "", names: tuple = ()):
+        self.names = names  # mentioned_names: an append's tool and tag codes exist only for these attributes
         self.act = z3.Const(f"{tag}act@{k}", ActionSort)
         self.arg = z3.Const(f"{tag}arg@{k}", slot_sort(n)[0])
         self.kind = z3.Const(f"{tag}akind@{k}", KindSort)
@@ -155,10 +140,13 @@ class SymAction:
         # How many times a read or audit is repeated (an accelerated step); 1 for every other action.
         self.times = z3.Int(f"{tag}atimes@{k}")
         self.role = z3.Const(f"{tag}arole@{k}", RoleSort)
+        for attr, _table in names:
+            setattr(self, attr, z3.Int(f"{tag}a{attr}@{k}"))
 
     def variables(self) -> list:
         """The action's variables, in the fixed order the step template substitutes them."""
-        return [self.act, self.arg, self.kind, self.tokens, self.destroy, self.hosted, self.host, self.times, self.role]
+        return ([self.act, self.arg, self.kind, self.tokens, self.destroy, self.hosted, self.host, self.times,
+                 self.role] + [getattr(self, attr) for attr, _table in self.names])
 
 
 class StepTerms:
@@ -175,12 +163,13 @@ class Model:
     """The policy's transition system unrolled over `n` slots; encode_* functions return constraints."""
 
     def __init__(self, policy: Policy, n: int, tag: str = "", token_domain=None, accelerate: bool = False,
-                 repeat_domain=None, clock_targets=()):
+                 repeat_domain=None, clock_targets=(), names=None):
         """token_domain: if given, appends carry only these token counts (to compare with the explicit engine);
         repeat_domain likewise restricts an accelerated read's or audit's `times` to these counts, or to those that
         end at one of clock_targets.
         accelerate: a read or audit step may stand for any number of repetitions (its `times`), so the clock of an
-        unrolled state is a term, not the numeral k; the reachable states are the same (spec/SPEC.md §7)."""
+        unrolled state is a term, not the numeral k; the reachable states are the same (spec/SPEC.md §7).
+        names: the tool/tag tables (default mentioned_names(policy)); two models driven by one action share theirs."""
         self.policy, self.n, self.tag = policy, n, tag
         self.accelerate = accelerate
         self.token_domain = None if token_domain is None else tuple(token_domain)
@@ -189,6 +178,7 @@ class Model:
         self.dep = policy.deployment
         self.masking = masks(policy)
         self.placing = summarises(policy)  # slots carry a window-order place (SPEC 4d)
+        self.names = mentioned_names(policy) if names is None else names
         self.run_appends = False  # an append may add several spans (symbolic/runs.py)
         self.slots = slot_sort(n)[1]
         self._policy_terms: dict = {}
@@ -198,20 +188,21 @@ class Model:
 
     def state(self, k: int) -> SymState:
         """State k of an unrolling, its fields to be filled by encode_init or encode_step."""
-        return SymState(k, self.n, self.tag, variables=False, masking=self.masking, placing=self.placing)
+        return SymState(k, self.n, self.tag, variables=False, masking=self.masking, placing=self.placing,
+                        names=self.names)
 
     def action(self, k) -> SymAction:
-        return SymAction(k, self.n, self.tag)
+        return SymAction(k, self.n, self.tag, self.names)
 
     def generic_state(self, label: str) -> SymState:
         """A state with every field, and the clock, a free variable: the pre-state of an induction step."""
-        return SymState(label, self.n, self.tag, masking=self.masking, placing=self.placing)
+        return SymState(label, self.n, self.tag, masking=self.masking, placing=self.placing, names=self.names)
 
     def encode_init(self, s: SymState) -> List:
         """The empty window: every field of every slot is its default value (no variables)."""
         defaults = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
                     NamespaceSort: NS["window"], RoleSort: R["user"], slot_sort(self.n)[0]: self.slots[0]}
-        for name, sort in span_fields(self.n, self.masking, self.placing).items():
+        for name, sort in span_fields(self.n, self.masking, self.placing, self.names).items():
             s.fields[name] = [defaults[sort]] * self.n
         return []
 
@@ -271,7 +262,7 @@ class Model:
         w, spans = Frac(s.window_tokens()), s.window_spans()
         read = tuple(name for name in read_positions(self.policy) if name != "window_spans")
         return [attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w, budget, spans,
-                              position_terms(s, i, read)) for i in range(self.n)]
+                              position_terms(s, i, read), self.names) for i in range(self.n)]
 
     def kept_terms(self, s: SymState, budget) -> list:
         """Per slot: the stage's `keep` in s (false without one), for the pair closure."""
@@ -386,11 +377,13 @@ class Model:
             out.append(a.times == 1)
         out.append(z3.Implies(is_["append"], z3.And(z3.Not(s.used[n - 1]), a.tokens >= 1,
                                                     z3.Or([a.kind == c for c in CONTENT]))))
-        answers = [z3.And(s.first_free(i), content(s.kind[i - 1]), s.role[i - 1] == R["tool_call"], s.in_window(i - 1))
-                   for i in range(1, n)]
+        tools = "tool" in s.fields  # a result names its call's tool
+        answers = [z3.And(s.first_free(i), content(s.kind[i - 1]), s.role[i - 1] == R["tool_call"], s.in_window(i - 1),
+                          *([a.tool == s.tool[i - 1]] if tools else [])) for i in range(1, n)]
         out.append(z3.Implies(z3.And(is_["append"], a.role == R["tool_result"]), z3.Or(answers)))
         if self.token_domain is not None:
             out.append(z3.Implies(is_["append"], z3.Or([a.tokens == v for v in self.token_domain])))
+        out.extend(z3.Implies(is_["append"], g) for g in name_guards(a, self.names))
         room_for_two = z3.Not(s.used[n - 2]) if n >= 2 else z3.BoolVal(False)
         out.append(z3.Implies(is_["edit"], z3.And(sel["used"], sel["alive"], sel["ns"] == NS["window"],
                                                   sel["content"], room_for_two)))
@@ -458,6 +451,11 @@ class Model:
             becomes("masked", (born, False), (masked_now, True), (restored_here, False))
         if self.placing:
             becomes("place", *summary(summary_place), (born, z3.IntVal(i)))
+        for attr, table in self.names:  # records and rationale: the edit tool's name, no tag
+            edit_tool = dep.record_tool if attr == "tool" else ""
+            becomes(attr, (appended, getattr(a, attr)),
+                    (z3.Or(record_here, rationale_here), z3.IntVal(name_code(table, edit_tool))),
+                    *summary(z3.IntVal(name_code(table, ""))))
 
     # The status's terms, for condition C4 (symbolic/conditions.py) and the theorems.
 

@@ -6,6 +6,7 @@ import z3
 
 from prunecheck.spec.conditions import STATE_CONDITIONS
 from prunecheck.symbolic.conditions import pair_violation
+from prunecheck.spec.policy import name_code
 from prunecheck.symbolic.model import CONTENT, K, NS, R
 from prunecheck.symbolic.parametric import GHOSTS, PairModel, PairState, covered_tokens
 
@@ -55,6 +56,10 @@ def pair_candidates(model: PairModel, s: PairState) -> list:
         out += [(f"records_have_record_role[{g}]", z3.Implies(z3.And(sp[g]["used"], z3.Or(
             sp[g]["kind"] == K["record"], sp[g]["kind"] == K["rationale"])), sp[g]["role"] == R[dep.record_role]))
             for g in GHOSTS]
+    for attr, table in model.names:  # records and rationale carry the edit tool's name and no tag
+        code = name_code(table, dep.record_tool if attr == "tool" else "")
+        out += [(f"records_have_record_{attr}[{g}]", z3.Implies(z3.And(sp[g]["used"], z3.Or(
+            sp[g]["kind"] == K["record"], sp[g]["kind"] == K["rationale"])), sp[g][attr] == code)) for g in GHOSTS]
     if model.masking:
         out += [(f"{name}_unmasked[{g}]", z3.Implies(z3.And(sp[g]["used"], sp[g]["kind"] == K[name]),
                                                       z3.Not(sp[g]["masked"])))

@@ -15,8 +15,10 @@ from typing import List
 import z3
 
 from prunecheck.spec.stage import stage_target
-from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R, attribute_env
-from prunecheck.spec.policy import IN_PLACE, POSITION_ATTRS, Policy, masks, read_positions, reads_roles, summarises
+from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R
+from prunecheck.symbolic.span_terms import attribute_env, name_guards
+from prunecheck.spec.policy import (IN_PLACE, POSITION_ATTRS, Policy, masks, mentioned_names, name_code, read_positions,
+                                    reads_roles, summarises)
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term, window_env
 
 GHOSTS = ("r", "q")
@@ -45,15 +47,16 @@ class PairState:
     """The clock, the window's token count as the policy sees it, and the fields of the ghost spans r and q."""
 
     def __init__(self, label: str, roles: bool = False, positions: bool = False, masked: bool = False,
-                 summaries: bool = False):
+                 summaries: bool = False, names: tuple = ()):
         """roles, positions, masked: whether the state has the ghosts' roles, the positional counters with the
-        window's span count, and the ghosts' masked flags (only for a policy that needs them: the pair model of any
-        other policy stays what it was)."""
-        self.label = label
+        window's span count, and the ghosts' masked flags; names: the tool/tag fields (codes, spec/SPEC.md 1c) with
+        their mentioned names (only for a policy that needs them: the pair model of any other policy stays what it
+        was)."""
+        self.label, self.names = label, names
         self.clock = z3.Int(f"clock@{label}")
         self.window_tokens = z3.Int(f"window_tokens@{label}")
         fields = {**FIELDS, **(ROLE_FIELD if roles else {}), **(MASKED_FIELD if masked else {}),
-                  **(SUMMARY_FIELD if summaries else {})}
+                  **(SUMMARY_FIELD if summaries else {}), **{attr: z3.IntSort() for attr, _table in names}}
         self.span = {g: {name: z3.Const(f"{name}_{g}@{label}", sort) for name, sort in fields.items()}
                      for g in GHOSTS}
         self.window_spans = z3.Int(f"window_spans@{label}") if positions else None
@@ -91,9 +94,11 @@ class PairState:
 class PairAction:
     """The choices of one abstract step: the action, which ghost it touches, and the unobserved outcomes."""
 
-    def __init__(self, label: str, roles: bool = False, together: bool = False, leads: bool = False):
+    def __init__(self, label: str, roles: bool = False, together: bool = False, leads: bool = False,
+                 names: tuple = ()):
         """together (`pairs: together`): also choose whether the partner outside the pair of r (its call r-1) and of
-        q (its result q+1) was taken; leads (`start_on`): whether each ghost is among the leading spans it takes."""
+        q (its result q+1) was taken; leads (`start_on`): whether each ghost is among the leading spans it takes;
+        names: an append's tool and tag codes, for these attributes only."""
         c = lambda name, sort: z3.Const(f"{name}@{label}", sort)  # noqa: E731
         self.act = c("act", ACT["append"].sort())
         self.ghost = c("ghost", GhostSort)
@@ -108,6 +113,9 @@ class PairAction:
         self.prior_kind = c("prior_kind", KindSort)
         self.prior_edited = c("prior_edited", z3.BoolSort())
         self.role = c("arole", RoleSort) if roles else None
+        self.names = names
+        for attr, _table in names:
+            setattr(self, attr, c(f"a{attr}", z3.IntSort()))
         self.policy = {g: c(f"policy_{g}", z3.BoolSort()) for g in GHOSTS}
         self.chosen = {g: c(f"chosen_{g}", z3.BoolSort()) for g in GHOSTS}
         self.truncate = {g: c(f"truncate_{g}", z3.BoolSort()) for g in GHOSTS}
@@ -122,6 +130,7 @@ class PairAction:
         scalars = [self.act, self.ghost, self.alloc, self.target, self.restore, self.kind, self.tokens,
                    self.other_tokens, self.destroy, self.fresh, self.prior_kind, self.prior_edited]
         scalars += [self.role] if self.role is not None else []
+        scalars += [getattr(self, attr) for attr, _table in self.names]
         choices = (self.policy, self.chosen, self.truncate) + (
             (self.partner, self.dropped, self.kept) if self.partner is not None else ())
         choices += (self.lead,) if self.lead is not None else ()
@@ -154,6 +163,7 @@ class PairModel:
         self.summaries = self.summarising and self.positions  # ghosts know whether they are summaries
         # start_on's leading spans are a choice per ghost; with the policy abstracted the free selection covers them.
         self.leads = not free_policy and policy.start_on is not None
+        self.names = () if free_policy else mentioned_names(policy)
         # With a target (or the legacy ranked walk), whether each of the pair's candidates is taken is free (with
         # the policy abstracted the candidates are free anyway, and the model stays that of its free shape).
         ranked = policy.rank is not None and policy.budget is not None
@@ -161,10 +171,10 @@ class PairModel:
 
     def state(self, label: str) -> PairState:
         """A state with this model's fields (roles, positions and masks only when the policy needs them)."""
-        return PairState(label, self.roles, self.positions, self.masking, self.summaries)
+        return PairState(label, self.roles, self.positions, self.masking, self.summaries, self.names)
 
     def action(self, label: str) -> PairAction:
-        return PairAction(label, self.roles, self.together, self.leads)
+        return PairAction(label, self.roles, self.together, self.leads, self.names)
 
     def encode_init(self, s: PairState) -> List:
         out = [s.clock == 0] + window_bounds(s)
@@ -178,7 +188,7 @@ class PairModel:
         if self.free_policy:
             return a.policy[g]
         env = attribute_env(s.clock, s.span[g], Frac(s.window_tokens), self.policy.budget, s.window_spans,
-                            s.positions(g))
+                            s.positions(g), self.names)
         encoder = ExprEncoder(env)
         selected = encoder.encode(self.policy.evict)
         if self.policy.keep is not None:
@@ -294,7 +304,7 @@ class PairModel:
         if self.policy.keep is None:
             return z3.BoolVal(False)
         env = attribute_env(s.clock, s.span[g], Frac(s.window_tokens), self.policy.budget, s.window_spans,
-                            s.positions(g))
+                            s.positions(g), self.names)
         return ExprEncoder(env).encode(self.policy.keep)
 
     def _guards(self, s: PairState, a: PairAction, t: PairState, is_: dict, now) -> list:
@@ -303,8 +313,10 @@ class PairModel:
         sp = s.span
         out = [t.clock == now] + window_bounds(t) + [a.tokens >= 1, a.other_tokens >= 1,
                _content(a.kind), _content(a.prior_kind)] + self.position_facts(s)
-        if self.roles:  # a result appended at q answers r; one appended at r answers r-1, unseen
-            answers = z3.And(_content(sp["r"]["kind"]), sp["r"]["role"] == R["tool_call"], s.in_window("r"))
+        out += [z3.Implies(is_["append"], g) for g in name_guards(a, self.names)]
+        if self.roles:  # a result appended at q answers r (naming its tool); one appended at r answers r-1, unseen
+            same_tool = [a.tool == sp["r"]["tool"]] if "tool" in sp["r"] else []
+            answers = z3.And(_content(sp["r"]["kind"]), sp["r"]["role"] == R["tool_call"], s.in_window("r"), *same_tool)
             out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_Q, a.role == R["tool_result"]), answers))
         # An edit's target was appended at some step >= 1, so no edit happens from the empty window's clock 0.
         out.append(z3.Implies(is_["edit"], s.clock >= 1))
@@ -388,6 +400,10 @@ class PairModel:
             becomes("masked", (born, False), (masked_now, True), (restored, False))
         if self.summaries:
             becomes("summary", *summary(True), (born, False))
+        for attr, table in self.names:  # records and rationale: the edit tool's name, no tag; a summary: unnamed
+            edit_tool = z3.IntVal(name_code(table, dep.record_tool if attr == "tool" else ""))
+            becomes(attr, (appended, getattr(a, attr)), (z3.Or(record_here, rationale_here), edit_tool),
+                    *summary(z3.IntVal(name_code(table, ""))))
         return removes_record
 
     def _removes(self, s: PairState, a: PairAction, g: str, is_: dict, taken: tuple):

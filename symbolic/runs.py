@@ -3,7 +3,8 @@
 Only for finding violations at real sizes: a compaction is a step of this model only when it treats every run as a
 whole (each run's first and last member agree on the selection), and runs are appended whole, never read, pinned,
 edited or split. So every run of this model is a run of the runtime, with Append(times=count); every trace it finds
-is replayed on the runtime before it is reported, and it never contributes to `holds`.
+is replayed on the runtime before it is reported, and it never contributes to `holds`. A run of n call/result pairs
+(Append(times=n, result_tokens=m)) takes two slots, its calls and its results, interleaved (SPEC §7d).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import z3
 
 from prunecheck.spec.policy import Attr, Binary, Num, Policy, read_attributes, stage_exprs, subexpressions
-from prunecheck.symbolic.model import R, Model, SymState
+from prunecheck.symbolic.model import NS, R, Model, SymAction, SymState
 from prunecheck.symbolic.terms import ExprEncoder, Frac
 from prunecheck.symbolic.window_terms import among, before
 
@@ -42,10 +43,11 @@ def monotone(node: Binary) -> bool:
     return node.op not in ("==", "!=") or any(isinstance(x, Num) and x.value == 0 for x in (node.left, node.right))
 
 
-def count_constants(policy: Policy) -> tuple:
-    """The constants the policy compares a count of window spans with, ascending."""
+def count_constants(policy: Policy, names=COUNTS) -> tuple:
+    """The constants the policy compares a count of window spans (of one of `names`) with, ascending."""
     return tuple(sorted({int(x.value) for node in counted(policy) for x in (node.left, node.right)
-                         if isinstance(x, Num)}))
+                         if isinstance(x, Num) and any(isinstance(y, Attr) and y.name in names
+                                                       for y in (node.left, node.right))}))
 
 
 def run_lengths(policy: Policy) -> tuple:
@@ -58,10 +60,12 @@ class RunState(SymState):
     """A state whose slots also carry `count`, the number of equal spans each stands for (1 but for appended runs)."""
 
     def __init__(self, k, n: int, counts: tuple, tag: str = "", variables: bool = True, masking: bool = False,
-                 placing: bool = False):
-        super().__init__(k, n, tag, variables=variables, masking=masking, placing=placing)
+                 placing: bool = False, names: tuple = ()):
+        super().__init__(k, n, tag, variables=variables, masking=masking, placing=placing, names=names)
         self.counts = counts
         self.fields["count"] = [z3.Int(f"{tag}count{i}@{k}") if variables else None for i in range(n)]
+        # Slot i is half of a run of pairs: its calls (the results in slot i+1) or its results (the calls in i-1).
+        self.fields["paired"] = [z3.Bool(f"{tag}paired{i}@{k}") if variables else None for i in range(n)]
 
     def times(self, i: int, x):
         """count_i · x, linear: count ranges over the finite domain `counts`."""
@@ -74,6 +78,16 @@ class RunState(SymState):
         return z3.Sum([z3.If(self.in_window(i), self.count[i], 0) for i in range(self.n)])
 
 
+class RunAction(SymAction):
+    """An action of the model with runs: besides SymAction's, an append's `result` tokens (0: no pairs; m >= 1: a
+    run of `pairs` calls each followed by its result of m tokens, `times` = 2·pairs real steps)."""
+
+    def __init__(self, k, n: int, tag: str = "", names: tuple = ()):
+        super().__init__(k, n, tag, names)
+        self.result = z3.Int(f"{tag}aresult@{k}")
+        self.pairs = z3.Int(f"{tag}apairs@{k}")
+
+
 class RunModel(Model):
     """Model over `n` slots where an append may add a run of `c` equal spans, c in `counts` (1 always included)."""
 
@@ -83,14 +97,20 @@ class RunModel(Model):
         self.run_appends = True
 
     def state(self, k) -> RunState:
-        return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking, placing=self.placing)
+        return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking, placing=self.placing,
+                        names=self.names)
 
     def generic_state(self, label: str) -> RunState:
-        return RunState(label, self.n, self.counts, self.tag, masking=self.masking, placing=self.placing)
+        return RunState(label, self.n, self.counts, self.tag, masking=self.masking, placing=self.placing,
+                        names=self.names)
+
+    def action(self, k) -> RunAction:
+        return RunAction(k, self.n, self.tag, self.names)
 
     def encode_init(self, s: RunState) -> list:
         out = super().encode_init(s)
         s.fields["count"] = [z3.IntVal(0)] * self.n
+        s.fields["paired"] = [z3.BoolVal(False)] * self.n
         return out
 
     def encode_step(self, s, a, t):
@@ -127,16 +147,42 @@ class RunModel(Model):
     def _guards(self, s, a, sel, is_, now, out) -> None:
         super()._guards(s, a, sel, is_, now, out)
         pairs = z3.Or(a.role == R["tool_call"], a.role == R["tool_result"])
-        out.append(z3.Implies(is_["append"], z3.And(z3.Or([a.times == c for c in self.counts]),
-                                                    z3.Implies(pairs, a.times == 1))))
+        paired = a.result >= 1
+        out.append(z3.Implies(z3.And(is_["append"], z3.Not(paired)),
+                              z3.And(z3.Or([a.times == c for c in self.counts]), z3.Implies(pairs, a.times == 1))))
+        out.extend(self._pair_guards(s, a, is_["append"]))
         out.append(z3.Implies(z3.Or(is_["edit"], is_["read"], is_["pin"], is_["unpin"]), sel["count"] == 1))
         out.append(z3.Implies(is_["compact"], z3.And(z3.Not(a.hosted), self.uniform(s))))
+
+    def _pair_guards(self, s: RunState, a: RunAction, append) -> list:
+        """A run of pairs: appended calls (its `pairs` in the run lengths, two steps each) with room for both halves;
+        `result` and `pairs` are 0 for every other action, and always for a summarising policy (a summary's place
+        could stand between a run's halves, which the interleaving shift below does not count)."""
+        if self.placing:
+            return [a.result == 0, a.pairs == 0]
+        paired = a.result >= 1
+        room = z3.Not(s.used[self.n - 2]) if self.n >= 2 else z3.BoolVal(False)
+        results = [z3.Or([a.result == v for v in self.token_domain])] if self.token_domain is not None else []
+        return [a.result >= 0, z3.Implies(z3.Not(paired), a.pairs == 0),
+                z3.Implies(paired, z3.And([append, a.role == R["tool_call"], a.times == 2 * a.pairs, room,
+                                           z3.Or([a.pairs == c for c in self.counts])] + results))]
 
     def _slot_update(self, s, a, t, i, sel, is_, now, reverted, new_kind, removed, written=(None, None)) -> None:
         super()._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, removed, written)
         edit_here = z3.And(is_["edit"], z3.Or(s.first_free(i), s.first_free(i - 1) if i > 0 else z3.BoolVal(False)))
         one = edit_here if written[0] is None or not self.placing else z3.Or(edit_here, written[0])  # a summary: 1
-        t.fields["count"][i] = z3.If(z3.And(is_["append"], s.first_free(i)), a.times, z3.If(one, 1, s.count[i]))
+        first = z3.And(is_["append"], s.first_free(i))
+        second = z3.And(is_["append"], a.result >= 1, s.first_free(i - 1)) if i > 0 else z3.BoolVal(False)
+        t.fields["count"][i] = z3.If(first, z3.If(a.result >= 1, a.pairs, a.times),
+                                     z3.If(second, a.pairs, z3.If(one, 1, s.count[i])))
+        t.fields["paired"][i] = z3.If(first, a.result >= 1, z3.Or(second, s.paired[i]))
+        results = {"used": True, "alive": True, "kind": a.kind, "ns": NS["window"],
+                   "tokens": a.result, "created": now, "last_read": now, "reads": 0, "pinned": False,
+                   "edited": False, "version": 0, "role": R["tool_result"], "masked": False,
+                   **{attr: getattr(a, attr) for attr, _table in self.names}}  # a result names its call's tool
+        for name, value in results.items():
+            if name in t.fields:
+                t.fields[name][i] = z3.If(second, value, t.fields[name][i])
 
 
 def member_positions(s: RunState, i: int, member: str) -> dict:
@@ -151,14 +197,31 @@ def member_positions(s: RunState, i: int, member: str) -> dict:
                                         for j, order in newer if order is not False])
     rest = cnt[i] - 1 if member == "first" else z3.IntVal(0)
     user = s.role[i] == R["user"]
+    shift, tokens_shift = pair_shift(s, i, member)
     return {
         "position": Frac(z3.Sum([z3.IntVal(0)] + [z3.If(among(inw[j], order), cnt[j], 0) for j, order in older
                                                   if order is not False])
-                         + (cnt[i] - 1 if member == "last" else 0)),
-        "from_end": Frac(total(lambda j: True) + rest),
+                         + (cnt[i] - 1 if member == "last" else 0) + shift),
+        "from_end": Frac(total(lambda j: True) + rest - shift),
         "from_end_in_role": Frac(total(lambda j: s.role[j] == s.role[i]) + rest),
         "turn": Frac(total(lambda j: s.role[j] == R["user"]) + z3.If(user, rest, 0)),
         "tokens_after": Frac(total(lambda j: True, lambda j: s.times(j, s.tokens[j]))
-                             + (s.times(i, s.tokens[i]) - s.tokens[i] if member == "first" else 0)),
+                             + (s.times(i, s.tokens[i]) - s.tokens[i] if member == "first" else 0) - tokens_shift),
     }
 
+
+def pair_shift(s: RunState, i: int, member: str) -> tuple:
+    """How far the interleaving of a run of pairs moves slot i's member towards the end, in spans and in tokens
+    passed, against the sums above (which count the partner's slot wholly newer or wholly older): the last call
+    has only its own result after it (n - 1 results fewer), the first result only the first call before it (n - 1
+    calls fewer). Nothing moves for the first call, the last result, or a partner outside the window."""
+    if member == "last" and i + 1 < s.n:
+        half, partner = s.role[i] == R["tool_call"], i + 1
+    elif member == "first" and i > 0:
+        half, partner = s.role[i] == R["tool_result"], i - 1
+    else:
+        return z3.IntVal(0), z3.IntVal(0)
+    moved = z3.And(s.paired[i], half, s.in_window(partner))
+    spans = z3.If(moved, s.count[i] - 1, 0)
+    tokens = z3.If(moved, s.times(partner, s.tokens[partner]) - s.tokens[partner], 0)
+    return (spans, tokens) if member == "last" else (-spans, -tokens)

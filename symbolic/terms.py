@@ -8,9 +8,10 @@ import z3
 
 from prunecheck.spec.errors import EncodingError
 from prunecheck.spec.policy import (
-    ATTRS, KIND, KINDS, NAMESPACE, NAMESPACES, ROLE, ROLES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet, Num, Policy,
-    Unary,
+    ATTRS, KIND, KINDS, NAME_ATTRS, NAMESPACE, NAMESPACES, ROLE, ROLES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet,
+    Num, Policy, Unary,
 )
+from prunecheck.spec.policy import name_code
 from prunecheck.spec.walker import MemoWalker
 
 KindSort, _kind_consts = z3.EnumSort("Kind", KINDS)
@@ -90,6 +91,10 @@ def enum_type(expr: Expr) -> Optional[str]:
     return None
 
 
+def _name_attr(expr: Expr) -> bool:
+    return isinstance(expr, Attr) and expr.name in NAME_ATTRS
+
+
 class ExprEncoder(MemoWalker):
     """One memoized pass from a closed, type-checked expression to z3 terms, in one attribute environment."""
 
@@ -123,7 +128,17 @@ class ExprEncoder(MemoWalker):
         arg = self.encode(expr.arg)
         return z3.Not(arg) if expr.op == "not" else Frac(-arg.num, arg.den)
 
+    def names(self, attr: Attr, literals) -> list:
+        """A tool name or tag equal to each literal, as code comparisons (spec/SPEC.md 1c; every literal compared
+        with it is a mentioned name, so its code is >= 1)."""
+        value = self.encode(attr)
+        if not hasattr(value, "names"):
+            raise EncodingError(f"attribute {attr.name!r} has no names in this model")
+        return [value.term == z3.IntVal(name_code(value.names, lit.value)) for lit in literals]
+
     def in_set(self, expr: InSet, enum):
+        if _name_attr(expr.arg):
+            return z3.Or(self.names(expr.arg, expr.values))
         kind = enum_type(expr.arg)
         arg = self.encode(expr.arg, kind)
         return z3.Or([self._equal(arg, self.encode(v, kind), kind) for v in expr.values])
@@ -159,6 +174,10 @@ class ExprEncoder(MemoWalker):
         if op in ("and", "or"):
             left, right = self.encode(expr.left), self.encode(expr.right)
             return z3.And(left, right) if op == "and" else z3.Or(left, right)
+        if op in ("==", "!=") and (_name_attr(expr.left) or _name_attr(expr.right)):
+            attr, lit = (expr.left, expr.right) if _name_attr(expr.left) else (expr.right, expr.left)
+            (same,) = self.names(attr, (lit,))
+            return same if op == "==" else z3.Not(same)
         if op in ("==", "!="):
             kind = enum_type(expr.left) or enum_type(expr.right)
             left, right = self.encode(expr.left, kind), self.encode(expr.right, kind)

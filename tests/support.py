@@ -7,11 +7,11 @@ from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.engines.explicit import DEFAULT_TOKENS, domains_for, explore
 from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
 from prunecheck.checker.result import Verdict
-from prunecheck.checker.engines.replay import decode_state
+from prunecheck.checker.engines.replay import decode_state, tracked_names
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.spec.conditions import applicable, state_violations, violations
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, ROLES, Deployment
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, ROLES, Deployment, mentioned_names, name_code
 from prunecheck.spec.runtime import (
     Append, Audit, Compact, Edit, Pin, Read, State, Undo, Unpin, enabled, enabled_actions, step,
 )
@@ -106,6 +106,17 @@ START_ON = [
 
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
 
+# Policies that read tool names and tags (spec/SPEC.md 1c); their runs also write names no policy mentions ("zz").
+NAMED = [
+    "evict: tool != 'edit' and tag not in ['agents_md']",
+    "evict: role == 'tool_result' and tool == 'browse' or tag == ''\nrank: tokens\nbudget: 4",
+    "evict: tool in ['browse', ''] and from_end >= 1\npairs: together",
+    "evict: tag == 'agents_md'\nkeep: tool == 'edit'\nuntil: window_spans <= 2",
+]
+RUN_NAMES = ("", "browse", "edit", "agents_md", "zz")
+named_deployments = st.builds(Deployment, **{key: st.sampled_from(v) for key, v in DEPLOYMENT_CHOICES.items()},
+                              record_tool=st.sampled_from(RUN_NAMES))
+
 
 def model_policy(text, deployment):
     """A policy named t from the text of its other keys, under deployment."""
@@ -115,13 +126,15 @@ def model_policy(text, deployment):
 @st.composite
 def runs(draw, max_steps=8, policies=None):
     """A policy of `policies` (default POLICIES) under a drawn deployment and a run of enabled actions on it."""
-    policy = model_policy(draw(st.sampled_from(policies or POLICIES)), draw(deployments))
+    text = draw(st.sampled_from(policies or POLICIES))
+    policy = model_policy(text, draw(named_deployments if text in NAMED else deployments))
+    names = RUN_NAMES if mentioned_names(policy) else ("",)  # other policies' runs stay as they were
     state, actions = State(), []
     for _ in range(draw(st.integers(1, max_steps))):
         # Besides each distinct outcome's representative, any host budget at all.
         anyhow = Compact(draw(st.integers(1, 12)))  # refused only where a summary finds no free slot
-        options = enabled_actions(policy, state, N, token_choices=(1, 2, 3, 4), roles=ROLES) + (
-            (anyhow,) if enabled(policy, state, anyhow, N) else ())
+        options = enabled_actions(policy, state, N, token_choices=(1, 2, 3, 4), roles=ROLES, tools=names,
+                                  tags=names) + ((anyhow,) if enabled(policy, state, anyhow, N) else ())
         name = draw(st.sampled_from(sorted({a.name for a in options})))
         action = draw(st.sampled_from([a for a in options if a.name == name]))
         actions.append(action)
@@ -142,6 +155,7 @@ def pin_action(model, a, action):
         out.append(a.tokens == args["tokens"])
     if isinstance(action, Append):
         out.append(a.role == ENUM_CODES["role"][action.role])
+        out += [getattr(a, attr) == name_code(table, getattr(action, attr)) for attr, table in model.names]
     if "mode" in args:
         out.append(a.destroy == (args["mode"] == "destroy"))
     if isinstance(action, Compact):
@@ -174,7 +188,7 @@ def agree(policy, actions, with_lemmas):
     for k, action in enumerate(actions, start=1):
         transition = step(policy, state, action, N)
         state = transition.after
-        assert decode_state(m, states[k]) == state, f"state {k} after {action}"
+        assert decode_state(m, states[k]) == tracked_names(policy, state), f"state {k} after {action}"
         expected = violations(policy, transition)
         symbolic = {c: violation_at(model, c, states, syms, steps, k) for c in applicable(policy)}
         got = {c for c, term in symbolic.items() if z3.is_true(m.eval(term, model_completion=True))}

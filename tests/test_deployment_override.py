@@ -19,7 +19,7 @@ from prunecheck.checker.outputs.html_report import report_html
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.render import report_json, report_text
 from prunecheck.checker.outputs.sarif import sarif_log
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, NOWHERE, Deployment, DeploymentOverride
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, DEPLOYMENT_KEYS, NOWHERE, Deployment, DeploymentOverride
 from prunecheck.checker.outputs.reason_doc import reasons_json
 
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HANG_GUARD, ROOT
@@ -63,7 +63,7 @@ def test_an_override_of_a_policy_object_keeps_its_other_keys():
     overridden = prunecheck.check(policy, {"pins": "host"}, depth=4, only=["C1"], prove=False, **BOUNDS)
     assert dict(overridden.deployment) == seed_deployment(pins="host") and overridden.overridden == ("pins",)
     whole = prunecheck.check(policy, Deployment(), depth=4, only=["C1"], **BOUNDS)  # a Deployment sets every key
-    assert dict(whole.deployment) == Deployment().as_dict() and whole.overridden == tuple(DEPLOYMENT_CHOICES)
+    assert dict(whole.deployment) == Deployment().as_dict() and whole.overridden == tuple(DEPLOYMENT_KEYS)
 
 
 def test_a_deployment_file_with_one_key_overrides_only_that_key(tmp_path):

@@ -3,8 +3,9 @@
 import z3
 from hypothesis import given, settings
 
+from prunecheck.spec.actions import expand
 from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, transition_violations
-from prunecheck.spec.policy import POSITION_ATTRS, Deployment, read_positions
+from prunecheck.spec.policy import POSITION_ATTRS, Deployment, name_code, read_positions
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.parametric import (
@@ -16,19 +17,20 @@ from prunecheck.spec.runtime import (
 )
 from prunecheck.symbolic.terms import ENUM_CODES
 
-from support import POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, SUMMARY_POLICIES, TARGETED, model_policy, runs
+from support import NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, SUMMARY_POLICIES, TARGETED, model_policy, runs
 
 
-def _span_values(state: State, i: int) -> dict:
+def _span_values(state: State, i: int, names: tuple = ()) -> dict:
     if i >= len(state.spans):
-        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD, **SUMMARY_FIELD}}
+        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD, **SUMMARY_FIELD, **dict(names)}}
     span = state.span(i)
     edit = state.edit(i)
     return {"used": True, "alive": span.alive, "kind": ENUM_CODES["kind"][span.kind],
             "ns": ENUM_CODES["namespace"][span.namespace], "tokens": span.tokens, "created": span.created,
             "last_read": span.last_read, "reads": span.reads, "pinned": span.pinned, "edited": span.edited,
             "version": span.version, "undone": bool(edit and edit.undone), "role": ENUM_CODES["role"][span.role],
-            "masked": span.masked, "summary": span.place != span.id}
+            "masked": span.masked, "summary": span.place != span.id,
+            **{attr: name_code(table, getattr(span, attr)) for attr, table in names}}
 
 
 def _project(ps: PairState, state: State, r: int) -> list:
@@ -39,8 +41,8 @@ def _project(ps: PairState, state: State, r: int) -> list:
             values = positions(state, state.span(i)) if i < len(state.spans) else {}
             out += [var == int(values[name]) for name, var in ps.counters[g].items() if name in values]
     for g, i in zip(GHOSTS, (r, r + 1)):
-        for name, value in _span_values(state, i).items():
-            if name not in ps.span[g]:  # a role, mask or summary flag, in a model whose policy has none
+        for name, value in _span_values(state, i, ps.names).items():
+            if name not in ps.span[g]:  # a role, mask, summary flag or name, in a model whose policy has none
                 continue
             var = ps.span[g][name]
             out.append(var == (DEFAULTS[var.sort()] if value is None else value))
@@ -214,3 +216,27 @@ START_ON_TARGETED = [
 def test_targeted_runs_of_start_on_policies_project_onto_every_pair():
     for text, deployment, actions in START_ON_TARGETED:
         _check_projection(model_policy(text, deployment), actions)
+def test_a_run_of_call_result_pairs_projects_onto_every_pair_step_by_step():
+    # Append(times=n, result_tokens=m) stands for its single calls and results (spec.actions.expand), one step each:
+    # those are what the pair model's steps must project.
+    policy = model_policy("evict: role == 'tool_result' and from_end_in_role >= 2\npairs: together",
+                          Deployment(records="window"))
+    run = (Append("message", 2), Edit(0, "transform"), Append("message", 1, "tool_call", 3, 2), Compact(), Audit())
+    _check_projection(policy, tuple(single for action in run for single in expand(action)))
+@settings(max_examples=25)
+@given(runs(policies=NAMED))
+def test_runs_of_policies_reading_tool_names_and_tags_project_onto_every_pair(run):
+    # Names are codes (mentioned names, 0 for the rest), the result's tool is its call's, records get record_tool's.
+    _check_projection(*run)
+
+
+def test_targeted_runs_with_tool_names_project_onto_every_pair():
+    calls = (Append("message", 1, "tool_call", tool="browse"), Append("message", 2, "tool_result", tool="browse"),
+             Append("message", 1, "tool_call", tool="zz", tag="agents_md"),
+             Append("message", 1, "tool_result", tool="zz"))
+    for text in NAMED:
+        for deployment in (Deployment(records="window", rationale="window", record_tool="edit"), Deployment()):
+            _check_projection(model_policy(text, deployment), calls + (Edit(0, "transform"), Compact(), Compact(1)))
+    assert PairModel(model_policy(NAMED[0], Deployment())).state("s").span["r"]["tool"].sort() == z3.IntSort()
+    old = PairModel(model_policy(POLICIES[0], Deployment()))
+    assert old.state("s").variables() == PairState("s").variables()

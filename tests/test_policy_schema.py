@@ -12,7 +12,7 @@ from prunecheck.checker.language.loader import TOP_KEYS, parse_policy_text
 from prunecheck.checker.language.policy_schema import policy_schema
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, DEPLOYMENT_KEYS, DEPLOYMENT_NAMES
 
 from conftest import EXAMPLES
 
@@ -38,7 +38,9 @@ def test_the_schema_is_a_valid_draft_2020_12_schema_over_the_loaders_keys():
     assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert tuple(SCHEMA["properties"]) == TOP_KEYS
     deployment = SCHEMA["properties"]["deployment"]["properties"]
-    assert {key: tuple(d["enum"]) for key, d in deployment.items()} == DEPLOYMENT_CHOICES
+    assert {key: tuple(d["enum"]) for key, d in deployment.items() if key not in DEPLOYMENT_NAMES} == DEPLOYMENT_CHOICES
+    assert {key: (d["type"], d["default"]) for key, d in deployment.items() if key in DEPLOYMENT_NAMES} == {
+        key: ("string", default) for key, default in DEPLOYMENT_NAMES.items()}
 
 
 @pytest.mark.parametrize("path", sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".yaml", ".yml", ".json")),
@@ -99,7 +101,7 @@ VALUES = {
     "evict": st.sampled_from(["idle > 3", True, False, 3, None, {"a": 1}]),
     "rank": st.sampled_from(["recency", "2 * idle", 2, 0.5, None, ["x"]]),
     "budget": st.sampled_from([1, 12, 0, -3, "12", 1.5, True, None]),
-    "deployment": st.dictionaries(st.sampled_from([*DEPLOYMENT_CHOICES, "bogus"]),
+    "deployment": st.dictionaries(st.sampled_from([*DEPLOYMENT_KEYS, "bogus"]),
                                   st.sampled_from(["window", "host", "self", "blind", "undo_region", "nope", 1]),
                                   max_size=3) | st.sampled_from([None, [], "window"]),
     "expect": st.dictionaries(st.sampled_from(CONDITIONS), st.sampled_from(["holds", "violated", None, ["x"]]),

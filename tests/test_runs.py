@@ -1,23 +1,30 @@
 """The search with runs (symbolic/runs.py): real-size counts decided at the default span bound, every trace replayed."""
 
 import pytest
+import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prunecheck.checker.check import QUICK_DEPTH, check
+from prunecheck.checker.check import check
 from prunecheck.checker.engines.bmc import check_bounded
-from prunecheck.checker.engines.replay import confirm
+from prunecheck.checker.engines.replay import confirm, replay
+from prunecheck.checker.engines.unknowns import counted_spans
+from prunecheck.checker.language.document import policy_document
+from prunecheck.checker.language.loader import load_policy
+from prunecheck.checker.outputs.itf import actions_of, trace_document
 from prunecheck.checker.findings.explain import step_label
 from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.outputs.render import variants_text
 from prunecheck.checker.result import Method, Verdict
-from prunecheck.spec.actions import expand
+from prunecheck.spec.actions import action_text, expand, steps_of
 from prunecheck.spec.policy import Deployment
-from prunecheck.spec.runtime import Append, State, step
-from prunecheck.symbolic.runs import count_constants, run_lengths, runs_apply
+from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, addressable, positions, step
+from prunecheck.symbolic.model import ACT
+from prunecheck.symbolic.runs import RunModel, count_constants, member_positions, run_lengths, runs_apply
+from prunecheck.symbolic.terms import ENUM_CODES
 
-from conftest import BOUNDS, HOUR, RLIMIT
+from conftest import BOUNDS, HOUR, RLIMIT, ROOT
 from support import model_policy
 
 WINDOW = Deployment(records="window")
@@ -104,11 +111,128 @@ def test_more_counterexamples_asked_of_a_run_trace_never_call_it_the_shortest():
     assert text.startswith("1 of 2 counterexamples asked") and "past the one shown" in text and "shortest" not in text
 
 
-def test_a_count_past_the_bound_is_searched_with_runs_before_the_full_bounded_search():
-    # 6 slots cannot hold 21 spans one by one: only the quick bounded search runs before the run search decides C1
-    # (spec/SPEC.md §7e), not a bounded search to the full depth that could find nothing.
+# Runs of call/result pairs (spec/SPEC.md §7d, "Runs of pairs").
+
+@pytest.mark.parametrize("times, result_tokens", [(1, 1), (3, 5), (5, 2)])
+def test_an_append_of_pairs_is_its_single_calls_and_results(times, result_tokens):
+    policy = model_policy("evict: role == 'tool_result' and from_end_in_role >= 3", WINDOW)
+    start = _run(policy, (Append("message", 2), Append("diff", 1, "assistant")))
+    run = Append("message", 3, "tool_call", times, result_tokens)
+    one_by_one = start
+    for single in expand(run):
+        one_by_one = step(policy, one_by_one, single).after
+    after = step(policy, start, run).after
+    assert after == one_by_one and steps_of(run) == len(expand(run)) == 2 * times
+    assert [s.role for s in after.spans[2:]] == ["tool_call", "tool_result"] * times
+    assert [s.tokens for s in after.spans[2:]] == [3, result_tokens] * times
+
+
+@pytest.mark.parametrize("action, why", [
+    (Append("message", 1, "user", 2, 1), "only tool calls"),
+    (Append("message", 1, "tool_call", 2, -1), "result tokens"),
+    (Append("message", 1, "tool_call", 3, 1), "no span slot"),
+])
+def test_a_run_of_pairs_is_refused_where_its_spans_could_not_be_appended(action, why):
+    policy = model_policy("evict: role == 'tool_result'", WINDOW)
+    with pytest.raises(ActionRefused, match=why):
+        step(policy, State(), action, max_spans=5)
+
+
+def test_a_run_of_pairs_prints_and_reads_back_only_when_it_has_results():
+    single, pairs = Append("message", 1, "tool_call"), Append("message", 1, "tool_call", 3, 7)
+    assert "result_tokens" not in repr(single) + action_text(single)
+    assert action_text(pairs) == "append('message', 1, role='tool_call', times=3, result_tokens=7)"
+    policy = model_policy("evict: role == 'tool_result' and from_end_in_role >= 3", WINDOW)
+    transitions = replay(policy, (Append("message", 1), pairs))
+    assert actions_of(trace_document(policy, policy_document(policy), transitions, {})) == (Append("message", 1), pairs)
+    label = step_label(policy, transitions[1])
+    assert label == ("spans #1-#6 (message, 3 tool calls of 1 token, each followed by its result of 7 tokens) enter "
+                     "the window (steps 2-7)")
+
+
+# A window with two runs of pairs, a run of assistant messages, a record, and the first run's results evicted: the
+# model's positions of every run's first and last members are the runtime's.
+PAIR_POLICY = "evict: role == 'tool_result' and from_end_in_role >= 3 and from_end >= 0 and position >= 0 " \
+              "and turn >= 0 and tokens_after >= 0"
+PAIR_TRACE = (Append("message", 2), Edit(0, "transform"), Append("message", 3, "tool_call", 3, 5),
+              Append("message", 1, "assistant", 2), Append("message", 4, "tool_call", 3, 1), Compact(),
+              Append("message", 2, "user", 2))
+
+
+def _slot_members(actions) -> list:
+    """Per slot of the model with runs: the runtime ids of its run's first and last members."""
+    slots, written = [], 0
+    for action in actions:
+        if isinstance(action, Edit):
+            slots += [(written, written), (written + 1, written + 1)]
+        elif isinstance(action, Append) and action.result_tokens:
+            slots += [(written, written + 2 * action.times - 2), (written + 1, written + 2 * action.times - 1)]
+        elif isinstance(action, Append):
+            slots.append((written, written + action.times - 1))
+        written += 2 if isinstance(action, Edit) else steps_of(action) if isinstance(action, Append) else 0
+    return slots
+
+
+def _pinned(model, a, action) -> list:
+    out = [a.act == ACT[action.name]]
+    if isinstance(action, Append):
+        paired = action.result_tokens > 0
+        out += [a.kind == ENUM_CODES["kind"][action.kind], a.tokens == action.tokens, a.result == action.result_tokens,
+                a.role == ENUM_CODES["role"][action.role], a.times == steps_of(action)]
+    elif isinstance(action, Edit):
+        out += [a.arg == model.slots[action.target], a.destroy == (action.mode == "destroy")]
+    else:
+        out.append(z3.Not(a.hosted))
+    return out
+
+
+def test_the_positions_of_a_run_of_pairs_members_are_the_runtimes():
+    policy = model_policy(PAIR_POLICY, WINDOW)
+    slots = _slot_members(PAIR_TRACE)
+    model = RunModel(policy, len(slots), (2, 3))
+    states = [model.state(0)]
+    solver = z3.Solver()
+    solver.add(model.encode_init(states[0]))
+    for k, action in enumerate(PAIR_TRACE):
+        a = model.action(k)
+        states.append(model.state(k + 1))
+        solver.add(model.encode_step(states[k], a, states[k + 1]).constraints + _pinned(model, a, action))
+    assert solver.check() == z3.sat
+    zmodel, final, runtime = solver.model(), states[-1], _run(policy, PAIR_TRACE)
+    assert not addressable(runtime.span(4)) and addressable(runtime.span(3))  # the first run's results went
+    assert zmodel.eval(final.clock).as_long() == runtime.step
+    for i, ids in enumerate(slots):  # policies see window spans only (the sums are not the runtime's elsewhere)
+        for member, span_id in [m for m in zip(("first", "last"), ids) if addressable(runtime.span(m[1]))]:
+            want = positions(runtime, runtime.span(span_id))
+            got = member_positions(final, i, member)
+            for name, term in got.items():
+                value = zmodel.eval(term.num, model_completion=True).as_long()
+                assert value == want[name], (i, member, name)
+
+
+@pytest.mark.parametrize("name", ["langchain_clear_tool_uses.yaml", "sweagent_last_n_observations.yaml"])
+def test_strategies_that_keep_the_newest_tool_results_are_violated_by_a_run_of_pairs(name):
+    # Keeping the newest 3 (5) tool results: a record among the tool results is masked once 3 (5) results are newer,
+    # which takes 2·3 (2·5) spans after it, more than the 6 slots; one run of pairs needs two.
+    policy = load_policy(ROOT / "examples" / "frameworks" / name)
+    report = check(policy, CheckOptions(only=("C1", "C2"), **BOUNDS))
+    for r in report.results:
+        assert r.verdict is Verdict.VIOLATED and r.engine is Method.RUNS, r.condition
+        assert any(isinstance(a, Append) and a.result_tokens > 0 for a in r.trace.actions)
+        confirm(policy, r.trace.actions, r.condition, None)
+
+
+def test_the_search_with_runs_goes_before_the_bounded_search_to_full_depth():
+    # For a policy counting more spans than the slots, the bounded search from depth 5 to 12 within the slots is
+    # not run for a condition the search with runs finds (SPEC §7d addendum, "Order").
     policy = model_policy("evict: from_end >= 20", WINDOW)
-    (c1,) = check(policy, CheckOptions(depth=8, spans=6, only=("C1",), **BOUNDS)).results
+    (c1,) = check(policy, CheckOptions(depth=12, spans=6, only=("C1",), **BOUNDS)).results
     assert c1.verdict is Verdict.VIOLATED and c1.engine is Method.RUNS
-    bmc = [run for run in c1.stats.runs if run.engine is Method.BMC]
-    assert bmc and all(run.depth <= QUICK_DEPTH for run in bmc)
+    # Neither the bounded search to depth 12 nor Spacer (which ran when that search left C1 open) took part.
+    assert [run.engine for run in c1.stats.runs] == [Method.BMC, Method.INDUCTION] and c1.stats.runs[0].depth < 12
+
+
+def test_a_count_within_one_role_asks_for_a_call_before_each_counted_result():
+    # `from_end_in_role >= 3` may count tool results, each right after its call: 2·3 + 3 spans, more than 6 slots.
+    assert counted_spans(model_policy("evict: role == 'tool_result' and from_end_in_role >= 3", WINDOW)) == 9
+    assert counted_spans(model_policy("evict: from_end >= 3 or from_end_in_role >= 1", WINDOW)) == 6

@@ -43,6 +43,7 @@ from prunecheck.spec.actions import ACTION_TYPES, real_steps
 from prunecheck.strategies import (
     EXTENSION,
     FORMS,
+    NAME_POOL,
     deployments,
     expressions,
     policies,
@@ -256,7 +257,7 @@ def test_enum_names_are_valid():
             if isinstance(node, EnumLit):
                 assert node.value in {"message", "tool_output", "file_body", "stack_trace", "summary", "diff",
                                       "record", "rationale", "window", "undo", "log",
-                                      "user", "assistant", "system", "tool_call", "tool_result"}
+                                      "user", "assistant", "system", "tool_call", "tool_result"} | set(NAME_POOL)
         assert count_nodes(expr) < 200
 
     run()

@@ -7,14 +7,16 @@ from typing import Optional
 
 import z3
 
-from prunecheck.spec.policy import NAMESPACE, POSITION_ATTRS
+from prunecheck.spec.policy import NAMESPACE, POSITION_ATTRS, name_of
+from prunecheck.symbolic.span_terms import NameValue
 from prunecheck.symbolic.terms import ENUM_CODES, ENUM_NAMES, Frac, KindSort, RoleSort
 
 
-def attribute_space(budget: Optional[int], positions: tuple = ()):
+def attribute_space(budget: Optional[int], positions: tuple = (), names: tuple = ()):
     """Every attribute as a term over free integer fields constrained only by the vocabulary's intervals: a
     superset of the valuations of addressable spans in reachable states (their namespace is always the window).
-    `positions`: the positional attributes too (only for policies that read one: others' queries stay as they were)."""
+    `positions`: the positional attributes too (only for policies that read one: others' queries stay as they were);
+    `names`: the tool/tag tables, each attribute a code 0..N (spec/SPEC.md 1c)."""
     ints = {name: z3.Int(f"diff_{name}") for name in ("tokens", "age", "idle", "reads", "window_tokens", "step")
             + positions}
     env = {name: Frac(term) for name, term in ints.items()}
@@ -26,7 +28,10 @@ def attribute_space(budget: Optional[int], positions: tuple = ()):
     })
     if budget is not None:
         env["budget"] = Frac(z3.IntVal(budget))
+    codes = {attr: z3.Int(f"diff_{attr}") for attr, _table in names}
+    env.update({attr: NameValue(codes[attr], table) for attr, table in names})
     constraints = [ints["tokens"] >= 1] + [ints[n] >= 0 for n in ("age", "idle", "reads", "window_tokens", "step")]
+    constraints += [z3.And(codes[attr] >= 0, codes[attr] <= len(table)) for attr, table in names]
     return ints, env, constraints + (position_space(ints) if positions else [])
 
 
@@ -50,6 +55,9 @@ def valuation(model: z3.ModelRef, ints: dict, env: dict, budget: Optional[int]) 
     out["kind"] = ENUM_NAMES[str(model.eval(env["kind"], model_completion=True))]
     out["namespace"] = "window"
     out["role"] = ENUM_NAMES[str(model.eval(env["role"], model_completion=True))]
+    for name, term in env.items():
+        if isinstance(term, NameValue):
+            out[name] = name_of(term.names, model.eval(term.term, model_completion=True).as_long())
     for name in ("window_tokens", "window_spans", "step"):
         if name in value:
             out[name] = Fraction(value[name])

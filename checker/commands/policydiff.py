@@ -14,8 +14,8 @@ from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.symbolic.lemmas import candidate_lemmas
 from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
-from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_CHOICES, POSITION_ATTRS, Attr, Policy, has_effects, read_positions,
-                                    subexpressions)
+from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_KEYS, NAME_ATTRS, POSITION_ATTRS, Attr, Policy, has_effects,
+                                    mentioned_names, read_positions, subexpressions)
 from prunecheck.spec.stage import selection
 from prunecheck.spec.runtime import Compact, State, addressable, is_candidate, present, span_env
 from prunecheck.spec.actions import action_args
@@ -102,7 +102,7 @@ class PolicyDiff:
 
 
 def differing_deployment_keys(old: Policy, new: Policy) -> tuple:
-    return tuple(key for key in DEPLOYMENT_CHOICES
+    return tuple(key for key in DEPLOYMENT_KEYS
                  if getattr(old.deployment, key) != getattr(new.deployment, key))
 
 
@@ -157,7 +157,7 @@ def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout
     if stage:  # not compared semantically: a witness search decides
         return Equivalence(False, f"the compaction stages differ in {', '.join(stage)}")
     ints, env, constraints = attribute_space(old.budget, POSITION_ATTRS if read_positions(old) + read_positions(new)
-                                              else ())
+                                              else (), shared_names(old, new))
     old_sel, new_sel = selection(old), selection(new)
     old_evict, new_evict = ExprEncoder(env).encode(old_sel), ExprEncoder(env).encode(new_sel)
     what = "evict" if old.keep is None and new.keep is None else "evict-and-not-keep"
@@ -219,10 +219,10 @@ def _pair_invariant(m_old: Model, m_new: Model, plain: bool, timeout: float, rli
     m_new.encode_init(init_new)
     at_init = {name for name, term in _pair_lemmas(m_old, m_new, init_old, init_new) if z3.is_true(z3.simplify(term))}
     clock = z3.Int("pair_clock@pre")
-    pre_old = SymState("pre", n, "old_", clock, masking=m_old.masking, placing=m_old.placing)
-    pre_new = SymState("pre", n, "new_", clock, masking=m_new.masking, placing=m_new.placing)
+    pre_old = SymState("pre", n, "old_", clock, masking=m_old.masking, placing=m_old.placing, names=m_old.names)
+    pre_new = SymState("pre", n, "new_", clock, masking=m_new.masking, placing=m_new.placing, names=m_new.names)
     post_old, post_new = m_old.state("post"), m_new.state("post")
-    a = SymAction("pre", n, "pair_")
+    a = SymAction("pre", n, "pair_", m_old.names)
     step = m_old.encode_step(pre_old, a, post_old).constraints + m_new.encode_step(pre_new, a, post_new).constraints
     before = dict(_pair_lemmas(m_old, m_new, pre_old, pre_new, at_init))
     after = dict(_pair_lemmas(m_old, m_new, post_old, post_new, at_init))
@@ -237,13 +237,26 @@ def _pair_invariant(m_old: Model, m_new: Model, plain: bool, timeout: float, rli
     return frozenset(invariant.names), tuple(impossible)
 
 
+def shared_names(old: Policy, new: Policy) -> tuple:
+    """The tool/tag tables of both policies together (with both record_tools once `tool` is read): the models of a
+    lockstep run, and the attribute space, code names alike for the two (spec/SPEC.md 1c)."""
+    tables: dict = {}
+    for policy in (old, new):
+        for attr, names in mentioned_names(policy):
+            tables.setdefault(attr, set()).update(names)
+    if "tool" in tables:
+        tables["tool"] |= {old.deployment.record_tool, new.deployment.record_tool}
+    return tuple((attr, tuple(sorted(tables[attr]))) for attr in NAME_ATTRS if attr in tables)
+
+
 def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.depth, spans: int = DIFF_DEFAULTS.spans,
                         timeout: float = DIFF_DEFAULTS.timeout, rlimit: int = 0) -> tuple:
     """(NEW evicts what OLD keeps, OLD evicts what NEW keeps): per direction a shortest replayed witness within
     `depth` steps and `spans` slots, or none and why. Both policies run on one shared action sequence; every step
     must be enabled in both runs. `timeout` is each direction's solver time; `rlimit` bounds each query by z3's
     resource count as well (0: none)."""
-    m_old, m_new = Model(old, spans, tag="old_"), Model(new, spans, tag="new_")
+    names = shared_names(old, new)  # one action drives both runs, so both models code names alike
+    m_old, m_new = Model(old, spans, tag="old_", names=names), Model(new, spans, tag="new_", names=names)
     plain = not (has_effects(old) or has_effects(new))
     lemmas, impossible = _pair_invariant(m_old, m_new, plain, timeout, rlimit)
     answers = {d: Direction(d, None, f"none at any depth within {spans} spans (proved by an inductive invariant "
@@ -258,7 +271,7 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.dep
         if not pending:
             break
         # One action drives both runs (the models' own actions would only be constrained equal field by field).
-        a = SymAction(k - 1, spans, tag="pair_")
+        a = SymAction(k - 1, spans, tag="pair_", names=names)
         actions.append(a)
         olds.append(m_old.state(k))
         news.append(m_new.state(k))

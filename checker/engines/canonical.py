@@ -7,7 +7,9 @@ from typing import Sequence
 
 import z3
 
+from prunecheck.spec.policy import name_code
 from prunecheck.symbolic.model import ACT, CONTENT, R, SymAction, slot_sort
+from prunecheck.symbolic.runs import RunAction
 
 from prunecheck.symbolic.solver import Status, query
 
@@ -25,6 +27,7 @@ def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
     if name == "append":
         out.append((a.kind, list(CONTENT)))
         out.append((a.role, list(R.values())))
+        out += [(getattr(a, attr), [z3.IntVal(k) for k in _name_preference(table)]) for attr, table in a.names]
     if name == "edit":
         out.append((a.destroy, [z3.BoolVal(False), z3.BoolVal(True)]))
     if name == "compact":
@@ -32,12 +35,19 @@ def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
     return out
 
 
+def _name_preference(names: tuple) -> list:
+    """A tool name's or tag's codes, unnamed ("") first, then the unmentioned names, then the rest in order."""
+    unnamed = name_code(names, "")
+    return [unnamed] + [k for k in range(len(names) + 1) if k != unnamed]
+
+
 def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymAction], model: z3.ModelRef,
                 spans: int, deadline: float, clock=None) -> z3.ModelRef:
     """A model of `assumptions` with the least final `clock` (the fewest real steps, when steps are accelerated),
     then with lexicographically least actions (action name in PREFERENCE order, then span slot, kind, role, transform before destroy, an
-    append's token count, a read's or audit's repetitions, and a compaction without a host budget before one with
-    the least host budget, step by step), starting from `model`.
+    append's token count (with runs, then its results' tokens and its run's length), a read's or audit's
+    repetitions, and a compaction without a host budget before one with the least host budget, step by step),
+    starting from `model`.
 
     The solver picks among equally short counterexamples by its internal state, which depends on everything the
     process asked z3 before; this makes the reported trace a function of the policy and the bounds alone. Only
@@ -82,6 +92,9 @@ def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymA
         name = model.eval(a.act, model_completion=True).decl().name()
         if name == "do_append":
             least_int(a.tokens)
+        if name == "do_append" and isinstance(a, RunAction):  # with runs: no results (no pairs) first, then short runs
+            least_int(a.result, 0)
+            least_int(a.times)
         if name in ("do_read", "do_audit"):
             least_int(a.times)
         if name == "do_compact" and z3.is_true(model.eval(a.hosted, model_completion=True)):

@@ -9,7 +9,8 @@ from typing import Iterable, Optional
 
 from prunecheck.spec.conditions import CONDITIONS, applicable, violations
 from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, ROLES, SIZED, Attr, Binary, EnumLit, InSet, Num, Policy,
-                                    read_attributes, stage_exprs, subexpressions, uses_pairs)
+                                    mentioned_names, read_attributes, stage_exprs, subexpressions, unmentioned_name,
+                                    uses_pairs)
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
 from prunecheck.checker.engines.replay import confirm
@@ -113,14 +114,23 @@ def domains_for(policy: Policy, tokens: Optional[Iterable[int]] = None,
     targets = targets if repeats is None else set()
     repeats = set(DEFAULT_REPEATS) | wanted_repeats if repeats is None else set(repeats)
     return Domains(tuple(sorted(tokens)), kind_representatives(policy), tuple(sorted(repeats)), derived,
-                   tuple(sorted(targets)), role_representatives(policy))
+                   tuple(sorted(targets)), role_representatives(policy), name_representatives(policy))
+
+
+def name_representatives(policy: Policy) -> tuple:
+    """Per tool/tag attribute the policy reads: the names it mentions and one unmentioned name standing for all the
+    others (spec/SPEC.md 1c: the policy cannot tell them apart), unnamed ("") first when it is among them."""
+    return tuple((attr, tuple(sorted((*names, unmentioned_name(names)), key=lambda n: (n != "", n))))
+                 for attr, names in mentioned_names(policy))
 
 
 def action_choices(policy: Policy, state: State, spans: int, domains: Domains) -> list:
     """The enabled actions within the domains, audits first (waiting reads best as an audit, as in the symbolic
     engine's canonical traces)."""
     repeats = set(domains.repeats) | {t - state.step for t in domains.clock_targets if t > state.step}
-    actions = [a for a in enabled_actions(policy, state, spans, domains.tokens, tuple(sorted(repeats)), domains.roles)
+    names = dict(domains.names)
+    actions = [a for a in enabled_actions(policy, state, spans, domains.tokens, tuple(sorted(repeats)), domains.roles,
+                                          names.get("tool", ("",)), names.get("tag", ("",)))
                if not (isinstance(a, Append) and a.kind not in domains.kinds)]
     return sorted(actions, key=lambda a: not isinstance(a, Audit))
 

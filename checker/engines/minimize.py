@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional, Sequence
 
-from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy
+from prunecheck.spec.actions import steps_of
+from prunecheck.spec.policy import CONTENT_KINDS, NAME_ATTRS, ROLES, Policy
 from prunecheck.spec.runtime import (
     REPEATABLE, ActionRefused, Append, Compact, Edit, Pin, Read, State, Undo, Unpin, host_budgets, step,
 )
@@ -38,7 +39,7 @@ def without_step(actions: Sequence, index: int) -> tuple:
     gone, mapping, next_id, count = set(), {}, 0, 0
     out = []
     for position, action in enumerate(actions):
-        made = 2 if isinstance(action, Edit) else action.times if isinstance(action, Append) else 0
+        made = 2 if isinstance(action, Edit) else steps_of(action) if isinstance(action, Append) else 0
         old_ids = range(count, count + made)
         count += made
         ref = _referenced(action)
@@ -69,15 +70,18 @@ def violation_prefix(policy: Policy, actions: Sequence, condition: str, max_span
 
 
 def _simpler_choices(action) -> list:
-    """Per value of one action, its simpler alternatives, simplest first: fewer tokens, earlier kinds and roles,
-    transform, fewer repetitions."""
+    """Per value of one action, its simpler alternatives, simplest first: fewer tokens (of calls' results too),
+    earlier kinds and roles, no tool name or tag, transform, fewer repetitions."""
     fewer = [("times", list(range(1, min(action.times, MAX_TOKEN_TRIES + 1))))] \
         if isinstance(action, REPEATABLE) and action.times > 1 else []
     if isinstance(action, Append):
         tokens = list(range(1, min(action.tokens, MAX_TOKEN_TRIES + 1)))
         kinds = CONTENT_KINDS[:CONTENT_KINDS.index(action.kind)] if action.kind in CONTENT_KINDS else ()
         roles = ROLES[:ROLES.index(action.role)] if action.role in ROLES else ()
-        return [("tokens", tokens), ("kind", list(kinds)), ("role", list(roles))] + fewer
+        results = list(range(1, min(action.result_tokens, MAX_TOKEN_TRIES + 1)))
+        unnamed = [(attr, [""]) for attr in NAME_ATTRS if getattr(action, attr)]  # a tool name or tag: none
+        return ([("tokens", tokens), ("result_tokens", results), ("kind", list(kinds)), ("role", list(roles))]
+                + unnamed + fewer)
     if isinstance(action, REPEATABLE):
         return fewer
     if isinstance(action, Edit) and action.mode == "destroy":
@@ -85,17 +89,24 @@ def _simpler_choices(action) -> list:
     return []
 
 
-def _counted(action) -> Optional[str]:
-    """The field of an action that counts something: an append's tokens, a read's or audit's repetitions."""
-    return "tokens" if isinstance(action, Append) else "times" if isinstance(action, REPEATABLE) else None
+def _counted(action) -> tuple:
+    """The fields of an action that count something: an append's tokens (and its results'), a read's or audit's
+    repetitions."""
+    return ("tokens", "result_tokens") if isinstance(action, Append) else ("times",) if isinstance(action, REPEATABLE) \
+        else ()
 
 
 def _fewer(policy, actions: tuple, index: int, condition: str, max_spans) -> tuple:
     """For a large token or repetition count, bisect towards the smallest count that still violates (each probe
     replayed); _simpler_choices tries the small counts one by one."""
+    for field in _counted(actions[index]):
+        actions = _bisected(policy, actions, index, field, condition, max_spans)
+    return actions
+
+
+def _bisected(policy, actions: tuple, index: int, field: str, condition: str, max_spans) -> tuple:
     action = actions[index]
-    field = _counted(action)
-    if field is None or getattr(action, field) <= MAX_TOKEN_TRIES + 1:
+    if getattr(action, field) <= MAX_TOKEN_TRIES + 1:
         return actions
     low, high, best = MAX_TOKEN_TRIES + 1, getattr(action, field) - 1, actions
     while low <= high:

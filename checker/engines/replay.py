@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import List, Optional, Sequence
 
 import z3
@@ -9,7 +10,8 @@ import z3
 from prunecheck.spec.conditions import state_violations, violations
 from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.symbolic.model import SymAction, SymState
-from prunecheck.spec.policy import Policy
+from prunecheck.symbolic.runs import RunAction
+from prunecheck.spec.policy import NAME_ATTRS, Policy, mentioned_names, name_code, name_of
 from prunecheck.symbolic.terms import ENUM_NAMES
 from prunecheck.spec.runtime import (
     ActionRefused, Append, Audit, Compact, Edit, EditInfo, Pin, Read, Span, State, Transition, Undo, Unpin, step,
@@ -48,8 +50,12 @@ def _bool(model: z3.ModelRef, term) -> bool:
 def decode_action(model: z3.ModelRef, a: SymAction):
     name = model.eval(a.act, model_completion=True).decl().name().removeprefix("do_")
     arg = _slot(model, a.arg)
+    if name == "append" and isinstance(a, RunAction) and _int(model, a.result) > 0:  # a run of pairs
+        return Append(_name(model, a.kind), _int(model, a.tokens), "tool_call", _int(model, a.pairs),
+                      _int(model, a.result))
     if name == "append":
-        return Append(_name(model, a.kind), _int(model, a.tokens), _name(model, a.role), _int(model, a.times))
+        names = {attr: name_of(table, _int(model, getattr(a, attr))) for attr, table in a.names}
+        return Append(_name(model, a.kind), _int(model, a.tokens), _name(model, a.role), _int(model, a.times), **names)
     if name == "edit":
         return Edit(arg, "destroy" if _bool(model, a.destroy) else "transform")
     if name == "undo":
@@ -71,9 +77,10 @@ def decode_state(model: z3.ModelRef, s: SymState) -> State:
         f = {name: _value(model, values[i]) for name, values in s.fields.items()}
         if not f["used"]:
             break
+        names = {attr: name_of(table, f[attr]) for attr, table in s.names}
         spans.append(Span(i, f["kind"], f["ns"], f["tokens"], f["created"], f["last_read"],
                           f["reads"], f["pinned"], f["edited"], f["version"], f["alive"], f["role"],
-                          f.get("masked", False), f.get("place", i)))
+                          masked=f.get("masked", False), place=f.get("place", i), **names))
         if f["kind"] == "record":
             edits.append(EditInfo(i, i + 1, f["target"], "destroy" if f["destroy"] else "transform",
                                   f["rversion"], f["prior_kind"], f["prior_edited"], f["undone"]))
@@ -103,12 +110,25 @@ def first_violation(policy: Policy, transitions: Sequence[Transition], condition
     return None
 
 
+def tracked_names(policy: Policy, state: State) -> State:
+    """The state with tool names and tags as the models track them (spec/SPEC.md 1c): a name the policy mentions
+    as itself, any other as unmentioned_name, and "" for an attribute the policy does not read (its models have no
+    such field; records may still carry the deployment's record_tool)."""
+    tables = dict(mentioned_names(policy))
+
+    def seen(attr: str, name: str) -> str:
+        return name_of(tables[attr], name_code(tables[attr], name)) if attr in tables else ""
+
+    spans = tuple(replace(s, **{attr: seen(attr, getattr(s, attr)) for attr in NAME_ATTRS}) for s in state.spans)
+    return state if spans == state.spans else replace(state, spans=spans)
+
+
 def confirm(policy: Policy, actions: Sequence, condition: str, max_spans: int,
             symbolic_states: Optional[Sequence[State]] = None) -> List[Transition]:
     """Replay a symbolic counterexample; it must violate `condition` exactly at its last step, else ReplayMismatch."""
     transitions = replay(policy, actions, max_spans)
     if symbolic_states is not None:
-        runtime_states = [State()] + [t.after for t in transitions]
+        runtime_states = [tracked_names(policy, s) for s in [State()] + [t.after for t in transitions]]
         for index, (sym, real) in enumerate(zip(symbolic_states, runtime_states)):
             if sym != real:
                 raise ReplayMismatch(f"state {index} differs between the z3 model and the runtime: "

@@ -56,9 +56,11 @@ def _compared(policy: Policy) -> tuple:
 def counted_spans(policy: Policy) -> int:
     """The most window spans a comparison of the policy's counts can ask for (0 if it counts none): c + 3 for the
     largest constant c compared with a count (c spans besides the one compared, plus a record, its rationale and
-    its edit's target), spec/SPEC.md §1b."""
+    its edit's target), spec/SPEC.md §1b; 2c + 3 for a count of spans of one role (`from_end_in_role`), which may be
+    tool results, each after its call (§7d)."""
     constants = count_constants(policy)
-    return constants[-1] + 3 if constants else 0
+    in_role = count_constants(policy, ("from_end_in_role",))
+    return max([c + 3 for c in constants[-1:]] + [2 * c + 3 for c in in_role[-1:]], default=0)
 
 
 def advice(policy: Policy, parts: Sequence[Part], depth: int, spans: int, timeout: float, rlimit: int = 0) -> tuple:

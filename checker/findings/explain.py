@@ -8,12 +8,12 @@ from typing import Dict, List, Optional, Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
+from prunecheck.spec.policy import (NAME_ATTRS, NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
                                     uses_pairs)
 from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, addressable, is_candidate, is_pair, present, span_env, triggered, window_env,
 )
-from prunecheck.spec.actions import action_text
+from prunecheck.spec.actions import action_text, paired
 
 from prunecheck.checker.language.locate import deployment_location, expression_start, key_locations
 from prunecheck.checker.language.printer import to_text
@@ -178,13 +178,23 @@ def _truncated_label(policy: Policy, a: Compact) -> str:
     return f"truncated to {_budget_words(policy, a)}{moved}: "
 
 
+def _names(written) -> str:
+    """An appended span's or a record's tool name and tag, where set (spec/SPEC.md 1c)."""
+    return "".join(f", {attr} {getattr(written, attr)!r}" for attr in NAME_ATTRS if getattr(written, attr))
+
+
 def step_label(policy: Policy, t: Transition) -> str:
     """What one step changed in the edit/record graph."""
     a, before, after = t.action, t.before, t.after
     roles = reads_roles(policy) or uses_pairs(policy)  # roles are named where the policy tells roles or pairs apart
     if isinstance(a, Append):
-        role = f", role {a.role}" if roles else ""
+        role = (f", role {a.role}" if roles else "") + _names(a)
         what = f"({a.kind}{role}, {a.tokens} token{'s' * (a.tokens != 1)}"
+        if paired(a):
+            first = len(before.spans)
+            return (f"spans #{first}-#{len(after.spans) - 1} ({a.kind}, {a.times} tool call{'s' * (a.times != 1)} of "
+                    f"{a.tokens} token{'s' * (a.tokens != 1)}, each followed by its result of {a.result_tokens} "
+                    f"token{'s' * (a.result_tokens != 1)}) enter the window (steps {before.step + 1}-{after.step})")
         if a.times != 1:
             first = len(before.spans)
             return (f"spans #{first}-#{first + a.times - 1} {what} each) enter the window, {a.times} in a row "
@@ -193,7 +203,8 @@ def step_label(policy: Policy, t: Transition) -> str:
     if isinstance(a, Edit):
         info = after.edits[-1]
         record, rationale = after.span(info.record), after.span(info.rationale)
-        pinned = (f", role {record.role}" if roles else "") + (", pinned by the host" if record.pinned else "")
+        pinned = (f", role {record.role}" if roles else "") + _names(record) + (
+            ", pinned by the host" if record.pinned else "")
         return (f"edit {info.record}: {a.mode} #{a.target} (now {after.span(a.target).kind}); record #{info.record} "
                 f"in the {record.namespace} namespace{pinned}; rationale #{info.rationale} in the "
                 f"{rationale.namespace} namespace")

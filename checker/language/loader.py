@@ -17,13 +17,13 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, ROLES, SIZED, SUMMARY_ROLES,
-                                   Acceptance, BoolLit, Deployment, DeploymentOverride, Loc, Origin, Policy, stage_exprs,
-                                   with_override)
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, DEPLOYMENT_KEYS, DEPLOYMENT_NAMES, EFFECTS, ORDERS, PAIRS, ROLES,
+                                   SIZED, SUMMARY_ROLES, Acceptance, BoolLit, Deployment, DeploymentOverride, Loc, Origin,
+                                   Policy, deployment_value_problem, stage_exprs, with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
-from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items, kind_of, reason, scalar_locator,
-                                               string)
+from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items, joined_surrogates, kind_of, reason,
+                                               scalar_locator, string)
 from prunecheck.checker.language.pyform import check_python_arithmetic, parse_python_policy, python_expect
 from prunecheck.checker.language.source_text import (EXTENSIONS, SourceText, decode_policy_bytes, display_name,
                                                      form_of, read_policy_file)
@@ -50,7 +50,7 @@ def _expression(src: SourceText, node, what: str, builder: Builder):
             src.fail_at(f"`{node.value}` is a YAML 1.1 boolean: write true or false", node)
         loc = Loc(*src.pos(node.start_mark.index))
         return builder.make(BoolLit, node.value.lower() == "true", loc=loc)
-    return parse_expr(node.value, src.file, scalar_locator(src, node), builder=builder)
+    return parse_expr(joined_surrogates(src, node, node.value), src.file, scalar_locator(src, node), builder=builder)
 
 
 def _budget(src: SourceText, node, what: str = "budget") -> int:
@@ -133,21 +133,28 @@ def _deployment(src: SourceText, node) -> Deployment:
 def _deployment_values(src: SourceText, node) -> Dict[str, str]:
     values = {}
     for key, knode, vnode in items(src, node, "deployment"):
-        if key not in DEPLOYMENT_CHOICES:
+        if key not in DEPLOYMENT_KEYS:
             src.fail_at(
-                f"unknown deployment key `{key[:64]}`{suggestion(key, DEPLOYMENT_CHOICES)} "
-                f"(keys: {', '.join(DEPLOYMENT_CHOICES)})",
+                f"unknown deployment key `{key[:64]}`{suggestion(key, DEPLOYMENT_KEYS)} "
+                f"(keys: {', '.join(DEPLOYMENT_KEYS)})",
                 knode,
             )
         value = string(src, vnode, f"deployment {key}")
-        allowed = DEPLOYMENT_CHOICES[key]
-        if value not in allowed:
-            src.fail_at(
-                f"deployment {key} must be one of {', '.join(allowed)}, got `{value[:64]}`{suggestion(value, allowed)}",
-                vnode,
-            )
+        problem = deployment_value_error(key, value)
+        if problem:
+            src.fail_at(problem, vnode)
         values[key] = value
     return values
+
+
+def deployment_value_error(key: str, value: str) -> str:
+    """The one-line error for a bad value of a known deployment key, or ""."""
+    if key in DEPLOYMENT_NAMES:
+        return deployment_value_problem(key, value)
+    allowed = DEPLOYMENT_CHOICES[key]
+    if value not in allowed:
+        return f"deployment {key} must be one of {', '.join(allowed)}, got `{value[:64]}`{suggestion(value, allowed)}"
+    return ""
 
 
 def _expect(src: SourceText, node) -> Dict[str, str]:
@@ -241,22 +248,17 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
     parts = parse_python_policy(src.text, src.file)
     values = {}
     for key, value, key_loc, value_loc in parts.deployment or ():
-        if key not in DEPLOYMENT_CHOICES:
+        if key not in DEPLOYMENT_KEYS:
             raise PolicySyntaxError(
-                f"unknown deployment key `{key[:64]}`{suggestion(key, DEPLOYMENT_CHOICES)} "
-                f"(keys: {', '.join(DEPLOYMENT_CHOICES)})",
+                f"unknown deployment key `{key[:64]}`{suggestion(key, DEPLOYMENT_KEYS)} "
+                f"(keys: {', '.join(DEPLOYMENT_KEYS)})",
                 src.file,
                 key_loc.line,
                 key_loc.col,
             )
-        allowed = DEPLOYMENT_CHOICES[key]
-        if value not in allowed:
-            raise PolicySyntaxError(
-                f"deployment {key} must be one of {', '.join(allowed)}, got `{value[:64]}`{suggestion(value, allowed)}",
-                src.file,
-                value_loc.line,
-                value_loc.col,
-            )
+        problem = deployment_value_error(key, value)
+        if problem:
+            raise PolicySyntaxError(problem, src.file, value_loc.line, value_loc.col)
         values[key] = value
     accepts = tuple(_python_acceptance(src, *entry) for entry in parts.accept)
     stage = {key: getattr(parts, key) for key in ("keep", "when", "until") if getattr(parts, key) is not None}

@@ -146,7 +146,18 @@ def string(src: SourceText, node, what: str) -> str:
         src.fail_at(f"{what} must be a string, got `{node.value[:40]}`", node)
     if src.form == "yaml" and node.tag == YAML_TAG + "bool":
         src.fail_at(f"{what} must be a string, got the boolean `{node.value}` (quote it)", node)
-    return node.value
+    return joined_surrogates(src, node, node.value)
+
+
+def joined_surrogates(src: SourceText, node, value: str) -> str:
+    """JSON (and YAML) escape a character beyond U+FFFF as two surrogates (`\\ud83d\\udd27`, as Python's json.dumps
+    writes it): the parser leaves them apart, so join them; a lone one is refused."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in value):
+        return value
+    try:
+        return value.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError:
+        src.fail_at("text is not valid Unicode (lone surrogate)", node)
 
 
 def reason(src: SourceText, node, what: str) -> str:

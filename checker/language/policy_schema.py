@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, EFFECTS, ORDERS, PAIRS, ROLES, SIZED, SUMMARY_ROLES, Deployment
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, DEPLOYMENT_NAMES, EFFECTS, MAX_NAME_CHARS, ORDERS, PAIRS, ROLES,
+                                    SIZED, SUMMARY_ROLES, Deployment)
 
 from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
@@ -18,10 +19,12 @@ _EXPRESSION = "an expression of the policy language (README: The policy language
 def _deployment() -> dict:
     return {
         "type": "object",
-        "description": "where records and rationale live, who pins, who audits, how undo checks, which role records "
+        "description": "where records and rationale live, who pins, who audits, how undo checks, which role and tool name records "
                        "and rationale entries have; each key defaults to the seed's safe design",
-        "properties": {key: {"enum": list(values), "default": getattr(Deployment(), key)}
-                       for key, values in DEPLOYMENT_CHOICES.items()},
+        "properties": {**{key: {"enum": list(values), "default": getattr(Deployment(), key)}
+                          for key, values in DEPLOYMENT_CHOICES.items()},
+                       **{key: {"type": "string", "maxLength": MAX_NAME_CHARS, "default": default}
+                          for key, default in DEPLOYMENT_NAMES.items()}},
         "additionalProperties": False,
     }
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 from prunecheck.spec.errors import PrunecheckError
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, DeploymentOverride, Policy
+from prunecheck.spec.policy import DEPLOYMENT_KEYS, DeploymentOverride, Policy
 
 
 class FileStatus(str, enum.Enum):
@@ -72,7 +72,7 @@ def shown(path: Path) -> str:
 
 def _override(info: dict, embedded: Policy) -> Optional[DeploymentOverride]:
     keys = info.get("overridden")
-    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k in DEPLOYMENT_CHOICES for k in keys):
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k in DEPLOYMENT_KEYS for k in keys):
         return None
     return DeploymentOverride.of({k: getattr(embedded.deployment, k) for k in keys})
 

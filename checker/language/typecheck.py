@@ -14,6 +14,7 @@ from prunecheck.spec.policy import (
     NAMESPACE,
     NUM,
     ORDERS,
+    NAME_ATTRS,
     ROLE,
     SPAN_ATTRS,
     WINDOW_ATTRS,
@@ -21,7 +22,9 @@ from prunecheck.spec.policy import (
     Cond,
     Deployment,
     EnumLit,
+    InSet,
     Policy,
+    name_problem,
     subexpressions,
 )
 from prunecheck.spec.walker import Walker
@@ -104,6 +107,9 @@ class _Checker(Walker):
         entry = ATTRS.get(node.name)
         if entry is None:
             self.fail(f"unknown attribute `{node.name}`{suggestion(str(node.name), ATTRS)}", node)
+        if node.name in NAME_ATTRS:  # reached only outside a comparison with string literals (see names)
+            self.fail(f"`{node.name}` can only be compared with a string: {node.name} == 'name', "
+                      f"{node.name} != 'name' or {node.name} in ['a', 'b']", node)
         if node.name == "budget" and not self.has_budget:
             self.fail("`budget` is referenced but the policy sets no budget (add `budget: <tokens>`)", node)
         return entry[0]
@@ -140,6 +146,8 @@ class _Checker(Walker):
                 if got != BOOL:
                     self.fail(f"cannot apply {op} to {got}", node)
             return BOOL
+        if op in EQUALITY and (_is_name(node.left) or _is_name(node.right)):
+            return self.names(node, (node.right,) if _is_name(node.left) else (node.left,))
         if op in EQUALITY:
             left_ctx, right_ctx = _context_typed(node.left), _context_typed(node.right)
             if left_ctx and right_ctx:
@@ -164,7 +172,20 @@ class _Checker(Walker):
             self.fail(f"cannot compare {other_type} with enum name `{shown(ctx_node)}`", parent)
         self.infer(ctx_node, other_type)
 
+    def names(self, node, literals) -> str:
+        """A tool name or tag compared with string literals (any names: an open enumeration, spec/SPEC.md 1c)."""
+        for value in literals:
+            if not isinstance(value, EnumLit):
+                attr = node.arg if isinstance(node, InSet) else node.left if _is_name(node.left) else node.right
+                self.fail(f"`{shown(node)}`: a {attr.name} is compared with a string, got `{shown(value)}`", value)
+            problem = name_problem(value.value)
+            if problem:
+                self.fail(problem, value)
+        return BOOL
+
     def in_set(self, node, expected) -> str:
+        if _is_name(node.arg) and node.values:
+            return self.names(node, node.values)
         if _context_typed(node.arg):
             self.fail("the left side of `in` must be an attribute or expression, not an enum name", node)
         arg_type = self.infer(node.arg)
@@ -211,6 +232,11 @@ class _Checker(Walker):
         if then != orelse:
             self.fail(f"the branches of a conditional have different types: {then} and {orelse}", node)
         return then
+
+
+def _is_name(node) -> bool:
+    """node is the attribute `tool` or `tag`."""
+    return isinstance(node, Attr) and node.name in NAME_ATTRS
 
 
 def _article(t: str) -> str:

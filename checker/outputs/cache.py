@@ -14,7 +14,7 @@ from typing import Optional
 
 from prunecheck.spec.conditions import CONDITIONS, applicable
 from prunecheck.spec.errors import PrunecheckError
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, UNLISTED_AT_DEFAULT
+from prunecheck.spec.policy import DEPLOYMENT_KEYS, NAME_ATTRS, UNLISTED_AT_DEFAULT, name_problem
 from prunecheck.spec.actions import ACTION_TYPES, OPTIONAL_ARGS
 
 from prunecheck.checker.engines.certificate import Status, dumps
@@ -60,6 +60,7 @@ def _action(entry, where: str):
     # The runtime applies any count in one step, so a forged huge count costs nothing; it is bounded to stay printable.
     _expect("times" not in args or (_integer(args["times"]) and 1 <= args["times"] < 10 ** MAX_TIMES_DIGITS),
             f"{where}: times must be an integer from 1 to 10^{MAX_TIMES_DIGITS} - 1")
+    _expect(all(not name_problem(args[attr]) for attr in NAME_ATTRS if attr in args), f"{where}: bad tool name or tag")
     return cls(**args)
 
 
@@ -131,12 +132,12 @@ def report_from_json(doc, reasons) -> Report:
     _expect(isinstance(versions, dict) and set(versions) == set(VERSION_KEYS)
             and all(isinstance(v, str) for v in versions.values()), "bad versions")
     deployment, overridden = doc.get("deployment"), doc.get("deployment_overridden")
-    _expect(isinstance(deployment, dict) and set(deployment) <= set(DEPLOYMENT_CHOICES)
-            and set(DEPLOYMENT_CHOICES) - set(deployment) <= set(UNLISTED_AT_DEFAULT)
+    _expect(isinstance(deployment, dict) and set(deployment) <= set(DEPLOYMENT_KEYS)
+            and set(DEPLOYMENT_KEYS) - set(deployment) <= set(UNLISTED_AT_DEFAULT)
             and all(isinstance(v, str) for v in deployment.values()), "bad deployment")
-    _expect(isinstance(overridden, list) and all(k in DEPLOYMENT_CHOICES for k in overridden),
+    _expect(isinstance(overridden, list) and all(k in DEPLOYMENT_KEYS for k in overridden),
             "bad deployment_overridden")
-    deployment = {key: deployment[key] for key in DEPLOYMENT_CHOICES if key in deployment}  # stored sorted
+    deployment = {key: deployment[key] for key in DEPLOYMENT_KEYS if key in deployment}  # stored sorted
     _expect(isinstance(reasons, dict) and set(reasons) == set(conditions), "reasons do not match its conditions")
     results = tuple(_result(c, conditions[c], doc["spans"], reasons[c]) for c in conditions)
     stats = doc.get("stats", {"conditions": {}})

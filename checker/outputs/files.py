@@ -145,7 +145,8 @@ def write_out(findings: Findings, out: Path, stem: str, stderr) -> None:
         if r.trace is None:
             continue
         transitions = findings.first(r.condition).transitions
-        meta = {"condition": r.condition, "depth": report.depth, "spans": report.spans, "source": policy.source,
+        # The trace's own span bound: a run trace (spec/SPEC.md §7d) writes more spans than the report's slots.
+        meta = {"condition": r.condition, "depth": report.depth, "spans": r.trace.spans, "source": policy.source,
                 **policy_meta(policy, out), "policy_hash": report.policy_hash, "versions": dict(report.versions)}
         path = out / f"{stem}.{r.condition}.itf.json"
         path.write_text(json.dumps(trace_document(policy, policy_doc, transitions, meta), indent=1) + "\n",

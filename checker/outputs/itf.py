@@ -13,12 +13,12 @@ from prunecheck.spec.errors import PolicySyntaxError, TraceFormatError
 from prunecheck.spec.runtime import Span, State, Transition, status
 from prunecheck.spec.actions import ACTION_TYPES, OPTIONAL_ARGS, action_args
 from prunecheck.spec.conditions import violations
-from prunecheck.spec.policy import masks
+from prunecheck.spec.policy import NAME_ATTRS, masks, name_problem
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 VARS = ("step", "spans", "edits", "status", "outcome", "violations", "mbt::actionTaken", "mbt::nondetPicks")
 # Arguments written only when set (a compaction's host budget, a read's or audit's repetitions other than 1, an
-# append's role other than user).
+# append's role other than user, its tool name or tag other than "").
 OPTIONAL_PICKS = OPTIONAL_ARGS
 # mbt::nondetPicks is a record of the arguments the action took, each a plain ITF value; an argument it does not
 # take is absent. Traces written before held every pick as a Quint Option ({"tag": "Some", "value": v} or this
@@ -42,10 +42,11 @@ def _value(value):
 
 
 def _span(span: Span, masking: bool) -> dict:
-    # `masked` only for a policy that masks or reads it, and `place` only where it is not the id (a summary's), so
-    # that other policies' traces stay as they were.
+    # `masked` only for a policy that masks or reads it, `place` only where it is not the id (a summary's), and a
+    # tool name or tag only when set, so that other policies' traces stay as they were.
     return {key: _value(getattr(span, key)) for key in span.__dataclass_fields__
-            if (masking or key != "masked") and (key != "place" or span.place != span.id)}
+            if (masking or key != "masked") and (key != "place" or span.place != span.id)
+            and not (key in NAME_ATTRS and getattr(span, key) == "")}
 
 
 def _state(policy, state: State, action_name: str, args: dict, outcome: str, bad) -> dict:
@@ -166,6 +167,9 @@ def actions_of(document) -> tuple:
             kwargs[field_name] = value if isinstance(value, str) else _read_int(value, f"{where} {field_name}")
         if "times" in kwargs:
             kwargs["times"] = read_times(kwargs["times"], where)
+        for attr in NAME_ATTRS:
+            if attr in kwargs and name_problem(kwargs[attr]):
+                raise TraceFormatError(f"{where} {attr}: {name_problem(kwargs[attr])}")
         out.append(cls(**kwargs))
     return tuple(out)
 

@@ -7,7 +7,7 @@ import re
 from dataclasses import fields
 
 from prunecheck.spec.errors import PrunecheckError
-from prunecheck.spec.policy import CONTENT_KINDS, ROLES
+from prunecheck.spec.policy import CONTENT_KINDS, NAME_ATTRS, ROLES, name_problem
 
 from prunecheck.checker.engines.certificate import Status
 from prunecheck.checker.result import (Advice, Clause, Domains, Found, Method, Need, Note, Part, Reason, Report,
@@ -47,7 +47,8 @@ def _clause_json(clause: Clause) -> dict:
         elif isinstance(value, SolverSaid):
             value = {"stop": value.stop.value, "words": value.words}
         elif isinstance(value, Domains):
-            value = {key: list(getattr(value, key)) for key in DOMAIN_KEYS}
+            value = {**{key: list(getattr(value, key)) for key in DOMAIN_KEYS},
+                     **({"names": {attr: list(names) for attr, names in value.names}} if value.names else {})}
         if value is not None:
             out[name] = value
     return out
@@ -141,12 +142,20 @@ def _field(name: str, value):
 
 
 def _domains(value) -> Domains:
-    _expect(isinstance(value, dict) and set(value) == set(DOMAIN_KEYS), "bad domains")
+    _expect(isinstance(value, dict) and set(value) - {"names"} == set(DOMAIN_KEYS), "bad domains")
     ints = {key: _list(value[key], _count, "domains") for key in ("tokens", "repeats", "clock_targets")}
     kinds = _list(value["kinds"], lambda k: k in CONTENT_KINDS, "domain kinds")
     derived = _list(value["derived"], lambda d: d in ("tokens", "repetitions"), "derived domains")
     roles = _list(value["roles"], lambda r: r in ROLES, "domain roles")
-    return Domains(ints["tokens"], kinds, ints["repeats"], derived, ints["clock_targets"], roles)
+    return Domains(ints["tokens"], kinds, ints["repeats"], derived, ints["clock_targets"], roles,
+                   _domain_names(value.get("names", {})))
+
+
+def _domain_names(value) -> tuple:
+    """The tool names and tags of a domains document: {attribute: [name, ...]} for attributes of NAME_ATTRS."""
+    _expect(isinstance(value, dict) and set(value) <= set(NAME_ATTRS), "bad domain names")
+    return tuple((attr, _list(value[attr], lambda n: not name_problem(n), "domain names"))
+                 for attr in NAME_ATTRS if attr in value)
 
 
 def _required(clause: Clause) -> tuple:

@@ -40,6 +40,7 @@ def domains_text(domains: Domains) -> str:
         if domains.derived else ""
     targets = f" or up to clock {{{', '.join(map(str, domains.clock_targets))}}}" if domains.clock_targets else ""
     roles = f"roles {{{', '.join(domains.roles)}}}, " if domains.roles != ("user",) else ""
+    roles += "".join(f"{attr}s {{{', '.join(map(repr, names))}}}, " for attr, names in domains.names)
     return (f"{text('tokens', domains.tokens)}, {text('repetitions', domains.repeats)}{targets}, "
             f"kinds {{{', '.join(domains.kinds)}}}, {roles}host budgets: one per distinct compaction{derived}")
 

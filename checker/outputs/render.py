@@ -6,7 +6,7 @@ import json
 from typing import Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
-from prunecheck.spec.policy import reads_roles
+from prunecheck.spec.policy import NAME_ATTRS, reads_roles
 from prunecheck.spec.runtime import State, Transition, status
 from prunecheck.spec.actions import action_args, action_text
 
@@ -16,7 +16,8 @@ from prunecheck.checker.result import EngineRun, Method, Outcome, Report, Result
 
 def span_line(span, roles: bool = False) -> str:
     """One span; its role only when the policy reads roles (`roles`)."""
-    role = f" role={span.role}" if roles else ""
+    role = (f" role={span.role}" if roles else "") + "".join(
+        f" {attr}={getattr(span, attr)!r}" for attr in NAME_ATTRS if getattr(span, attr))
     flags = [span.namespace, "alive" if span.alive else "EVICTED"]
     if span.masked:
         flags.append("masked")

@@ -7,7 +7,7 @@ import types
 import typing
 
 from prunecheck.spec.conditions import CONDITIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, UNLISTED_AT_DEFAULT
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, DEPLOYMENT_KEYS, DEPLOYMENT_NAMES, UNLISTED_AT_DEFAULT
 from prunecheck.spec.actions import ACTION_TYPES
 
 from prunecheck.checker.result import VERSION_KEYS, Outcome, Search, Verdict
@@ -106,14 +106,15 @@ def _stats() -> dict:
 
 
 def _report() -> dict:
-    deployment = _closed({key: {"enum": list(values)} for key, values in DEPLOYMENT_CHOICES.items()},
+    deployment = _closed({**{key: {"enum": list(values)} for key, values in DEPLOYMENT_CHOICES.items()},
+                          **{key: {"type": "string"} for key in DEPLOYMENT_NAMES}},
                          optional=tuple(UNLISTED_AT_DEFAULT))
     conditions = {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
                   "additionalProperties": {"$ref": "#/$defs/result"}}
     return _closed({
         "policy": TEXT, "verdict": {"enum": _verdicts()}, "conditions": conditions, "source": TEXT,
         "policy_hash": HASH, "depth": COUNT, "spans": COUNT, "deployment": deployment,
-        "deployment_overridden": {"type": "array", "items": {"enum": list(DEPLOYMENT_CHOICES)}, "uniqueItems": True},
+        "deployment_overridden": {"type": "array", "items": {"enum": list(DEPLOYMENT_KEYS)}, "uniqueItems": True},
         "versions": {"$ref": "#/$defs/versions"}, "stats": _stats(),
     })
 

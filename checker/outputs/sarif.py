@@ -68,7 +68,8 @@ def _violation(policy: Policy, report: Report, r, finding: Finding, rule_ids: li
         "partialFingerprints": {"prunecheck/v1": fingerprint(report, r.condition)},
         "properties": {"depth": r.depth, "engine": str(r.engine), "steps": r.trace.steps,
                        "trace": [{"action": a.name, **{k: v for k, v in vars(a).items()
-                                                       if (k, v) not in (("times", 1), ("role", "user"))}}
+                                                       if (k, v) not in (("times", 1), ("role", "user"),
+                                                                        ("result_tokens", 0))}}
                                  for a in r.trace.actions]},
     }
 
