@@ -59,6 +59,7 @@ def contract(tokens=1, age=0, idle=0, reads=0, window_tokens=0, budget=1, step=0
         recency=Fraction(1, 1 + idle), frequency=Fraction(reads, 1 + age),
         pinned=flags.get("pinned", False), edited=flags.get("edited", False), masked=flags.get("masked", False),
         kind=flags.get("kind", "message"), namespace=flags.get("namespace", "window"), role=flags.get("role", "user"),
+        tool=flags.get("tool", ""), tag=flags.get("tag", ""),
         **{name: flags.get(name, 0) for name in COUNTS},
     )
     return span, SimpleNamespace(window_tokens=window_tokens, budget=budget, step=step,
@@ -70,7 +71,8 @@ COUNTS = ("position", "from_end", "from_end_in_role", "turn", "tokens_after")  #
 
 def env_of(span, window) -> dict:
     """The same values as prunecheck's evaluator takes them (numbers as Fractions)."""
-    env = {name: getattr(span, name) for name in ("pinned", "edited", "masked", "kind", "namespace", "role")}
+    env = {name: getattr(span, name) for name in ("pinned", "edited", "masked", "kind", "namespace", "role", "tool",
+                                                  "tag")}
     for name in ("tokens", "age", "idle", "reads", "recency", "frequency") + COUNTS:
         env[name] = Fraction(getattr(span, name))
     for name in ("window_tokens", "budget", "step", "window_spans"):
@@ -367,10 +369,10 @@ def test_the_readme_adapter_builds_the_contract_views():
     exec(adapter, scope)  # the README's own reference code, not a policy
     counts = {"position": 1, "from_end": 2, "from_end_in_role": 0, "turn": 1, "tokens_after": 5}
     host_span = SimpleNamespace(tokens=3, age=4, idle=1, reads=2, pinned=False, edited=True, masked=True, kind="diff",
-                                namespace="window", role="tool_call", **counts)
+                                namespace="window", role="tool_call", tool="browse", tag="", **counts)
     span, window = scope["policy_views"](host_span, SimpleNamespace(window_tokens=9, budget=8, step=4, window_spans=4))
     expected, _ = contract(tokens=3, age=4, idle=1, reads=2, edited=True, masked=True, kind="diff", role="tool_call",
-                           window_tokens=9, budget=8, step=4, **counts)
+                           tool="browse", window_tokens=9, budget=8, step=4, **counts)
     assert vars(span) == vars(expected)
     assert {k: type(v) for k, v in vars(span).items()} == {k: type(v) for k, v in vars(expected).items()}
     assert (window.window_tokens, window.budget, window.step, window.window_spans) == (9, 8, 4, 4)
