@@ -8,13 +8,19 @@ from prunecheck.spec.policy import name_code, reads_roles
 from prunecheck.symbolic.model import CONTENT, K, NS, R, Model, SymState
 
 
+def lemma_key(model: Model) -> tuple:
+    """What candidate_lemmas reads of a model besides its step template's key (symbolic/template.py template_key),
+    so that lemmas remembered on a shared template are those this model would have proved."""
+    return (reads_roles(model.policy),)
+
+
 def candidate_lemmas(model: Model, s: SymState, keep=None) -> list:
     """(name, term) pairs, only those named in `keep` if given; each is a guess until an induction check keeps it."""
     n, dep, slots = model.n, model.dep, model.slots
     record_ns = NS["undo"] if dep.records == "undo_region" else NS["window"]
     rationale_ns = NS["log"] if dep.rationale == "decision_log" else NS["window"]
     out = [("clock_nonnegative", s.clock >= 0)] if keep is None or "clock_nonnegative" in keep else []
-    roles, role = reads_roles(model.policy), R[dep.record_role]
+    (roles,), role = lemma_key(model), R[dep.record_role]
     written = [(attr, name_code(table, dep.record_tool if attr == "tool" else "")) for attr, table in model.names]
 
     def content(kind):

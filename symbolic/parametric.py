@@ -10,6 +10,7 @@ system over the pair therefore holds for every pair, at every depth, in windows 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import List
 
 import z3
@@ -17,8 +18,8 @@ import z3
 from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
-from prunecheck.spec.policy import (IN_PLACE, POSITION_ATTRS, Policy, masks, mentioned_names, read_positions,
-                                    reads_roles, summarises)
+from prunecheck.spec.policy import (IN_PLACE, POSITION_ATTRS, Attr, BoolLit, Num, Policy, masks, mentioned_names,
+                                    read_positions, reads_attribute, reads_roles, summarises)
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term, window_env
 
 GHOSTS = ("r", "q")
@@ -149,10 +150,25 @@ class PairStep:
         self.pre, self.compacts, self.taken = compaction
 
 
+def free_view(policy: Policy) -> Policy:
+    """All of the policy that its pair model with the policy abstracted may read: the deployment and the stage's
+    form (whether it walks ranked to a budget, has a budget, tracks masks; its effect, placeholder, pairs and summary
+    role), every expression a fixed stand-in. That model is built from this view alone, so the view is a complete key
+    for whatever is made from it (checker/engines/certificate_model.py free_shape)."""
+    ranked = policy.rank is not None and policy.budget is not None
+    reads_masked = policy.effect not in IN_PLACE and reads_attribute(policy, "masked")
+    return replace(Policy("", Attr("masked") if reads_masked else BoolLit(True), deployment=policy.deployment),
+                   rank=Num(0) if ranked else None, budget=None if policy.budget is None else 1,
+                   effect=policy.effect, placeholder_tokens=policy.placeholder_tokens, pairs=policy.pairs,
+                   summary_role=policy.summary_role)
+
+
 class PairModel:
-    """The abstract transition system for one policy; with free_policy the policy is any predicate at all."""
+    """The abstract transition system for one policy; with free_policy the policy is any predicate at all, and the
+    model reads only the policy's free_view."""
 
     def __init__(self, policy: Policy, free_policy: bool = False):
+        policy = free_view(policy) if free_policy else policy
         self.policy, self.dep, self.free_policy = policy, policy.deployment, free_policy
         self.positions = not free_policy and bool(read_positions(policy))
         self.together = policy.pairs == "together"

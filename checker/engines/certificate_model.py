@@ -11,8 +11,7 @@ import z3
 from prunecheck.spec.conditions import STEP_CONDITIONS
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ActionSort
-from prunecheck.spec.policy import masks
-from prunecheck.symbolic.parametric import AllocSort, GhostSort, PairModel
+from prunecheck.symbolic.parametric import AllocSort, GhostSort, PairModel, free_view
 from prunecheck.symbolic.terms import KindSort, NamespaceSort, RoleSort
 
 from prunecheck.checker.engines.smtlib import Signature
@@ -22,12 +21,9 @@ ROLE_DATATYPES = (KindSort, NamespaceSort, RoleSort, ActionSort, GhostSort, Allo
 
 
 def free_shape(policy, timeout: float, rlimit: int = 0) -> tuple:
-    """What a proof with the policy abstracted depends on: the deployment, the policy's form (ranked walk, budget,
-    pairs, effect, whether spans can be masked, the summaries' role)
-    and the bounds. Anything the free pair model reads of the policy
-    must be here: a shape shared by two policies whose free models differ would prove one with the other's proof."""
-    return (policy.deployment, policy.rank is not None and policy.budget is not None, policy.budget is not None,
-            timeout, rlimit, policy.pairs, policy.effect, policy.placeholder_tokens, masks(policy), policy.summary_role)
+    """What a proof with the policy abstracted depends on: the policy's free_view (all its free pair model can read,
+    since that model is built from the view alone) and the bounds."""
+    return free_view(policy), timeout, rlimit
 
 
 @dataclass(frozen=True)

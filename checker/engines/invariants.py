@@ -7,7 +7,7 @@ from typing import Sequence
 
 import z3
 
-from prunecheck.symbolic.lemmas import candidate_lemmas
+from prunecheck.symbolic.lemmas import candidate_lemmas, lemma_key
 from prunecheck.symbolic.model import Model
 from prunecheck.symbolic.template import step_template
 
@@ -60,12 +60,12 @@ def inductive_lemmas(model: Model, timeout: float = 10.0, rlimit: int = 0) -> In
     hold for every policy of the model's shape, so one Houdini run serves them all in this process. Lemmas that only
     this policy makes inductive (a record the policy never selects stays alive) are lost; the search is no less sound.
     """
-    template = step_template(model)
-    known = template.lemmas.get((timeout, rlimit))
+    template, key = step_template(model), (timeout, rlimit) + lemma_key(model)
+    known = template.lemmas.get(key)
     if known is None:
         known = _houdini_step(model, template.step.constraints, template.pre, template.post, timeout, rlimit)
         if known.complete:
-            template.lemmas[(timeout, rlimit)] = known
+            template.lemmas[key] = known
     return known
 
 
