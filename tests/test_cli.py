@@ -87,6 +87,27 @@ def test_itf_traces_replay_and_tampering_is_detected(tmp_path):
     assert code == 1 and "state 1 differs" in out
 
 
+def test_a_trace_cannot_ask_its_replay_for_unbounded_spans(tmp_path):
+    # The runtime builds every span an Append(times=n) writes: a tampered count with a tampered (or missing) span
+    # bound would exhaust memory. The bound is checked, and a missing one means the largest allowed.
+    code, _, _ = run("check", SEED, "--depth", "4", "--no-prove", "--out", str(tmp_path))
+    doc = json.loads(sorted(tmp_path.glob("*.itf.json"))[0].read_text())
+    (first,) = [s for s in doc["states"][1:2] if s["mbt::actionTaken"] == "append"]
+    first["mbt::nondetPicks"]["times"] = {"#bigint": str(10 ** 12)}
+    for spans, expected in ((10 ** 12, 2), (0, 2), (True, 2), (None, 1)):
+        meta = doc["#meta"]["prunecheck"]
+        meta.pop("spans", None)
+        if spans is not None:
+            meta["spans"] = spans
+        tampered = tmp_path / "tampered.json"
+        tampered.write_text(json.dumps(doc))
+        code, out, err = run("replay", str(tampered))
+        assert code == expected, (spans, out, err)
+        message = err if expected == 2 else out
+        assert len(message.strip().splitlines()) == 1
+        assert ("spans must be an integer from 1 to 2048" in err if expected == 2 else "no span slot left" in out)
+
+
 def test_a_counterexample_names_the_host_budget_everywhere(tmp_path):
     policy = str(EXAMPLES / "kind_excludes_records.json")
     code, out, _ = run("check", policy, "--only", "C2", "--no-prove", "--out", str(tmp_path))

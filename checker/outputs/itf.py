@@ -27,6 +27,10 @@ OPTIONAL_PICKS = OPTIONAL_ARGS
 # A repetition count read from a file has at most this many digits: far beyond any count a policy's constants call
 # for, and small enough that every clock sum still prints (Python refuses to print integers of over 4300 digits).
 MAX_TIMES_DIGITS = 1000
+# The most spans a trace file may ask its replay to hold (#meta.prunecheck.spans, its default when absent): the
+# runtime builds every span an Append(times=n) writes, so an untrusted count must be bounded. Run traces of a policy
+# that counts c spans hold about c + 3.
+MAX_TRACE_SPANS = 2048
 
 
 def _int(value: int) -> dict:
@@ -179,7 +183,10 @@ def meta_of(document) -> dict:
     info = meta.get("prunecheck") if isinstance(meta, dict) else None
     if not isinstance(info, dict) or not isinstance(info.get("policy"), dict):
         raise TraceFormatError("trace has no #meta.prunecheck.policy: not written by prunecheck check --out")
-    return info
+    spans = info.get("spans", MAX_TRACE_SPANS)
+    if isinstance(spans, bool) or not isinstance(spans, int) or not 1 <= spans <= MAX_TRACE_SPANS:
+        raise TraceFormatError(f"#meta.prunecheck.spans must be an integer from 1 to {MAX_TRACE_SPANS}")
+    return {**info, "spans": spans}
 
 
 def regular_file(path: Path) -> None:
