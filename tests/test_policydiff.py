@@ -6,7 +6,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from prunecheck.checker.commands import policydiff
+from prunecheck.checker.commands import diff_witness, policydiff
 from prunecheck.checker.cli import main
 from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.commands.policydiff import (
@@ -235,8 +235,8 @@ def test_a_witness_the_runtime_does_not_reproduce_is_rejected():
 def test_an_unreproduced_witness_is_an_internal_error_never_a_verdict(tmp_path, monkeypatch):
     old = write(tmp_path, "old.yaml", "name: old\nevict: kind == 'tool_output'\n")
     new = write(tmp_path, "new.yaml", "name: new\nevict: kind == 'message'\n")
-    real = policydiff.replay
-    monkeypatch.setattr(policydiff, "replay", lambda p, actions, spans: real(load_policy(old), actions, spans))
+    real = diff_witness.replay
+    monkeypatch.setattr(diff_witness, "replay", lambda p, actions, spans: real(load_policy(old), actions, spans))
     code, out, err = run(old, new, "--depth", "2", "--spans", "2")
     assert code == 4 and out == ""
     assert err.startswith("prunecheck: internal error") and err.count("\n") == 1

@@ -17,7 +17,6 @@ from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
 from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_KEYS, NAME_ATTRS, POSITION_ATTRS, Attr, Policy, has_effects,
                                     mentioned_names, read_positions, subexpressions)
 from prunecheck.spec.stage import selection
-from prunecheck.spec.runtime import Compact, State, addressable, is_candidate, present, span_env
 from prunecheck.spec.actions import action_args
 from prunecheck.symbolic.terms import ExprEncoder, frac_compare
 
@@ -26,43 +25,16 @@ from prunecheck.checker.versions import versions
 from prunecheck.checker.engines.invariants import houdini
 from prunecheck.checker.language.printer import number_text, to_text
 from prunecheck.spec.actions import action_text
-from prunecheck.checker.engines.replay import decode_action, decode_state, replay
+from prunecheck.checker.engines.replay import decode_action, decode_state
 from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.checker.engines.unknowns import solver_words
 from prunecheck.checker.options import DIFF_DEFAULTS, MAX_SPANS, CheckOptions, options_with
 from prunecheck.checker.commands.diff_space import attribute_space, valuation
+from prunecheck.checker.commands.diff_witness import (DIRECTION_TEXT, DIRECTIONS, NEW_EVICTS, OLD_EVICTS, View, Witness,
+                                                     replayed_witness, simplest_witness)
 
 EQUIVALENT, DIFFERENT, UNKNOWN = "equivalent", "different", "unknown"
-NEW_EVICTS, OLD_EVICTS = "new_evicts", "old_evicts"
-DIRECTIONS = (NEW_EVICTS, OLD_EVICTS)
-DIRECTION_TEXT = {NEW_EVICTS: "NEW evicts what OLD keeps", OLD_EVICTS: "OLD evicts what NEW keeps"}
 EXIT_CODES = {EQUIVALENT: 0, DIFFERENT: 1, UNKNOWN: 3}
-
-
-@dataclass(frozen=True)
-class View:
-    """One policy's side of a witness: the span's attributes in its own run just before the compaction, its evict
-    and rank values there, whether it was a candidate (evict and in the window), and what the compaction did to it
-    (`evicted`, `truncated` or `kept`)."""
-
-    attributes: tuple
-    evict: bool
-    rank: Optional[Fraction]
-    candidate: bool
-    fate: str
-
-
-@dataclass(frozen=True)
-class Witness:
-    """A run, driven by the same actions under both policies, whose last step (a compaction) removes span `span`
-    under one policy and keeps it under the other; replayed on the runtime under both."""
-
-    direction: str
-    actions: tuple
-    span: int
-    kind: str
-    old: View
-    new: View
 
 
 @dataclass(frozen=True)
@@ -298,54 +270,13 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.dep
             slot = next(i for i in range(spans) if z3.is_true(zmodel.eval(per_slot[i], model_completion=True)))
             trace = tuple(decode_action(zmodel, x) for x in actions)
             decoded = ([decode_state(zmodel, s) for s in olds], [decode_state(zmodel, s) for s in news])
-            witness = replayed_witness(old, new, d, trace, slot, spans, *decoded)
+            replayed_witness(old, new, d, trace, slot, spans, *decoded)  # the solver's run is the runtime's
+            witness = simplest_witness(old, new, d, trace, slot, spans)
             answers[d] = Direction(d, witness, f"witness after {k} steps (shortest within {spans} spans); "
                                               "replayed on the runtime", spent[d])
     for d in pending:
         answers[d] = Direction(d, None, f"none within depth {depth}, {spans} spans (bounded search only)", spent[d])
     return answers[NEW_EVICTS], answers[OLD_EVICTS]
-
-
-def _runtime_run(policy: Policy, label: str, actions, spans: int, symbolic) -> list:
-    transitions = replay(policy, actions, spans)
-    states = [State()] + [t.after for t in transitions]
-    for index, (sym, real) in enumerate(zip(symbolic, states)):
-        if sym != real:
-            raise ReplayMismatch(f"{label} state {index} differs between the z3 model and the runtime: "
-                                 f"model {sym!r} runtime {real!r}")
-    return transitions
-
-
-def _view(policy: Policy, transition, span_id: int) -> View:
-    span = transition.before.span(span_id)
-    env = span_env(policy, transition.before, span)
-    rank = None if policy.rank is None else Fraction(evaluate(policy.rank, env))
-    taken = {"mask": "masked", "cut": "cut", "summarise": "summarised"}.get(policy.effect, "evicted")
-    fate = (taken if span_id in transition.evicted else
-            "truncated" if span_id in transition.truncated else "kept")
-    return View(tuple(env.items()), bool(evaluate(policy.evict, env)), rank,
-                is_candidate(policy, transition.before, span), fate)
-
-
-def replayed_witness(old: Policy, new: Policy, direction: str, actions: tuple, span_id: int, spans: int,
-                     old_states=None, new_states=None) -> Witness:
-    """The witness as the runtime sees it under both policies; ReplayMismatch unless the runtime agrees with the
-    solver's states (when given) and the last step is a compaction removing span_id from one run only."""
-    old_run = _runtime_run(old, "OLD", actions, spans, old_states or ())
-    new_run = _runtime_run(new, "NEW", actions, spans, new_states or ())
-    if not actions or not isinstance(actions[-1], Compact):
-        raise ReplayMismatch("a policy-difference witness does not end in a compaction")
-    last_old, last_new = old_run[-1], new_run[-1]
-    dropped, kept = (last_new, last_old) if direction == NEW_EVICTS else (last_old, last_new)
-    def on(t, when):  # the span is in the window with its content (alive, for policies without effects)
-        span = getattr(t, when).span(span_id)
-        return span.alive if not (has_effects(old) or has_effects(new)) else addressable(span) and present(span)
-    if not (span_id < len(last_old.before.spans) and span_id < len(last_new.before.spans) and on(last_old, "before")
-            and on(last_new, "before") and not on(dropped, "after") and on(kept, "after")):
-        raise ReplayMismatch(f"{DIRECTION_TEXT[direction]} witness of {len(actions)} steps does not remove span "
-                             f"#{span_id} from one run only on the runtime")
-    return Witness(direction, tuple(actions), span_id, dropped.before.span(span_id).kind,
-                   _view(old, last_old, span_id), _view(new, last_new, span_id))
 
 
 def diff_policies(old: Policy, new: Policy, options: CheckOptions = DIFF_DEFAULTS) -> PolicyDiff:

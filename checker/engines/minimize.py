@@ -69,7 +69,7 @@ def violation_prefix(policy: Policy, actions: Sequence, condition: str, max_span
     return tuple(actions[:where])
 
 
-def _simpler_choices(action) -> list:
+def simpler_choices(action) -> list:
     """Per value of one action, its simpler alternatives, simplest first: fewer tokens (of calls' results too),
     earlier kinds and roles, no tool name or tag, transform, fewer repetitions."""
     fewer = [("times", list(range(1, min(action.times, MAX_TOKEN_TRIES + 1))))] \
@@ -98,7 +98,7 @@ def _counted(action) -> tuple:
 
 def _fewer(policy, actions: tuple, index: int, condition: str, max_spans) -> tuple:
     """For a large token or repetition count, bisect towards the smallest count that still violates (each probe
-    replayed); _simpler_choices tries the small counts one by one."""
+    replayed); simpler_choices tries the small counts one by one."""
     for field in _counted(actions[index]):
         actions = _bisected(policy, actions, index, field, condition, max_spans)
     return actions
@@ -174,7 +174,7 @@ def _simpler_values(policy: Policy, current: tuple, condition: str, max_spans) -
     for index in range(len(current)):
         current = _fewer(policy, current, index, condition, max_spans)
         current = milder_budget(policy, current, index, condition, max_spans)
-        for field, values in _simpler_choices(current[index]):
+        for field, values in simpler_choices(current[index]):
             for value in values:
                 simpler = replace(current[index], **{field: value})
                 candidate = current[:index] + (simpler,) + current[index + 1:]
