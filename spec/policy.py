@@ -406,6 +406,8 @@ def subexpressions(expr: Expr):
 def read_attributes(policy: Policy) -> frozenset:
     """The attributes the policy's expressions (evict, rank, keep, when, until) read."""
     return frozenset(node.name for e in stage_exprs(policy) for node in subexpressions(e) if isinstance(node, Attr))
+
+
 def uses_pairs(policy: Policy) -> bool:
     """Whether the policy can tell tool-call pairs apart: it reads `role`, sets `pairs` or `start_on` (condition T1
     applies)."""

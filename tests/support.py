@@ -96,6 +96,7 @@ STAGE_POLICIES = [
     "evict: true\nbudget: 5\nwhen: window_tokens > budget\nuntil: window_tokens * 2 <= budget",
     "evict: not masked\nuntil: window_tokens <= 4\neffect: mask\nplaceholder_tokens: 2",
     "evict: role == 'tool_result'\nkeep: from_end < 1\npairs: together\nuntil: window_spans <= 2",
+    "evict: tokens >= 2 and not masked\nuntil: window_tokens <= 5\neffect: cut\nplaceholder_tokens: 1",
 ]
 
 # Policies with role boundaries (start_on, spec/SPEC.md 4b): after a plain walk, a trigger, a target with pairs, a

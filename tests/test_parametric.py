@@ -3,17 +3,18 @@
 import z3
 from hypothesis import given, settings
 
-from prunecheck.spec.actions import expand
+from prunecheck.spec.actions import ACTION_TYPES, expand
 from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, transition_violations
-from prunecheck.spec.policy import POSITION_ATTRS, Deployment, name_code, read_positions
+from prunecheck.spec.policy import (ATTRS, EFFECTS, ORDERS, PAIRS, POSITION_ATTRS, ROLES, SUMMARY_ROLES, Deployment,
+                                    name_code, read_attributes, read_positions, summarises)
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.parametric import (
     DEFAULTS, FIELDS, GHOSTS, MASKED_FIELD, ROLE_FIELD, SUMMARY_FIELD, PairModel, PairState,
 )
 from prunecheck.spec.runtime import (
-    REVERSIBLE, Append, Audit, Compact, Edit, State, addressable, is_candidate, is_pair, positions, present, status,
-    step,
+    REVERSIBLE, Append, Audit, Compact, Edit, Pin, State, addressable, enabled_actions, is_candidate, is_pair, positions,
+    present, status, step,
 )
 from prunecheck.symbolic.terms import ENUM_CODES
 
@@ -240,3 +241,36 @@ def test_targeted_runs_with_tool_names_project_onto_every_pair():
     assert PairModel(model_policy(NAMED[0], Deployment())).state("s").span["r"]["tool"].sort() == z3.IntSort()
     old = PairModel(model_policy(POLICIES[0], Deployment()))
     assert old.state("s").variables() == PairState("s").variables()
+
+
+# Every list whose runs the tests above project (random runs of each, targeted runs of most).
+PROJECTED = POLICIES + POSITIONAL + STAGE_POLICIES + SUMMARY_POLICIES + START_ON + NAMED
+
+
+def test_the_projected_policies_cover_the_whole_vocabulary():
+    # So that `holds` stays sound for every construct: each attribute, effect, order, pairs value and stage key is
+    # in some policy whose runs are projected onto the pair model, and the runs draw every deployment choice.
+    policies = [model_policy(text, Deployment()) for text in PROJECTED]
+    assert set().union(*(read_attributes(p) for p in policies)) == set(ATTRS)
+    assert {p.effect for p in policies} == set(EFFECTS)
+    assert {p.order for p in policies} == set(ORDERS) and {p.pairs for p in policies} == set(PAIRS)
+    assert {p.summary_role for p in policies if summarises(p)} == set(SUMMARY_ROLES)
+    for key in ("keep", "when", "until", "start_on", "rank", "budget"):
+        assert any(getattr(p, key) is not None for p in policies), key
+    assert {p.placeholder_tokens for p in policies if p.effect != "evict"} > {1}
+
+
+def test_the_projected_runs_take_every_action():
+    # Random runs draw from enabled_actions: on a state with a pinned span, an edit and a call awaiting its result,
+    # every action of the runtime is among them; a repeated append (a run, of pairs too) is its single appends.
+    policy = model_policy(POLICIES[0], Deployment(records="window"))
+    state = State()
+    for action in (Append("message", 1), Edit(0, "transform"), Append("message", 1, "tool_call")):
+        state = step(policy, state, action, 8).after
+    state = step(policy, state, Pin(state.spans[-1].id), 8).after
+    names = {a.name for a in enabled_actions(policy, state, 8, token_choices=(1,), roles=ROLES)}
+    assert names == set(ACTION_TYPES)
+    assert any(a.role == "tool_result" for a in enabled_actions(policy, state, 8, token_choices=(1,), roles=ROLES)
+               if isinstance(a, Append))
+    run = Append("message", 1, "tool_call", 2, 3)
+    assert [(a.role, a.tokens, a.times) for a in expand(run)] == [("tool_call", 1, 1), ("tool_result", 3, 1)] * 2
