@@ -242,8 +242,8 @@ def main(argv=None) -> int:
                   f"{args.policies} --large {args.large} --vocabulary {args.vocabulary} --seed {args.seed} --write "
                   f"{args.write}` on "
                   f"{time.strftime('%Y-%m-%d')}, with host budgets (issue 11), accelerated steps (issue 12) and the "
-                  "vocabulary of issue 15 (positions, the compaction stage, effects and the log, tool-call pairs "
-                  "and T1), which the generated family draws, and the vocabulary family with small constants. "
+                  "vocabulary of issue 15 (positions, the compaction stage with start_on, effects and the log, "
+                  "summaries, tool names and tags, tool-call pairs and T1), which the generated family draws, and the vocabulary family with small constants. "
                   "Both engines are bounded here, so `holds` never appears: the tallies count bounded verdicts of "
                   "the unrestricted symbolic search and of the explicit engine at its default domains. Engine times "
                   "are wall-clock seconds on whatever machine ran it (load included).", ""]

@@ -123,6 +123,15 @@ named_deployments = st.builds(Deployment, **{key: st.sampled_from(v) for key, v 
                               record_tool=st.sampled_from(RUN_NAMES))
 
 
+def run_actions(policy, actions) -> tuple:
+    """(the state, the transitions) of the runtime running actions from the empty window."""
+    state, transitions = State(), []
+    for action in actions:
+        transitions.append(step(policy, state, action))
+        state = transitions[-1].after
+    return state, transitions
+
+
 def model_policy(text, deployment):
     """A policy named t from the text of its other keys, under deployment."""
     return parse_policy_text(f"name: t\n{text}\n", "t.yaml", deployment)

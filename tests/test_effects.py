@@ -18,12 +18,12 @@ from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.policy import Deployment, DeploymentOverride, with_override
 from prunecheck.spec.runtime import (
-    REVERSIBLE, UNKNOWN, Append, Audit, Compact, Edit, State, Undo, span_env, status, step,
+    REVERSIBLE, UNKNOWN, Append, Audit, Compact, Edit, Undo, span_env, status, step,
 )
 from prunecheck.spec.stage import taken_effect
 
 from conftest import BOUNDS, HOUR, RLIMIT
-from support import agree, policy_error
+from support import agree, policy_error, run_actions
 
 CLEAR_RECORDS = "name: t\nevict: kind == 'record'\n"
 MASK_RECORDS = "name: t\nevict: kind == 'record'\neffect: mask\nplaceholder_tokens: 2\n"
@@ -34,19 +34,11 @@ def _policy(text, **deployment):
     return parse_policy_text(text, "p.yaml", Deployment(**deployment) if deployment else None)
 
 
-def _run(policy, actions):
-    state, transitions = State(), []
-    for action in actions:
-        transitions.append(step(policy, state, action))
-        state = transitions[-1].after
-    return state, transitions
-
-
 def test_logged_eviction_keeps_the_record_present_where_destroying_it_violates_c2():
     destroyed = _policy(CLEAR_RECORDS, records="window")
     logged = _policy(CLEAR_RECORDS, records="window", evicted="logged")
-    _, gone = _run(destroyed, EDIT_THEN_COMPACT)
-    state, kept = _run(logged, EDIT_THEN_COMPACT)
+    _, gone = run_actions(destroyed, EDIT_THEN_COMPACT)
+    state, kept = run_actions(logged, EDIT_THEN_COMPACT)
     assert "C2" in violations(destroyed, gone[-1]) and not violations(logged, kept[-1])
     record = state.span(1)
     assert (record.alive, record.namespace, record.masked) == (True, "log", False)
@@ -56,7 +48,7 @@ def test_logged_eviction_keeps_the_record_present_where_destroying_it_violates_c
 
 def test_masking_a_record_in_the_window_violates_c2_and_makes_its_undo_irreversible():
     policy = _policy(MASK_RECORDS, records="window")
-    state, transitions = _run(policy, EDIT_THEN_COMPACT)
+    state, transitions = run_actions(policy, EDIT_THEN_COMPACT)
     record = state.span(1)
     assert (record.alive, record.namespace, record.masked, record.tokens) == (True, "window", True, 2)
     assert transitions[-1].evicted == {1} and "C2" in violations(policy, transitions[-1])
@@ -66,16 +58,16 @@ def test_masking_a_record_in_the_window_violates_c2_and_makes_its_undo_irreversi
 
 def test_status_and_c4_count_a_masked_record_as_missing():
     policy = _policy(MASK_RECORDS, records="window", pins="self", audit="policy")
-    state, transitions = _run(policy, EDIT_THEN_COMPACT + (Audit(),))
+    state, transitions = run_actions(policy, EDIT_THEN_COMPACT + (Audit(),))
     assert transitions[-1].outcome == UNKNOWN  # the masked record is visible to the self-certified audit
     rationale = _policy("name: t\nevict: kind == 'rationale'\neffect: mask\n", rationale="window")
-    _, transitions = _run(rationale, EDIT_THEN_COMPACT)
+    _, transitions = run_actions(rationale, EDIT_THEN_COMPACT)
     assert "P1" in violations(rationale, transitions[-1])
 
 
 def test_undo_unmasks_its_target_and_masked_is_an_attribute_the_policy_reads():
     policy = _policy("name: t\nevict: kind == 'summary' and not masked\neffect: mask\n")
-    state, transitions = _run(policy, (Append("message", 3), Edit(0, "transform"), Compact()))
+    state, transitions = run_actions(policy, (Append("message", 3), Edit(0, "transform"), Compact()))
     assert state.span(0).masked and state.span(0).tokens == 1 and span_env(policy, state, state.span(0))["masked"]
     assert not step(policy, state, Compact()).evicted  # `not masked` leaves it alone now
     after = step(policy, state, Undo(1)).after
@@ -84,7 +76,7 @@ def test_undo_unmasks_its_target_and_masked_is_an_attribute_the_policy_reads():
 
 def test_taken_effect_is_what_the_window_loses_and_truncation_still_sees_masked_spans():
     policy = _policy("name: t\nevict: true\neffect: mask\nplaceholder_tokens: 2\n")
-    state, _ = _run(policy, (Append("message", 5), Append("message", 1)))
+    state, _ = run_actions(policy, (Append("message", 5), Append("message", 1)))
     assert [taken_effect(policy, s, 6, 2) for s in state.spans] == [(3, 2), (7, 2)]
     evicting = _policy("name: t\nevict: true\n")
     assert [taken_effect(evicting, s, 6, 2) for s in state.spans] == [(1, 1), (5, 1)]
@@ -156,10 +148,10 @@ def test_explanations_say_masked_and_moved_to_the_log():
     text = explain(policy, EDIT_THEN_COMPACT, "C2")
     assert "masked by the policy" in text.steps[-1] and text.cause.summary.startswith("the compaction masks record #1")
     assert ("effect: mask", 3) in [(p.text, p.loc.line) for p in text.cause.points]
-    _, transitions = _run(policy, EDIT_THEN_COMPACT + (Undo(1),))
+    _, transitions = run_actions(policy, EDIT_THEN_COMPACT + (Undo(1),))
     assert step_label(policy, transitions[-1]) == "undo of edit 1: irreversible, record #1 is masked"
     logged = _policy("name: t\nevict: kind == 'diff'\n", evicted="logged", records="window")
-    _, transitions = _run(logged, (Append("message", 3), Edit(0, "destroy"), Compact(1)))
+    _, transitions = run_actions(logged, (Append("message", 3), Edit(0, "destroy"), Compact(1)))
     assert step_label(logged, transitions[-1]) == ("compaction: evicted by the policy and moved to the log: #0 (diff); "
                                                    "truncated to the host budget of 1 (moved to the log): #1 (record "
                                                    "of edit 1)")
@@ -168,8 +160,8 @@ def test_explanations_say_masked_and_moved_to_the_log():
 def test_masked_is_in_itf_spans_only_for_a_policy_with_masks():
     masking = _policy(MASK_RECORDS, records="window")
     plain = _policy(CLEAR_RECORDS, records="window")
-    assert itf_states(masking, _run(masking, EDIT_THEN_COMPACT)[1])[-1]["spans"][1]["masked"] is True
-    assert "masked" not in itf_states(plain, _run(plain, EDIT_THEN_COMPACT)[1])[-1]["spans"][1]
+    assert itf_states(masking, run_actions(masking, EDIT_THEN_COMPACT)[1])[-1]["spans"][1]["masked"] is True
+    assert "masked" not in itf_states(plain, run_actions(plain, EDIT_THEN_COMPACT)[1])[-1]["spans"][1]
 
 
 @pytest.mark.parametrize("printer, name", [(policy_yaml, "p.yaml"), (policy_python, "p.py"),
@@ -202,12 +194,12 @@ def test_bad_effect_keys_are_one_line_policy_errors(text, words):
 
 def test_cutting_keeps_at_most_the_placeholder_and_a_cut_record_is_no_longer_present():
     policy = _policy("name: t\nevict: kind == 'record'\neffect: cut\nplaceholder_tokens: 2\n", records="window")
-    state, _ = _run(policy, (Append("message", 5), Edit(0, "destroy")))
+    state, _ = run_actions(policy, (Append("message", 5), Edit(0, "destroy")))
     after = step(policy, state, Compact())
     record = after.after.span(1)
     assert (record.alive, record.masked, record.tokens, record.namespace) == (True, True, 2, "window")
     assert "C2" in violations(policy, after)
     assert step(policy, after.after, Undo(1)).outcome == "irreversible"
     small = _policy("name: t\nevict: true\neffect: cut\nplaceholder_tokens: 3\n")
-    state, _ = _run(small, (Append("message", 1), Append("message", 7)))
+    state, _ = run_actions(small, (Append("message", 1), Append("message", 7)))
     assert [s.tokens for s in step(small, state, Compact()).after.spans] == [1, 3]

@@ -21,6 +21,7 @@ from prunecheck.spec.conditions import applicable, violations
 from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, step
 from prunecheck.symbolic.model import ACT, Model, R
 
+from support import run_actions
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HOUR, RLIMIT
 
 DROP_RESULTS = "name: p\nevict: role == 'tool_result'\n"
@@ -29,11 +30,7 @@ CALL, RESULT = Append("message", 1, "tool_call"), Append("message", 2, "tool_res
 
 
 def _run(policy, actions):
-    state, transitions = State(), []
-    for action in actions:
-        transitions.append(step(policy, state, action))
-        state = transitions[-1].after
-    return transitions
+    return run_actions(policy, actions)[1]
 
 
 @pytest.mark.parametrize("before", [

@@ -22,7 +22,7 @@ from prunecheck.symbolic.model import Model
 from prunecheck.symbolic.window_terms import position_terms
 
 from conftest import BOUNDS
-from support import N, POSITIONAL, model_policy, pin_action, runs
+from support import N, POSITIONAL, model_policy, pin_action, run_actions, runs
 from support import agree as agree_with_runtime
 from support import engines_agree as agree
 
@@ -32,10 +32,7 @@ BUILT = (Append("message", 2, "system"), Append("message", 3, "user"), Append("t
 
 
 def _run(policy, actions):
-    state = State()
-    for action in actions:
-        state = step(policy, state, action).after
-    return state
+    return run_actions(policy, actions)[0]
 
 
 def _positions(policy, state, span_id):

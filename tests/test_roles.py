@@ -16,7 +16,7 @@ from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State,
 from prunecheck.spec.actions import action_text
 
 from conftest import BOUNDS, HOUR, RLIMIT
-from support import policy_error
+from support import policy_error, run_actions
 
 CLEAR_OLD = "name: clear-old-tool-results\nevict: role == 'tool_result' and age > 2\n"
 CLEAR_ALL = "name: clear-tool-results\nevict: role == 'tool_result'\n"
@@ -26,19 +26,11 @@ def _policy(text, **deployment):
     return parse_policy_text(text, "p.yaml", Deployment(**deployment))
 
 
-def _run(policy, actions):
-    state, transitions = State(), []
-    for action in actions:
-        transitions.append(step(policy, state, action))
-        state = transitions[-1].after
-    return state, transitions
-
-
 @pytest.mark.parametrize("record_role", ROLES)
 def test_roles_are_set_when_written_and_never_changed(record_role):
     policy = _policy("name: t\nevict: role == 'system'\n", records="window", rationale="window",
                      record_role=record_role)
-    state, _ = _run(policy, [Append("message", 1, "assistant"), Append("diff", 2), Edit(0, "destroy"),
+    state, _ = run_actions(policy, [Append("message", 1, "assistant"), Append("diff", 2), Edit(0, "destroy"),
                              Undo(2), Edit(0, "transform")])
     assert [s.role for s in state.spans] == ["assistant", "user"] + [record_role] * 4
     assert span_env(policy, state, state.span(0))["role"] == "assistant"
@@ -56,7 +48,7 @@ def test_an_append_of_an_unknown_role_is_refused_and_the_default_role_is_not_wri
 def test_an_itf_trace_keeps_the_roles_and_reads_them_back():
     policy = _policy(CLEAR_ALL, records="window")
     actions = (Append("message", 1, "tool_call"), Append("message", 1), Edit(1, "transform"), Compact())
-    _, transitions = _run(policy, actions)
+    _, transitions = run_actions(policy, actions)
     states = itf_states(policy, transitions)
     assert [s["role"] for s in states[-1]["spans"]] == ["tool_call", "user", "tool_result", "tool_result"]
     assert actions_of({"states": states}) == actions

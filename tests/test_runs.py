@@ -25,16 +25,13 @@ from prunecheck.symbolic.runs import RunModel, count_constants, member_positions
 from prunecheck.symbolic.terms import ENUM_CODES
 
 from conftest import BOUNDS, HOUR, RLIMIT, ROOT
-from support import model_policy
+from support import model_policy, run_actions
 
 WINDOW = Deployment(records="window")
 
 
 def _run(policy, actions):
-    state = State()
-    for action in actions:
-        state = step(policy, state, action).after
-    return state
+    return run_actions(policy, actions)[0]
 
 
 @settings(max_examples=40)
@@ -176,7 +173,6 @@ def _slot_members(actions) -> list:
 def _pinned(model, a, action) -> list:
     out = [a.act == ACT[action.name]]
     if isinstance(action, Append):
-        paired = action.result_tokens > 0
         out += [a.kind == ENUM_CODES["kind"][action.kind], a.tokens == action.tokens, a.result == action.result_tokens,
                 a.role == ENUM_CODES["role"][action.role], a.times == steps_of(action)]
     elif isinstance(action, Edit):

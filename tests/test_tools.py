@@ -29,7 +29,7 @@ from prunecheck.symbolic.model import Model
 
 from conftest import BOUNDS, CLI_BOUNDS, HOUR, RLIMIT
 from support import (NAMED, agree, assert_itf_py_reads_our_states, engines_agree, model_policy, policy_error,
-                     runs)
+                     run_actions, runs)
 
 NOT_THE_EDIT_TOOL = "name: not-the-edit-tool\nevict: tool != 'edit'\n"
 
@@ -38,18 +38,10 @@ def _policy(text, **deployment):
     return parse_policy_text(text, "p.yaml", Deployment(**deployment))
 
 
-def _run(policy, actions):
-    state, transitions = State(), []
-    for action in actions:
-        transitions.append(step(policy, state, action))
-        state = transitions[-1].after
-    return state, transitions
-
-
 def test_names_are_written_once_records_get_record_tool_and_policies_read_them():
     policy = _policy("name: t\nevict: tool == 'browse' or tag in ['agents_md']\n", records="window",
                      record_tool="edit")
-    state, _ = _run(policy, [Append("message", 1, "tool_call", tool="browse"),
+    state, _ = run_actions(policy, [Append("message", 1, "tool_call", tool="browse"),
                              Append("message", 1, "tool_result", tool="browse", tag="big"),
                              Append("file_body", 2, tag="agents_md"), Edit(1, "destroy"), Undo(3)])
     assert [(s.tool, s.tag) for s in state.spans] == [("browse", ""), ("browse", "big"), ("", "agents_md"),
@@ -189,7 +181,7 @@ def test_an_itf_trace_writes_names_only_when_set_and_reads_them_back():
     policy = _policy("name: t\nevict: tool == 'browse'\n", records="window", record_tool="edit")
     actions = (Append("message", 1, "tool_call", tool="browse"), Append("message", 1, "tool_result", tool="browse"),
                Append("message", 1, tag="x"), Edit(2, "transform"), Compact())
-    _, transitions = _run(policy, actions)
+    _, transitions = run_actions(policy, actions)
     states = itf_states(policy, transitions)
     spans = states[-1]["spans"]
     assert [s.get("tool") for s in spans] == ["browse", "browse", None, "edit", "edit"]
@@ -214,7 +206,7 @@ def test_diff_codes_both_policies_names_alike(tmp_path, new, outcome):
 
 def test_itf_py_reads_a_trace_whose_spans_have_names():
     policy = _policy("name: t\nevict: tool == 'browse'\n", records="window", record_tool="edit")
-    _, transitions = _run(policy, (Append("message", 1, "tool_call", tool="browse"),
+    _, transitions = run_actions(policy, (Append("message", 1, "tool_call", tool="browse"),
                                    Append("message", 1, "tool_result", tool="browse"), Append("message", 1, tag="x"),
                                    Edit(2, "transform"), Compact()))
     document = json.loads(json.dumps(trace_document(policy, {}, transitions, {})))
