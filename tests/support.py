@@ -1,13 +1,16 @@
 """Helpers the test modules share: the parse-error position check and runs of the z3 model pinned to the runtime."""
 
 import dataclasses
+import io
 
 import z3
 
 import itf_py  # in the test extra, not skipped when absent: the promise that itf-py reads our traces rests on it
 from hypothesis import strategies as st
 
+from prunecheck.checker.cli import main
 from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.explicit import DEFAULT_TOKENS, domains_for, explore
 from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
 from prunecheck.checker.result import Verdict
@@ -24,7 +27,7 @@ from prunecheck.symbolic.conditions import violation_at
 from prunecheck.symbolic.model import ACT, Model
 from prunecheck.symbolic.terms import ENUM_CODES
 
-from conftest import HOUR, RLIMIT, ROOT
+from conftest import CLI_BOUNDS, HOUR, RLIMIT, ROOT
 
 
 def project_sources() -> list:
@@ -130,6 +133,23 @@ def run_actions(policy, actions) -> tuple:
         transitions.append(step(policy, state, action))
         state = transitions[-1].after
     return state, transitions
+
+
+def assert_confirmed(policy, results) -> None:
+    """cvc5 confirms each result's certificate for the policy (bounded by rlimit)."""
+    for result in results:
+        recheck = confirm_certificate(result.certificate, policy, result.condition, timeout_ms=int(HOUR * 1000),
+                                      rlimit=RLIMIT)
+        assert recheck.status is Status.CONFIRMED, recheck.reason
+
+
+def cli_error(path, text: str, at: str) -> str:
+    """The one line `check` writes for the bad policy text (written at path) with exit code 2, located at `at`."""
+    path.write_text(text)
+    err = io.StringIO()
+    assert main(["check", str(path), *CLI_BOUNDS], io.StringIO(), err) == 2
+    assert err.getvalue().count("\n") == 1 and f"{path}{at}" in err.getvalue(), err.getvalue()
+    return err.getvalue()
 
 
 def model_policy(text, deployment):

@@ -6,7 +6,6 @@ import pytest
 
 from prunecheck.checker.check import check
 from prunecheck.checker.commands.policydiff import equivalence
-from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.explicit import domains_for, explore
 from prunecheck.checker.findings.explain import explain, step_label
 from prunecheck.checker.language.document import policy_document
@@ -22,8 +21,8 @@ from prunecheck.spec.runtime import (
 )
 from prunecheck.spec.stage import taken_effect
 
-from conftest import BOUNDS, HOUR, RLIMIT
-from support import agree, policy_error, run_actions
+from conftest import BOUNDS, HOUR
+from support import agree, assert_confirmed, policy_error, run_actions
 
 CLEAR_RECORDS = "name: t\nevict: kind == 'record'\n"
 MASK_RECORDS = "name: t\nevict: kind == 'record'\neffect: mask\nplaceholder_tokens: 2\n"
@@ -126,10 +125,7 @@ def test_masking_is_proved_safe_under_the_safe_default_deployment():
     policy = _policy("name: t\nevict: kind != 'message'\neffect: mask\nplaceholder_tokens: 2\n")
     results = check(policy, CheckOptions(depth=4, spans=3, only=("C2", "P1"), **BOUNDS)).results
     assert [r.verdict for r in results] == [Verdict.HOLDS, Verdict.HOLDS]
-    for result in results:
-        recheck = confirm_certificate(result.certificate, policy, result.condition, timeout_ms=int(HOUR * 1000),
-                                      rlimit=RLIMIT)
-        assert recheck.status is Status.CONFIRMED
+    assert_confirmed(policy, results)
 
 
 def test_an_override_of_evicted_decides_c2():

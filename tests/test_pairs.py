@@ -21,7 +21,7 @@ from prunecheck.spec.conditions import applicable, violations
 from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, step
 from prunecheck.symbolic.model import ACT, Model, R
 
-from support import run_actions
+from support import cli_error, run_actions
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HOUR, RLIMIT
 
 DROP_RESULTS = "name: p\nevict: role == 'tool_result'\n"
@@ -150,11 +150,7 @@ def test_pairs_round_trips_through_every_form(printer, name):
     ('NAME = "p"\nPAIRS = "sometimes"\ndef evict(span, window):\n    return True\n', "p.py", ":2:9:"),
 ])
 def test_a_bad_pairs_value_is_one_located_line_and_exit_2(tmp_path, text, name, at):
-    path = tmp_path / name
-    path.write_text(text)
-    err = io.StringIO()
-    assert main(["check", str(path), *CLI_BOUNDS], io.StringIO(), err) == 2
-    assert err.getvalue().count("\n") == 1 and f"{path}{at}" in err.getvalue() and "pairs" in err.getvalue().lower()
+    assert "pairs" in cli_error(tmp_path / name, text, at).lower()
 
 
 def test_sarif_lists_the_t1_rule_only_when_a_checked_policy_uses_pairs(tmp_path):

@@ -1,13 +1,11 @@
 """Role boundaries: the stage key `start_on` (spec/SPEC.md §4b) in every layer, and AutoGen's middle-out order."""
 
-import io
 import json
 
 import pytest
 from hypothesis import given, settings
 
 from prunecheck.checker.check import check
-from prunecheck.checker.cli import main
 from prunecheck.checker.commands.policydiff import equivalence
 from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.explicit import role_representatives
@@ -24,8 +22,8 @@ from prunecheck.spec.policy import ROLES, Deployment
 from prunecheck.spec.runtime import Append, Compact, Edit, State, step, window_in_order
 from prunecheck.symbolic.parametric import PairModel
 
-from conftest import BOUNDS, CLI_BOUNDS, HOUR, RLIMIT
-from support import START_ON, agree, engines_agree, model_policy, policy_error, runs
+from conftest import BOUNDS, HOUR, RLIMIT
+from support import START_ON, agree, cli_error, engines_agree, model_policy, policy_error, runs
 
 SYSTEM, USER, ASSISTANT = (Append("message", 1, role) for role in ("system", "user", "assistant"))
 CALL, RESULT = Append("message", 1, "tool_call"), Append("message", 1, "tool_result")
@@ -131,12 +129,7 @@ def test_the_schema_lists_start_on_with_the_roles():
     ('NAME = "p"\nSTART_ON = "human"\ndef evict(span, window):\n    return True\n', "p.py", ":2:12:"),
 ])
 def test_a_bad_start_on_is_one_located_line_and_exit_2(tmp_path, text, name, at):
-    path = tmp_path / name
-    path.write_text(text)
-    err = io.StringIO()
-    assert main(["check", str(path), *CLI_BOUNDS], io.StringIO(), err) == 2
-    assert err.getvalue().count("\n") == 1 and f"{path}{at}" in err.getvalue(), err.getvalue()
-    assert "start_on" in err.getvalue().lower()
+    assert "start_on" in cli_error(tmp_path / name, text, at).lower()
 
 
 def test_a_misspelt_role_gets_a_suggestion():

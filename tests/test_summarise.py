@@ -8,7 +8,6 @@ from hypothesis import given, settings, strategies as st
 
 from prunecheck.checker.check import check
 from prunecheck.checker.commands.policydiff import diff_policies, equivalence
-from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.certificate_model import free_shape
 from prunecheck.checker.findings.explain import step_label
 from prunecheck.checker.language.document import policy_document
@@ -27,8 +26,8 @@ from prunecheck.spec.runtime import (
 from prunecheck.symbolic.model import Model
 from prunecheck.symbolic.window_terms import before, place_term
 
-from conftest import BOUNDS, HOUR, RLIMIT
-from support import SUMMARY_POLICIES, agree, engines_agree, policy_error, runs
+from conftest import BOUNDS
+from support import SUMMARY_POLICIES, agree, assert_confirmed, engines_agree, policy_error, runs
 
 FOLD = "name: t\nevict: from_end >= 2\neffect: summarise\nplaceholder_tokens: 3\nsummary_role: system\n"
 
@@ -140,10 +139,7 @@ def test_a_summarising_policy_that_spares_records_is_proved_with_certificates_cv
     policy = _policy("name: t\nevict: kind != 'record' and from_end >= 1\neffect: summarise\n", records="window")
     results = check(policy, CheckOptions(depth=3, spans=4, only=("C1", "P1"), **BOUNDS)).results
     assert [r.verdict for r in results] == [Verdict.HOLDS, Verdict.HOLDS]
-    for result in results:
-        recheck = confirm_certificate(result.certificate, policy, result.condition, timeout_ms=int(HOUR * 1000),
-                                      rlimit=RLIMIT)
-        assert recheck.status is Status.CONFIRMED
+    assert_confirmed(policy, results)
 
 
 def test_a_summarising_policy_that_catches_records_is_violated_with_a_replayed_trace():
