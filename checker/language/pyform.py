@@ -16,6 +16,9 @@ from typing import Dict, List, Optional, Tuple
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import EFFECTS, ORDERS, PAIRS, ROLES, SIZED, SUMMARY_ROLES, Cond, Loc
 
+# The module constants whose value is one string of a fixed set, and that set.
+CHOICES = {"EFFECT": EFFECTS, "SUMMARY_ROLE": SUMMARY_ROLES, "PAIRS": PAIRS, "START_ON": ROLES, "ORDER": ORDERS}
+
 from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
 from prunecheck.checker.language.builder import too_deep_message
 from prunecheck.checker.language.typecheck import ORDER_WITH_RANK
@@ -130,30 +133,17 @@ class _Converter(ExpressionReader):
             parts.name = value.value
         elif name in ("BUDGET", "PLACEHOLDER_TOKENS"):
             setattr(parts, name.lower(), self.whole(value, name))
-        elif name == "EFFECT":
-            if not (isinstance(value, ast.Constant) and value.value in EFFECTS):
-                self.fail(f"EFFECT must be one of {', '.join(repr(e) for e in EFFECTS)}", value)
-            parts.effect = value.value
-        elif name == "SUMMARY_ROLE":
-            if not (isinstance(value, ast.Constant) and value.value in SUMMARY_ROLES):
-                self.fail(f"SUMMARY_ROLE must be one of {', '.join(repr(r) for r in SUMMARY_ROLES)}", value)
-            parts.summary_role = value.value
-        elif name == "PAIRS":
-            if not (isinstance(value, ast.Constant) and value.value in PAIRS):
-                self.fail(f"PAIRS must be one of the string literals {', '.join(map(repr, PAIRS))}", value)
-            parts.pairs = value.value
-        elif name == "START_ON":
-            if not (isinstance(value, ast.Constant) and value.value in ROLES):
-                self.fail(f"START_ON must be one of the string literals {', '.join(map(repr, ROLES))}", value)
-            parts.start_on = value.value
+        elif name in CHOICES:
+            choices = CHOICES[name]
+            if not (isinstance(value, ast.Constant) and value.value in choices):
+                self.fail(f"{name} must be one of {', '.join(map(repr, choices))}", value)
+            setattr(parts, name.lower(), value.value)
+            if name == "ORDER":
+                parts.order_loc = self.loc(value)
         elif name == "DEPLOYMENT":
             parts.deployment = [(k, v, kl, vl) for k, v, kl, vl in self.string_dict(value, name)]
         elif name == "ACCEPT":
             parts.accept = self.string_dict(value, name)
-        elif name == "ORDER":
-            if not (isinstance(value, ast.Constant) and value.value in ORDERS):
-                self.fail(f"ORDER must be one of {', '.join(repr(o) for o in ORDERS)}", value)
-            parts.order, parts.order_loc = value.value, self.loc(value)
         else:
             parts.expect = {k: v for k, v, _, _ in self.string_dict(value, name)}
 
