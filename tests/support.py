@@ -152,6 +152,18 @@ def cli_error(path, text: str, at: str) -> str:
     return err.getvalue()
 
 
+def unroll(model, actions, pin) -> tuple:
+    """(a solver, the states): the model unrolled from its initial state over one step per action, each step's action
+    constrained by pin(model, a, action)."""
+    states, solver = [model.state(0)], z3.Solver()
+    solver.add(model.encode_init(states[0]))
+    for k, action in enumerate(actions):
+        a = model.action(k)
+        states.append(model.state(k + 1))
+        solver.add(model.encode_step(states[k], a, states[k + 1]).constraints + list(pin(model, a, action)))
+    return solver, states
+
+
 def model_policy(text, deployment):
     """A policy named t from the text of its other keys, under deployment."""
     return parse_policy_text(f"name: t\n{text}\n", "t.yaml", deployment)

@@ -21,7 +21,7 @@ from prunecheck.spec.conditions import applicable, violations
 from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, step
 from prunecheck.symbolic.model import ACT, Model, R
 
-from support import cli_error, run_actions
+from support import cli_error, run_actions, unroll
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HOUR, RLIMIT
 
 DROP_RESULTS = "name: p\nevict: role == 'tool_result'\n"
@@ -52,15 +52,8 @@ def test_a_record_with_the_tool_call_role_is_no_call_to_answer():
 
 
 def _unrolled_enables(policy, actions) -> bool:
-    model = Model(policy, 3)
-    states = [model.state(0)]
-    solver = z3.Solver()
-    solver.add(model.encode_init(states[0]))
-    for k, action in enumerate(actions):
-        a = model.action(k)
-        states.append(model.state(k + 1))
-        solver.add(model.encode_step(states[k], a, states[k + 1]).constraints)
-        solver.add(a.act == ACT["append"], a.role == R[action.role], a.tokens == action.tokens)
+    solver, _ = unroll(Model(policy, 3), actions, lambda model, a, action: (
+        a.act == ACT["append"], a.role == R[action.role], a.tokens == action.tokens))
     return solver.check() == z3.sat
 
 

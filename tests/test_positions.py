@@ -22,7 +22,7 @@ from prunecheck.symbolic.model import Model
 from prunecheck.symbolic.window_terms import position_terms
 
 from conftest import BOUNDS
-from support import N, POSITIONAL, model_policy, pin_action, run_actions, runs
+from support import N, POSITIONAL, model_policy, pin_action, run_actions, runs, unroll
 from support import agree as agree_with_runtime
 from support import engines_agree as agree
 
@@ -68,12 +68,7 @@ def test_one_compaction_evaluates_every_position_in_the_state_it_starts_from():
 def test_model_position_terms_equal_the_runtime_on_every_run(run):
     policy, actions = run
     model = Model(policy, N)
-    states, solver, state = [model.state(0)], z3.Solver(), State()
-    solver.add(model.encode_init(states[0]))
-    for k, action in enumerate(actions):
-        a = model.action(k)
-        states.append(model.state(k + 1))
-        solver.add(model.encode_step(states[k], a, states[k + 1]).constraints + pin_action(model, a, action))
+    (solver, states), state = unroll(model, actions, pin_action), State()
     assert solver.check() == z3.sat
     m = solver.model()
     for k, action in enumerate((None,) + actions):

@@ -25,7 +25,7 @@ from prunecheck.symbolic.runs import RunModel, count_constants, member_positions
 from prunecheck.symbolic.terms import ENUM_CODES
 
 from conftest import BOUNDS, HOUR, RLIMIT, ROOT
-from support import model_policy, run_actions
+from support import model_policy, run_actions, unroll
 
 WINDOW = Deployment(records="window")
 
@@ -186,13 +186,7 @@ def test_the_positions_of_a_run_of_pairs_members_are_the_runtimes():
     policy = model_policy(PAIR_POLICY, WINDOW)
     slots = _slot_members(PAIR_TRACE)
     model = RunModel(policy, len(slots), (2, 3))
-    states = [model.state(0)]
-    solver = z3.Solver()
-    solver.add(model.encode_init(states[0]))
-    for k, action in enumerate(PAIR_TRACE):
-        a = model.action(k)
-        states.append(model.state(k + 1))
-        solver.add(model.encode_step(states[k], a, states[k + 1]).constraints + _pinned(model, a, action))
+    solver, states = unroll(model, PAIR_TRACE, _pinned)
     assert solver.check() == z3.sat
     zmodel, final, runtime = solver.model(), states[-1], _run(policy, PAIR_TRACE)
     assert not addressable(runtime.span(4)) and addressable(runtime.span(3))  # the first run's results went
