@@ -168,15 +168,20 @@ DEPLOYMENT_CHOICES = {
     "rationale": ("decision_log", "window"),
     "pins": ("host", "self"),
     "audit": ("independent", "policy"),
-    "undo": ("versioned", "blind"),
+    "undo": ("versioned", "blind", "merge"),
     "record_role": ROLES,
-    "evicted": ("destroyed", "logged"),
+    "evicted": ("destroyed", "logged", "tombstone"),
+    "evidence": ("off", "on"),
+    "justification": ("unchecked", "downgrade", "defer"),
+    "refusal": ("silent", "atomic", "sequential"),
+    "missing_record": ("refuse", "reconstruct"),
 }
 # Deployment keys whose value is a name (spec/SPEC.md §1c), not one of a few choices, and their defaults.
 DEPLOYMENT_NAMES = {"record_tool": ""}
 DEPLOYMENT_KEYS = (*DEPLOYMENT_CHOICES, *DEPLOYMENT_NAMES)
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
-UNLISTED_AT_DEFAULT = {"evicted": "destroyed", **DEPLOYMENT_NAMES}
+UNLISTED_AT_DEFAULT = {"evicted": "destroyed", "evidence": "off", "justification": "unchecked", "refusal": "silent",
+                       "missing_record": "refuse", **DEPLOYMENT_NAMES}
 EFFECTS = ("evict", "mask", "cut", "summarise")
 IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
 SIZED = IN_PLACE + ("summarise",)  # effects that read placeholder_tokens (a summary's tokens for summarise)
@@ -195,6 +200,10 @@ class Deployment:
     record_role: str = "tool_result"  # the role of the records and rationale entries an edit creates
     evicted: str = "destroyed"  # what a compaction does with the spans it removes: kill them, or move them to the log
     record_tool: str = ""  # the tool name of the records and rationale entries an edit creates ("" = unnamed)
+    evidence: str = "off"  # the second seed's evidence conditions apply, compactions write ledger entries (SPEC §6d)
+    justification: str = "unchecked"  # what a removal does to a span a live entry cites (SPEC §6d)
+    refusal: str = "silent"  # what a compaction whose selection names a recovery span does (SPEC §6e)
+    missing_record: str = "refuse"  # undo without a present record: irreversible, or the seed's confabulation (§4)
 
     def __post_init__(self):
         for key in DEPLOYMENT_KEYS:
@@ -211,8 +220,8 @@ class Deployment:
         return {key: getattr(self, key) for key in DEPLOYMENT_KEYS}
 
     def __repr__(self) -> str:
-        # record_role, evicted and record_tool at their defaults are left out, so that a policy's hash (its repr's)
-        # stays what it was before them.
+        # record_role and the keys of UNLISTED_AT_DEFAULT at their defaults are left out, so that a policy's hash (its
+        # repr) stays what it was before them.
         quiet = {"record_role": "tool_result", **UNLISTED_AT_DEFAULT}
         keys = [k for k in DEPLOYMENT_KEYS if quiet.get(k) != getattr(self, k)]
         return f"Deployment({', '.join(f'{k}={getattr(self, k)!r}' for k in keys)})"
