@@ -80,7 +80,9 @@ def build_parser(extra_commands=None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_check_parser(sub)
     _add_trace_parsers(sub)
-    sub.add_parser("reproduce", help="reproduce the seeds' observations")
+    reproduce = sub.add_parser("reproduce", help="reproduce the seeds' observations, each next to its fix")
+    reproduce.add_argument("--claims", action="store_true",
+                           help="print the table of every claim of both seeds and where it is covered, then exit")
     for add_parser, _ in (extra_commands or {}).values():
         add_parser(sub)
     for name, command_parser in sub.choices.items():
@@ -254,6 +256,10 @@ def _run(parser, args, extra_commands: dict, stdout, stderr) -> int:
         return extra_commands[args.command][1](args, stdout, stderr)
     if args.command == "reproduce":
         from prunecheck.checker.commands.reproduce import run_all
+        if args.claims:
+            from prunecheck.checker.commands.claims import claims_markdown
+            print(claims_markdown(), end="", file=stdout)
+            return 0
         return run_all(stdout)
     raise UsageError(f"unknown command {args.command}")
 

@@ -20,7 +20,8 @@ EXIT_MEANINGS = {
     "explain": {0: "explained", 1: "the trace does not replay or does not violate its condition"},
     "certify": {0: "every certificate is confirmed, assumptions included", 1: "a certificate is rejected or refuted",
                 3: "a solver gave up on some certificate"},
-    "reproduce": {0: "every observation of the seeds reproduces", 1: "some observation does not"},
+    "reproduce": {0: "every observation comes out as the seeds describe (each failure under its deployment, each "
+                        "fix preventing it)", 1: "some observation does not"},
     "graph": {0: "the picture is written"},
     "repair": {0: "repaired, or already safe", 1: "no repair exists within the bounds",
                3: "no repair proved, but a preferred candidate is unknown within the bounds"},

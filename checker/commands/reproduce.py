@@ -1,21 +1,16 @@
-"""`prunecheck reproduce`: the seeds' observations, re-run on the runtime and re-found by the checker."""
+"""`prunecheck reproduce`: each seed observation re-run on the runtime and re-found by the checker, next to its fix."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import enum
+from dataclasses import dataclass, replace
 from typing import TextIO
 
-from prunecheck.spec.conditions import violations
-from prunecheck.spec.errors import IrreversibleEditError
-from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.runtime import (
-    REVERSIBLE, Append, Audit, Compact, Edit, Pin, State, addressable, span_env, status, step, undo,
-)
+from prunecheck.spec.actions import action_text
+from prunecheck.spec.runtime import State, step
 
 from prunecheck.checker.check import check
 from prunecheck.checker.options import options_with
-from prunecheck.checker.language.loader import parse_policy_text
-from prunecheck.spec.actions import action_text
 from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.result import Verdict
 
@@ -23,25 +18,37 @@ from prunecheck.checker.result import Verdict
 # alike on every machine, however loaded; the time limit only cuts off a hang.
 BOUNDS = options_with(timeout=600.0, rlimit=100_000_000)
 
-SEED_POLICY = """
-name: seed-recency-frequency
-evict: not pinned and recency * frequency < 0.25
-deployment: {records: window, pins: self, audit: policy}
-"""
 
-DEMO_POLICY = """
-name: seed-demo-names-undo-region
-evict: namespace == "undo" or kind == "record"
-"""
+class Kind(enum.Enum):
+    """What a row shows: the seed's failure, its prevention, the seed demo's own behaviour, or the seed's refusal."""
 
-SEED2_POLICY = """
-name: stale-transcripts
-evict: kind != "record" and not edited and age >= 3
-deployment: {rationale: window}
-"""
+    FAILURE = "failure reproduced"
+    PREVENTED = "prevented"
+    DEMO = "demo behaviour reproduced"
+    REFUSED = "refused, as the seed asks"
 
 
-class _Run:
+@dataclass(frozen=True)
+class Row:
+    """One observation: the seed's words, what prunecheck found, under which deployment, and whether it came out as
+    the seed describes (`ok`)."""
+
+    id: str
+    kind: Kind
+    seed: str
+    found: str
+    under: str
+    ok: bool
+
+    def label(self) -> str:
+        if not self.ok:
+            return "NOT AS THE SEED DESCRIBES"
+        if self.kind is Kind.PREVENTED:
+            return f"prevented by {self.under}"
+        return f"{self.kind.value} under {self.under}" if self.under else self.kind.value
+
+
+class Run:
     """A scripted run on the runtime that keeps each transition."""
 
     def __init__(self, policy):
@@ -54,111 +61,56 @@ class _Run:
         return transition
 
 
-def _row(out: TextIO, seed: str, found: str, ok: bool) -> bool:
-    print(f"  seed:  {seed}", file=out)
-    print(f"  found: {found}  [{'reproduced' if ok else 'NOT REPRODUCED'}]", file=out)
-    return ok
+def deployment_words(policy, *keys) -> str:
+    """`key=value` for each key of the policy's deployment named."""
+    return ", ".join(f"{key}={getattr(policy.deployment, key)}" for key in keys)
 
 
-def _checker_line(report, condition: str) -> str:
+def checker_words(report, condition: str) -> str:
+    """The checker's result for one condition, in one line: the trace of a violation, the reason otherwise."""
     r = report.result(condition)
     if r.verdict == Verdict.VIOLATED:
         steps = "; ".join(action_text(a, keywords=True) for a in r.trace.actions)
-        return f"checker: {condition} violated in {r.trace.length()}: {steps}"
-    return f"checker: {condition} {r.verdict} ({reason_text(r.reason)})"
+        return f"checker: {condition} violated in {r.trace.length()} steps (replayed on the runtime): {steps}"
+    how = "certificate re-checked" if r.verdict == Verdict.HOLDS else reason_text(r.reason)
+    return f"checker: {condition} {r.verdict} ({how})"
 
 
-def observed_failure(out: TextIO) -> bool:
-    print("1. First seed, what was observed: a self-authored recency x frequency policy with a pinned carve-out",
-          file=out)
-    policy = parse_policy_text(SEED_POLICY, "seed-observed.yaml")
-    run = _Run(policy)
-    trace, file_body, echoes = (run.do(Append(kind, tokens)).after.spans[-1].id
-                                for kind, tokens in (("stack_trace", 400), ("file_body", 900), ("tool_output", 120)))
-    e1 = run.do(Edit(trace, "transform")).after.edits[-1].record
-    e2 = run.do(Edit(file_body, "destroy")).after.edits[-1].record
-    for span in (trace, file_body, echoes):
-        run.do(Pin(span))
-    compaction = run.do(Compact())
-    e3 = run.do(Edit(echoes, "destroy")).after.edits[-1].record
-    report_status = run.do(Audit()).outcome
-    lost = sorted(compaction.evicted & {e1, e2})
-    ok = True
-    ok &= _row(out, "records of edits 1 and 2 were evicted by the compaction between edit 2 and edit 3",
-               f"the compaction after edit 2 evicted records #{e1} and #{e2} (edits 1 and 2: span ids {lost}); "
-               f"edit 3's record #{e3} is live", lost == [e1, e2])
-    independent = status(replace(policy, deployment=replace(policy.deployment, audit="independent")), run.state)
-    ok &= _row(out, "the instance still reported the window as 'fully reversible'",
-               f"self-certified audit reports '{report_status}'; an independent audit of the same state reports "
-               f"'{independent}'", report_status == REVERSIBLE and independent != REVERSIBLE)
-    try:
-        undo(policy, run.state, e1)
-        ok &= _row(out, "undo of edit 1 had no record to use", "undo of edit 1 returned a state", False)
-    except IrreversibleEditError as exc:
-        ok &= _row(out, "asked to undo edit 1, the instance confabulated a plausible stack trace",
-                   f"undo of edit 1 raises IrreversibleEditError ({exc}); nothing is reconstructed", True)
-    report = check(policy, BOUNDS)
-    c1 = report.result("C1")
-    ok &= _row(out, "no individual step violated the policy; the policy consumed its own safety net",
-               _checker_line(report, "C1") + f"; also C2 {report.result('C2').verdict}, "
-               f"C4 {report.result('C4').verdict}",
-               c1.verdict == Verdict.VIOLATED and len(c1.trace.actions) <= 8)
-    return ok
+def with_keys(policy, **keys):
+    return replace(policy, deployment=replace(policy.deployment, **keys))
 
 
-def safe_demonstration(out: TextIO) -> bool:
-    print("2. First seed, the demonstration: the safe design blocks a policy that names the undo region", file=out)
-    policy = parse_policy_text(DEMO_POLICY, "seed-demo.yaml")
-    run = _Run(policy)
-    trace = run.do(Append("stack_trace", 400)).after.spans[-1].id
-    run.do(Append("file_body", 900))
-    e1 = run.do(Edit(trace, "transform")).after.edits[-1].record
-    run.do(Edit(1, "destroy"))
-    named = [s.id for s in run.state.spans
-             if s.kind == "record" and evaluate(policy.evict, span_env(policy, run.state, s))]
-    reachable = [i for i in named if addressable(run.state.span(i))]
-    compaction = run.do(Compact())
-    ok = _row(out, "compact(['e1', 'undo:e1']) is refused: the undo region is not in the policy's address space",
-              f"the policy's predicate selects records {named}; addressable: {reachable}; compaction evicted "
-              f"{sorted(compaction.evicted)}", bool(named) and not reachable and not compaction.evicted)
-    restored = undo(policy, run.state, e1)
-    ok &= _row(out, "safe_undo(w, 'e1') returns 'full_trace'",
-               f"undo of edit 1 (record #{e1}) restores span #{trace} to kind '{restored.span(trace).kind}' at v"
-               f"{restored.span(trace).version}", restored.span(trace).kind == "stack_trace")
-    report = check(policy, BOUNDS)
-    worst = report.verdict
-    proved = [r.condition for r in report.results if r.verdict == Verdict.HOLDS]
-    ok &= _row(out, "below the boundary, self-editing is genuinely reversible",
-               f"checker: {', '.join(proved)} hold for every depth and window size (certificates re-checked by "
-               f"cvc5); verdict {worst}", worst == Verdict.HOLDS)
-    return ok
+def checker_pair(failing_id, fixed_id, words, condition, policy, keys, fix) -> list:
+    """The checker on `policy` (the condition violated, under its deployment `keys`) and on `policy` with the
+    deployment keys `fix` (it holds)."""
+    failing = check(policy, BOUNDS)
+    fixed_policy = with_keys(policy, **fix)
+    fixed = check(fixed_policy, BOUNDS)
+    return [Row(failing_id, Kind.FAILURE, words, checker_words(failing, condition), deployment_words(policy, *keys),
+                failing.result(condition).verdict == Verdict.VIOLATED),
+            Row(fixed_id, Kind.PREVENTED, words, checker_words(fixed, condition), deployment_words(fixed_policy, *fix),
+                fixed.result(condition).verdict == Verdict.HOLDS)]
 
 
-def provenance_loss(out: TextIO) -> bool:
-    print("3. Second seed: the rationale for a compaction lived in a span the compaction removed", file=out)
-    policy = parse_policy_text(SEED2_POLICY, "seed2.yaml")
-    run = _Run(policy)
-    run.do(Append("tool_output", 300))
-    transcripts = run.do(Append("tool_output", 300)).after.spans[-1].id
-    edit = run.do(Edit(transcripts, "transform")).after.edits[-1]
-    for _ in range(3):
-        run.do(Audit())
-    compaction = run.do(Compact())
-    gone = edit.rationale in compaction.evicted
-    ok = _row(out, "'ingest/v3 was superseded at turn 112' existed only in a pruned transcript",
-              f"compaction evicted {sorted(compaction.evicted)}, including rationale #{edit.rationale} of the live "
-              f"edit (record #{edit.record}); P1 violated on the runtime: {'P1' in violations(policy, compaction)}",
-              gone and "P1" in violations(policy, compaction))
-    report = check(policy, BOUNDS)
-    ok &= _row(out, "the justification did not survive the edit", _checker_line(report, "P1"),
-               report.result("P1").verdict == Verdict.VIOLATED)
-    return ok
+def print_rows(out: TextIO, title: str, rows) -> None:
+    print(title, file=out)
+    for row in rows:
+        print(f"  {row.id}. seed:  {row.seed}", file=out)
+        print(f"      found: {row.found}  [{row.label()}]", file=out)
 
 
 def run_all(out: TextIO) -> int:
-    results = []
-    for scenario in (observed_failure, safe_demonstration, provenance_loss):
-        results.append(scenario(out))
+    """Every scenario; exit 0 iff every row comes out as the seed describes."""
+    from prunecheck.checker.commands.reproduce_seed1 import demonstration, observed_failure
+    from prunecheck.checker.commands.reproduce_seed2 import turn_112
+    rows = []
+    for scenario in (observed_failure, demonstration, turn_112):
+        title, found = scenario()
+        print_rows(out, title, found)
         print(file=out)
-    print(f"{sum(results)} of {len(results)} seed observations reproduced", file=out)
-    return 0 if all(results) else 1
+        rows += found
+    good = sum(row.ok for row in rows)
+    tally = {kind: sum(1 for row in rows if row.kind is kind and row.ok) for kind in Kind}
+    print(f"{good} of {len(rows)} observations come out as the seeds describe: "
+          + ", ".join(f"{n} {kind.value}" for kind, n in tally.items() if n), file=out)
+    return 0 if good == len(rows) else 1
