@@ -10,6 +10,7 @@ from prunecheck.spec.policy import NAME_ATTRS, reads_roles
 from prunecheck.spec.runtime import State, Transition, status
 from prunecheck.spec.actions import action_args, action_text
 
+from prunecheck.checker.outputs.decision_doc import decision_json, decision_lines
 from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.result import EngineRun, Method, Outcome, Report, Result, Search
 
@@ -166,7 +167,15 @@ def report_text(report: Report, findings=None, triage=None) -> str:
             lines.append(f"        {variants_text(r, report.spans, report.depth)}")
     accepted = [c for c, _a in triage.accepted] if triage is not None else []
     lines.append(f"  verdict: {report.verdict}" + (f" (accepted: {', '.join(accepted)})" if accepted else ""))
+    lines.extend(f"  {line}" for line in decision_lines(_decision(report, findings)))
     return "\n".join(lines)
+
+
+def _decision(report: Report, findings):
+    """The decision the findings hold, or the report's when there are none (the cache writes a bare report)."""
+    from prunecheck.checker.findings.decision import decision_of
+
+    return findings.decision if findings is not None else decision_of(report)
 
 
 def variants_json(result: Result, spans: int, depth: int) -> dict:
@@ -210,4 +219,5 @@ def report_json(report: Report, findings=None) -> dict:
         "deployment_overridden": list(report.overridden),
         "versions": dict(report.versions),
         "stats": stats_json(report),
+        "decision": decision_json(_decision(report, findings)),
     }
