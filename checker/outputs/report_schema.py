@@ -120,6 +120,15 @@ def _decision() -> dict:
                     "consequence": {"enum": [c.value for c in Consequence]}, "at": TEXT, "reason": TEXT})
 
 
+def _recovery_peak() -> dict:
+    """render.peak_json: the recovery set's peak size within bounds (--recovery-peak)."""
+    domain = {"type": ["array", "null"], "items": COUNT}
+    return _closed({"records": COUNT, "tokens": {"type": ["integer", "null"], "minimum": 0},
+                    "complete": {"type": "boolean"}, "engine": {"enum": ["bmc", "explicit"]},
+                    "bounds": _closed({"depth": COUNT, "spans": COUNT, "tokens": domain}),
+                    "witness": {"$ref": "#/$defs/trace"}, "summary": TEXT})
+
+
 def _report() -> dict:
     deployment = _closed({**{key: {"enum": list(values)} for key, values in DEPLOYMENT_CHOICES.items()},
                           **{key: {"type": "string"} for key in DEPLOYMENT_NAMES}},
@@ -131,7 +140,8 @@ def _report() -> dict:
         "policy_hash": HASH, "depth": COUNT, "spans": COUNT, "deployment": deployment,
         "deployment_overridden": {"type": "array", "items": {"enum": list(DEPLOYMENT_KEYS)}, "uniqueItems": True},
         "versions": {"$ref": "#/$defs/versions"}, "stats": _stats(), "decision": _decision(),
-    })
+        "recovery_peak": _recovery_peak(),
+    }, optional=("recovery_peak",))
 
 
 def report_schema() -> dict:
