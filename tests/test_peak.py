@@ -89,3 +89,8 @@ def test_the_json_peak_is_in_the_schema(tmp_path):
     assert peak["engine"] == "bmc" and peak["tokens"] is None and peak["complete"] is True
     assert peak["bounds"] == {"depth": DEPTH, "spans": SPANS, "tokens": None}
     assert peak["summary"].endswith("bounded, not a proof)")
+
+
+def test_the_html_header_shows_the_peak(tmp_path):
+    page = _check(tmp_path, "--format", "html", "--recovery-peak")
+    assert '<span class="peak">recovery set: at most ' in page and "bounded, not a proof" in page

@@ -16,7 +16,7 @@ from prunecheck.checker.language.locate import source_lines
 from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.outputs.decision_doc import answer_text, basis_text, consequence_text
 from prunecheck.checker.outputs.reasons import reason_text
-from prunecheck.checker.outputs.render import bounds_text, deployment_text, run_text
+from prunecheck.checker.outputs.render import bounds_text, deployment_text, peak_text, run_text
 from prunecheck.spec.actions import action_text
 from prunecheck.checker.result import Report
 
@@ -192,6 +192,9 @@ def _report_html(findings: Findings, index: int, step_labels, triage=None) -> st
             f"{int(report.spans)} spans · verdict <span class=\"verdict\">{escape(str(report.verdict))}</span>"
             f'<br><span class="deployment">deployment {escape(deployment_text(report))}</span>'
             f'<br><span class="bounds">bounds {escape(bounds_text(report))}</span>')
+    if report.recovery_peak is not None:
+        meta += f'<br><span class="peak">recovery set: {escape(peak_text(report.recovery_peak))}</span>'
+
     stats = [f'<li data-condition="{escape(r.condition)}">{escape(r.condition)}: '
              f"{escape('; '.join(run_text(run) for run in r.stats.runs))}</li>" for r in report.results if r.stats.runs]
     return "\n".join([
