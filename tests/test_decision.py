@@ -55,6 +55,7 @@ def test_r1_absent_is_not_asked_and_r1_unknown_is_never_an_answer():
     decision = decision_of(report({**SAFE, "R1": UNKNOWN}))
     assert decision.answers[0].answer is Answer.UNKNOWN
     assert decision.consequence is Consequence.UNKNOWN and decision.at == "Q1"
+    assert decision.reason() == "Q1 unknown (R1 unknown)"
 
 
 def test_a_policy_audit_makes_the_certification_circular():
@@ -100,12 +101,14 @@ def test_a_failing_condition_no_question_reads_still_makes_reversibility_unknown
     decision = decision_of(report({**SAFE, "C2": VIOLATED}))
     assert all(a.safe for a in decision.answers)
     assert decision.consequence is Consequence.UNKNOWN and decision.at == "C2"
+    assert decision.reason().startswith("C2 violated, and \"when any of these fails")
 
 
 def test_conditions_not_checked_answer_unknown():
     decision = decision_of(report({"C1": HOLDS}))
     assert answers(decision) == {"Q1": Answer.NO, "Q2": Answer.UNKNOWN, "Q3": Answer.UNKNOWN, "Q4": Answer.UNKNOWN}
     assert decision.consequence is Consequence.UNKNOWN and decision.at == "Q2"
+    assert decision.reason() == "Q2 unknown (C4 not checked)"
 
 
 def test_findings_carry_the_decision_computed_once():

@@ -105,17 +105,20 @@ class Decision:
     answers: tuple
     consequence: Consequence
     at: str = ""
+    failing: Optional[Basis] = None  # the condition of C1-C4 it was decided at
 
     def reason(self) -> str:
         """Why the consequence, one phrase: the seed's words for the deciding answer, or the failing condition."""
-        if self.at in BY_ID:
-            answered = next(a for a in self.answers if a.question.id == self.at)
-            if answered.answer is Answer.UNKNOWN:
-                return f"{self.at} unknown"
-            return f"{self.at} {answered.answer}: \"{answered.question.meaning}\""
-        if self.at:
-            return f"{self.at} does not hold"
-        return "every answer safe and C1-C4 hold"
+        if self.failing is not None:
+            return f"{self.failing}, and \"when any of these fails, the correct status of the edit is 'unknown " \
+                   f"reversibility'\""
+        if not self.at:
+            return "every answer safe and C1-C4 hold"
+        answered = next(a for a in self.answers if a.question.id == self.at)
+        if answered.answer is Answer.UNKNOWN:
+            open_ = ", ".join(str(b) for b in answered.because if b.verdict is not Verdict.HOLDS)
+            return f"{self.at} unknown" + (f" ({open_})" if open_ else "")
+        return f"{self.at} {answered.answer}: \"{answered.question.meaning}\""
 
 
 def _bases(verdicts: dict, required: tuple, optional: tuple = ()) -> tuple:
@@ -184,7 +187,7 @@ def decide(deployment: Deployment, verdicts: dict) -> Decision:
         return Decision(answers, Consequence.UNKNOWN, unsafe.question.id)
     failing = next((c for c in VALIDITY if verdicts.get(c) is not Verdict.HOLDS), None)
     if failing is not None:
-        return Decision(answers, Consequence.UNKNOWN, failing)
+        return Decision(answers, Consequence.UNKNOWN, failing, Basis(failing, verdicts.get(failing)))
     return Decision(answers, Consequence.MECHANISM)
 
 
