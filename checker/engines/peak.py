@@ -13,6 +13,7 @@ from prunecheck.symbolic.model import Model
 from prunecheck.symbolic.solver import Status, new_solver, query, queries_asked
 
 from prunecheck.checker.engines.explicit import action_choices
+from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
 from prunecheck.checker.result import Domains, Method, RecoveryPeak
 
 
@@ -68,12 +69,14 @@ def explicit_peak(policy: Policy, depth: int, spans: int, domains: Domains, time
 def _unrolled(policy: Policy, depth: int, spans: int, token_domain, timeout: float, rlimit: int) -> tuple:
     """(a solver over the model unrolled `depth` actions from the empty window, each state's count of records)."""
     model = Model(policy, spans, token_domain=token_domain, accelerate=True)
+    invariant = inductive_lemmas(model, timeout, rlimit)  # the bounded search's structural lemmas, as it adds them
     solver = new_solver(timeout * 1000, rlimit)
     states = [model.state(0)]
     solver.add(model.encode_init(states[0]))
     for k in range(depth):
         states.append(model.state(k + 1))
         solver.add(model.encode_step(states[k], model.action(k), states[k + 1]).constraints)
+        solver.add(lemma_terms(model, states[k + 1], invariant))
     counts = [z3.Sum([z3.If(z3.And(s.is_record(i), s.present(i)), 1, 0) for i in range(spans)]) for s in states]
     return solver, counts
 
