@@ -94,3 +94,11 @@ def test_the_json_peak_is_in_the_schema(tmp_path):
 def test_the_html_header_shows_the_peak(tmp_path):
     page = _check(tmp_path, "--format", "html", "--recovery-peak")
     assert '<span class="peak">recovery set: at most ' in page and "bounded, not a proof" in page
+
+
+def test_a_query_stopped_at_its_limit_gives_a_figure_reached_never_at_most():
+    from prunecheck.checker.outputs.render import peak_text
+
+    peak = symbolic_peak(POLICY, DEPTH, SPANS, None, HOUR, rlimit=1)
+    assert not peak.complete
+    assert peak_text(peak).startswith(f"reached {peak.records} records, the search stopped at a limit")
