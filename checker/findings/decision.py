@@ -10,9 +10,6 @@ from prunecheck.spec.policy import Deployment
 
 from prunecheck.checker.result import Report, Verdict
 
-SOURCE = "seed 000_33fda43b115e94e6, decision boundary"
-SEED_WORDS = ("Before treating a model-authored pruning policy as safe for reversible editing, decide the "
-              "following, in order")
 # C1-C4 must all hold for the seed's "reversible": "When any of these fails, the correct status of the edit is
 # 'unknown reversibility,' not 'reversible.'"
 VALIDITY = ("C1", "C2", "C3", "C4")
@@ -197,5 +194,5 @@ def decision_of(report: Report) -> Decision:
     return decide(deployment, {r.condition: r.verdict for r in report.results})
 
 
-__all__ = ["QUESTIONS", "SEED_WORDS", "SOURCE", "Answer", "Answered", "Basis", "Consequence", "Decision", "Note",
+__all__ = ["QUESTIONS", "Answer", "Answered", "Basis", "Consequence", "Decision", "Note",
            "Question", "decide", "decision_of"]
