@@ -154,6 +154,9 @@ def _add_engine_arguments(check) -> None:
                        help="how many times in a row a read or audit may repeat as one action, overriding the "
                             "default (explicit engine: 1 and the neighbours of the policy's clock constants; "
                             "symbolic: any)")
+    check.add_argument("--recovery-peak", dest="recovery_peak", action="store_true", default=DEFAULTS.recovery_peak,
+                       help="also report the most recovery records present at once, and (explicit engine) their "
+                            "tokens, over the runs within the bounds: a bounded figure, not a proof; costs time")
 
 
 def _add_trace_parsers(sub) -> None:
