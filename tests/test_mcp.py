@@ -21,7 +21,7 @@ from prunecheck.checker.language.typecheck import MAX_FILE_BYTES
 from prunecheck.checker.outputs.report_schema import report_schema
 from prunecheck.spec.errors import PolicySyntaxError
 
-from conftest import EXAMPLES, HOUR, RLIMIT
+from conftest import EXAMPLES, HOUR, RLIMIT, ROOT
 
 mcp = pytest.importorskip("mcp")
 
@@ -142,7 +142,8 @@ def test_ten_concurrent_calls_each_get_their_own_answer():
     async def scenario():
         async with stdio_client("--workers", "2") as client:
             calls = [client.call_tool("check", {"policy": p.read_text(encoding="utf-8"), "name": p.name,
-                                                "only": ["C1"], "depth": 4, "spans": 4}) for p in policies]
+                                                "only": ["C1"], "depth": 3, "spans": 3, "prove": False})
+                     for p in policies]
             return await asyncio.gather(*calls)
     results = run(scenario)
     assert [report_of(r)["policy"] for r in results] == expected
@@ -174,6 +175,29 @@ def test_the_server_over_streamable_http_on_loopback():
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+@pytest.mark.long
+def test_the_agent_loop_reaches_a_proved_policy_in_three_rounds():
+    """examples/agent_loop: two drafts refuted with their explanations fed back, the third proved and confirmed."""
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "agent_loop" / "agent_loop.py"), *SERVER[4:]],
+                          capture_output=True, text=True, timeout=HOUR)
+    lines = done.stdout.splitlines()
+    rounds = [i for i, line in enumerate(lines) if line.startswith("round ")]
+    assert done.returncode == 0 and len(rounds) == 3, done.stdout + done.stderr
+    first, second, third = (lines[i:j] for i, j in zip(rounds, [*rounds[1:], len(lines)]))
+    for refuted, name in ((first, "draft1.yaml"), (second, "draft2.yaml")):
+        assert ": violated (" in refuted[1] and refuted[2].startswith("  feedback to the model (")
+        assert any(f"{name}:" in line and "records: window" in line for line in refuted), refuted
+    assert ": holds (" in third[1]
+    assert third[2].startswith("  certify: ") and set(third[2].split(": ", 1)[1].split(", ")) == {
+        f"{condition} confirmed" for condition in listed_conditions(third[1])}
+    assert third[-1].startswith("accepted draft3.yaml after 3 rounds")
+
+
+def listed_conditions(check_line: str) -> list:
+    """The conditions a transcript's check line lists: `policy NAME: VERDICT (C1 holds, C2 holds, ...)`."""
+    return [part.split()[0] for part in check_line.split("(", 1)[1].rstrip(")").split(", ")]
 
 
 # --- the pieces, in process ------------------------------------------------------------------------------------------
