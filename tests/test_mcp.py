@@ -14,6 +14,7 @@ import pytest
 
 from prunecheck import cli
 from prunecheck.checker.commands.mcp_language import vocabulary
+from prunecheck.checker.commands.mcp_pool import Pool
 from prunecheck.checker.commands.mcp_tools import Limits, bounded_text, file_name
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.policy_schema import policy_schema
@@ -201,6 +202,19 @@ def listed_conditions(check_line: str) -> list:
 
 
 # --- the pieces, in process ------------------------------------------------------------------------------------------
+
+def test_a_call_past_its_time_limit_is_stopped_and_its_worker_replaced():
+    """A call that never ends (whatever the load) is killed at the limit and answered with a tool error; the next
+    call gets a fresh worker."""
+    pool = Pool(1)
+    try:
+        status, line, _ = pool.run(time.sleep, (HOUR,), 0.5)
+        assert status == "error" and "exceeded this server's limit of 0.5 s" in line
+        status, summary, _ = pool.call("check", Limits(rlimit=RLIMIT), {"policy": SAFE, "only": ["C1"]})
+        assert (status, summary.split(":")[1]) == ("ok", " holds (C1 holds)")
+    finally:
+        pool.close()
+
 
 def test_every_vocabulary_example_is_a_policy_the_loader_accepts():
     words = vocabulary()

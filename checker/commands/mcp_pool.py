@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from prunecheck.checker.commands.mcp_tools import Limits, run_tool
 from prunecheck.checker.commands.workers import DIED, Worker
@@ -20,21 +19,25 @@ class Pool:
         self.closed = False
 
     def call(self, tool: str, limits: Limits, arguments: dict) -> tuple:
-        """run_tool's answer (status, text, document), or ("error", line, None) when the call outlives limits.seconds or its worker dies."""
+        """run_tool's answer (status, text, document), or ("error", line, None) when the call outlives
+        limits.seconds or its worker dies."""
+        return self.run(run_tool, (tool, limits, arguments), limits.seconds)
+
+    def run(self, function, args: tuple, seconds: float) -> tuple:
+        """function(*args) in a worker, killed after `seconds`: its answer, or ("error", line, None)."""
         with self.slots:
-            worker = self._take()
-            started = time.monotonic()
-            timer = threading.Timer(limits.seconds, worker.process.kill)
+            worker, stopped = self._take(), threading.Event()
+            timer = threading.Timer(seconds, lambda: (stopped.set(), worker.process.kill()))
             timer.start()
             try:
-                answer = worker.run(run_tool, (tool, limits, arguments))
+                answer = worker.run(function, args)
             finally:
                 timer.cancel()
             if answer is None:
                 worker.close(kill=True)
-                if time.monotonic() - started >= limits.seconds:
-                    return "error", (f"prunecheck: error: the call exceeded this server's limit of "
-                                     f"{limits.seconds:g} s per call; ask for a smaller depth, spans or rlimit"), None
+                if stopped.is_set():
+                    return "error", (f"prunecheck: error: the call exceeded this server's limit of {seconds:g} s "
+                                     "per call; ask for a smaller depth, spans or rlimit"), None
                 return "error", f"prunecheck: internal error: {DIED}", None
             self._give(worker)
             if not answer[0]:
