@@ -30,6 +30,7 @@ SERVER = [sys.executable, "-m", "prunecheck", "mcp", "--rlimit", str(RLIMIT), "-
 FLAWED = (EXAMPLES / "seed_flawed.yaml").read_text(encoding="utf-8")
 SAFE = (EXAMPLES / "seed_safe_design.yaml").read_text(encoding="utf-8")
 TOOLS = {"check", "explain", "repair", "diff", "certify"}
+RESOURCES = {"prunecheck://schema/policy", "prunecheck://schema/report", "prunecheck://policy-language"}
 
 
 @contextlib.asynccontextmanager
@@ -72,8 +73,11 @@ def test_every_tool_and_resource_over_stdio():
     async def scenario():
         async with stdio_client() as client:
             assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            assert {str(r.uri) for r in (await client.list_resources()).resources} == RESOURCES
             schema = await client.read_resource("prunecheck://schema/policy")
             assert json.loads(schema.contents[0].text) == policy_schema()
+            report = await client.read_resource("prunecheck://schema/report")
+            assert json.loads(report.contents[0].text) == report_schema()
             language = json.loads((await client.read_resource("prunecheck://policy-language")).contents[0].text)
             assert language["schema"] == policy_schema() and language["vocabulary"] == vocabulary()
             flawed = report_of(await client.call_tool("check", {"policy": FLAWED, "name": "seed_flawed.yaml"}))
@@ -117,6 +121,9 @@ def test_bad_inputs_are_tool_errors_with_the_clis_line_and_the_server_keeps_serv
             assert typed.is_error
             forged = await client.call_tool("certify", {"certificates": [{"format": "forged"}]})
             assert forged.structured_content["certificates"][0]["status"] == "rejected"
+            deep = await client.call_tool("certify", {"certificates": ["[" * 100_000]})
+            assert deep.is_error and text_of(deep) == ("prunecheck: error: certificate[0]:1:1: certificate is not "
+                                                       "JSON: nested too deeply")
             still = report_of(await client.call_tool("check", {"policy": SAFE, "only": ["C1"]}))
             return answers, still
     answers, still = run(scenario)

@@ -9,6 +9,7 @@ from prunecheck.checker.commands.mcp_tools import Limits, precheck
 from prunecheck.checker.options import MAX_SPANS
 
 SCHEMA_URI = "prunecheck://schema/policy"
+REPORT_SCHEMA_URI = "prunecheck://schema/report"
 LANGUAGE_URI = "prunecheck://policy-language"
 INSTRUCTIONS = (
     "Vet a context-pruning policy before it is deployed. Read prunecheck://policy-language (the policy JSON Schema and "
@@ -31,7 +32,7 @@ def tool_result(answer: tuple):
 
 
 def build_server(pool, limits: Limits):
-    """The MCPServer: five tools that send their arguments to `pool` within `limits`, and two resources."""
+    """The MCPServer: five tools that send their arguments to `pool` within `limits`, and three resources."""
     from mcp.server import MCPServer
     from mcp.types import CallToolResult
 
@@ -84,11 +85,17 @@ def build_server(pool, limits: Limits):
 def _add_resources(server) -> None:
     from prunecheck.checker.commands.mcp_language import language_document
     from prunecheck.checker.language.policy_schema import policy_schema
+    from prunecheck.checker.outputs.report_schema import report_schema
 
     @server.resource(SCHEMA_URI, name="policy-schema", mime_type="application/schema+json",
                      description="The JSON Schema of a YAML/JSON policy (what `prunecheck schema policy` prints).")
     def schema() -> str:
         return json.dumps(policy_schema(), indent=2)
+
+    @server.resource(REPORT_SCHEMA_URI, name="report-schema", mime_type="application/schema+json",
+                     description="The JSON Schema of `check`'s structured content (`prunecheck schema report`).")
+    def report() -> str:
+        return json.dumps(report_schema(), indent=2)
 
     @server.resource(LANGUAGE_URI, name="policy-language", mime_type="application/json",
                      description="The policy language: the schema and its vocabulary, one example each.")
@@ -139,4 +146,4 @@ def run(args, stdout, stderr) -> int:
     return 0
 
 
-__all__ = ["build_server", "tool_result", "add_parser", "run", "SCHEMA_URI", "LANGUAGE_URI"]
+__all__ = ["build_server", "tool_result", "add_parser", "run", "SCHEMA_URI", "REPORT_SCHEMA_URI", "LANGUAGE_URI"]

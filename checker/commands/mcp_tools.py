@@ -162,7 +162,10 @@ def diff_tool(limits: Limits, old: str, new: str, old_name: str = "old.yaml", ne
 def _certificate_document(i: int, certificate):
     from prunecheck.checker.engines.certificate import CertificateError, certificate_json
 
-    text = certificate if isinstance(certificate, str) else json.dumps(certificate)
+    try:
+        text = certificate if isinstance(certificate, str) else json.dumps(certificate)
+    except (RecursionError, ValueError):
+        raise PolicySyntaxError("certificate is nested too deeply", f"certificate[{i}]", 1, 1) from None
     if len(text.encode("utf-8", "surrogatepass")) > MAX_CERTIFICATE_BYTES:
         raise PolicySyntaxError(f"certificate is too large: more than {MAX_CERTIFICATE_BYTES} bytes",
                                 f"certificate[{i}]", 1, 1)
