@@ -108,6 +108,7 @@ def test_bad_inputs_are_tool_errors_with_the_clis_line_and_the_server_keeps_serv
     expected = [cli_error(tmp_path, monkeypatch, "bad.yaml", malformed),
                 cli_error(tmp_path, monkeypatch, "big.yaml", oversized)]
     assert "bad.yaml:2:" in expected[0] and "too large" in expected[1]
+    marker = tmp_path / "executed"
 
     async def scenario():
         async with stdio_client() as client:
@@ -119,6 +120,9 @@ def test_bad_inputs_are_tool_errors_with_the_clis_line_and_the_server_keeps_serv
             assert over.is_error and "this server's limit" in text_of(over)
             typed = await client.call_tool("check", {"policy": 3})
             assert typed.is_error
+            code = f"import os\nos.system('touch {marker}')\ndef evict(span, window):\n    return True\n"
+            evil = await client.call_tool("check", {"policy": code, "name": "evil.py"})
+            assert evil.is_error and text_of(evil).startswith("prunecheck: error: evil.py:1:1: ")
             forged = await client.call_tool("certify", {"certificates": [{"format": "forged"}]})
             assert forged.structured_content["certificates"][0]["status"] == "rejected"
             deep = await client.call_tool("certify", {"certificates": ["[" * 100_000]})
@@ -128,6 +132,7 @@ def test_bad_inputs_are_tool_errors_with_the_clis_line_and_the_server_keeps_serv
             return answers, still
     answers, still = run(scenario)
     assert answers == [(True, line) for line in expected]
+    assert not marker.exists(), "a policy was executed"
     assert still["verdict"] == "holds"
 
 
