@@ -125,6 +125,12 @@ def test_bad_inputs_are_tool_errors_with_the_clis_line_and_the_server_keeps_serv
             assert evil.is_error and text_of(evil).startswith("prunecheck: error: evil.py:1:1: ")
             forged = await client.call_tool("certify", {"certificates": [{"format": "forged"}]})
             assert forged.structured_content["certificates"][0]["status"] == "rejected"
+            bogus = await client.call_tool("explain", {"policy": SAFE, "condition": "C1",
+                                                       "trace": [{"action": "shell", "args": {"cmd": "rm"}}]})
+            assert bogus.is_error and "unknown action 'shell'" in text_of(bogus)
+            harmless = await client.call_tool("explain", {"policy": SAFE, "condition": "C1", "trace": [
+                {"action": "append", "args": {"kind": "message", "tokens": 1}}]})
+            assert harmless.is_error and "does not violate C1" in text_of(harmless)
             deep = await client.call_tool("certify", {"certificates": ["[" * 100_000]})
             assert deep.is_error and text_of(deep) == ("prunecheck: error: certificate[0]:1:1: certificate is not "
                                                        "JSON: nested too deeply")

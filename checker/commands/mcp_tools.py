@@ -66,6 +66,7 @@ def options_for(limits: Limits, depth=None, spans=None, rlimit=None, base=DEFAUL
 
 
 def policy_of(text: str, name: str, deployment: Optional[dict] = None):
+    """The policy a text holds, with the keys of `deployment` (a mapping, read as a deployment file) set over its own."""
     override = None
     if deployment:
         override = parse_deployment_text(json.dumps(deployment), "deployment.json")
@@ -120,7 +121,8 @@ def explain_tool(limits: Limits, policy: str, condition: str, trace: list, name:
 
     loaded = policy_of(policy, name, deployment)
     condition = _conditions([condition])[0]
-    spans = _bound(spans, DEFAULTS.spans, 2, min(limits.spans, MAX_SPANS), "spans")
+    if spans is not None:  # None: no bound, so a trace from a check at any span bound replays
+        spans = _bound(spans, DEFAULTS.spans, 2, min(limits.spans, MAX_SPANS), "spans")
     try:
         transitions = replay(loaded, actions_from(trace), spans)
     except (TraceFormatError, ReplayMismatch) as exc:
