@@ -72,7 +72,8 @@ def test_every_tool_and_resource_over_stdio():
     check the repair (proved), confirm its certificates, diff the two; and read the schema resources."""
     async def scenario():
         async with stdio_client() as client:
-            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            tools = (await client.list_tools()).tools
+            assert {t.name for t in tools} == TOOLS and all(t.annotations.read_only_hint for t in tools)
             assert {str(r.uri) for r in (await client.list_resources()).resources} == RESOURCES
             schema = await client.read_resource("prunecheck://schema/policy")
             assert json.loads(schema.contents[0].text) == policy_schema()

@@ -1,4 +1,4 @@
-"""The `mcp` command: prunecheck's API as an MCP server (stdio, or streamable HTTP on 127.0.0.1), tools and resources."""
+"""The `mcp` command: prunecheck's API as an MCP server (stdio, or streamable HTTP on 127.0.0.1): tools, resources."""
 
 import json  # no `from __future__ import annotations`: the SDK reads the tools' annotations as objects
 from typing import Any, Optional
@@ -34,15 +34,17 @@ def tool_result(answer: tuple):
 def build_server(pool, limits: Limits):
     """The MCPServer: five tools that send their arguments to `pool` within `limits`, and three resources."""
     from mcp.server import MCPServer
-    from mcp.types import CallToolResult
+    from mcp.types import CallToolResult, ToolAnnotations
 
     server = MCPServer("prunecheck", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    pure = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)  # reads no file, no net
 
     def call(tool: str, arguments: dict) -> CallToolResult:
         refused = precheck(tool, arguments)
         return tool_result(("error", refused, None) if refused else pool.call(tool, limits, arguments))
 
-    @server.tool(description="Check a policy (its text; `name` picks the form: .yaml .yml .json .py) against every "
+    @server.tool(annotations=pure,
+                 description="Check a policy (its text; `name` picks the form: .yaml .yml .json .py) against every "
                              "condition: the `check --format json` document, each counterexample explained.")
     def check(policy: str, name: str = "policy.yaml", deployment: Deployment = None, depth: Optional[int] = None,
               spans: Optional[int] = None, rlimit: Optional[int] = None, only: Optional[list[str]] = None,
@@ -50,28 +52,32 @@ def build_server(pool, limits: Limits):
         return call("check", dict(policy=policy, name=name, deployment=deployment, depth=depth, spans=spans,
                                   rlimit=rlimit, only=only, prove=prove))
 
-    @server.tool(description="Explain a counterexample (`trace`: a condition's `trace` list from check) step by "
+    @server.tool(annotations=pure,
+                 description="Explain a counterexample (`trace`: a condition's `trace` list from check) step by "
                              "step, down to the policy text that causes it.")
     def explain(policy: str, condition: str, trace: list[dict[str, Any]], name: str = "policy.yaml",
                 deployment: Deployment = None, spans: Optional[int] = None) -> CallToolResult:
         return call("explain", dict(policy=policy, condition=condition, trace=trace, name=name,
                                     deployment=deployment, spans=spans))
 
-    @server.tool(description="Propose the proved change to a policy text that keeps most of its intent (`repair "
+    @server.tool(annotations=pure,
+                 description="Propose the proved change to a policy text that keeps most of its intent (`repair "
                              "--format json`: the change, the repaired text and its diff, each condition's proof).")
     def repair(policy: str, name: str = "policy.yaml", allow_deployment: bool = True, depth: Optional[int] = None,
                spans: Optional[int] = None, rlimit: Optional[int] = None) -> CallToolResult:
         return call("repair", dict(policy=policy, name=name, allow_deployment=allow_deployment, depth=depth,
                                    spans=spans, rlimit=rlimit))
 
-    @server.tool(description="Compare two policies: does one evict, in some reachable state, a span the other "
+    @server.tool(annotations=pure,
+                 description="Compare two policies: does one evict, in some reachable state, a span the other "
                              "keeps (`diff --format json`)?")
     def diff(old: str, new: str, old_name: str = "old.yaml", new_name: str = "new.yaml", depth: Optional[int] = None,
              spans: Optional[int] = None, rlimit: Optional[int] = None) -> CallToolResult:
         return call("diff", dict(old=old, new=new, old_name=old_name, new_name=new_name, depth=depth, spans=spans,
                                  rlimit=rlimit))
 
-    @server.tool(description="Re-check proof certificates (the `certificate` objects of check's report, all of a "
+    @server.tool(annotations=pure,
+                 description="Re-check proof certificates (the `certificate` objects of check's report, all of a "
                              "policy's together: they may assume each other) with cvc5; with `policy`, each must be "
                              "for exactly it.")
     def certify(certificates: list[Any], policy: Optional[str] = None, name: str = "policy.yaml",

@@ -66,7 +66,7 @@ def options_for(limits: Limits, depth=None, spans=None, rlimit=None, base=DEFAUL
 
 
 def policy_of(text: str, name: str, deployment: Optional[dict] = None):
-    """The policy a text holds, with the keys of `deployment` (a mapping, read as a deployment file) set over its own."""
+    """The policy a text holds, the keys of `deployment` (a mapping, read as a deployment file) set over its own."""
     override = None
     if deployment:
         override = parse_deployment_text(json.dumps(deployment), "deployment.json")
