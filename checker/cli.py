@@ -188,12 +188,14 @@ def _add_trace_parsers(sub) -> None:
 def builtin_commands() -> dict:
     """The subcommands that live in their own modules: {name: (add_parser, run)}."""
     from prunecheck.checker.commands import graph
+    from prunecheck.checker.commands import mcp_server
     from prunecheck.checker.commands import policydiff
     from prunecheck.checker.commands import repair
     from prunecheck.checker.commands import schemas
 
     return {"graph": (graph.add_parser, graph.run), "repair": (repair.add_parser, repair.run),
-            "diff": (policydiff.add_parser, policydiff.run), "schema": (schemas.add_parser, schemas.run)}
+            "diff": (policydiff.add_parser, policydiff.run), "schema": (schemas.add_parser, schemas.run),
+            "mcp": (mcp_server.add_parser, mcp_server.run)}
 
 
 def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO = None,
