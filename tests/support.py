@@ -289,6 +289,19 @@ TARGETED = [
      (Append("message", 1, "tool_call"), Append("message", 2, "tool_result"), Edit(0, "transform"), Compact(1))),
     ("evict: true\nrank: 0 - tokens\nbudget: 3\npairs: together", Deployment(),
      (Append("message", 2, "tool_call"), Append("message", 2, "tool_result"), Append("message", 1), Compact())),
+    # evicted: tombstone: evicted, masked, truncated and cut-short summaries keep a tombstone, which an undo leaves;
+    # under destroyed a truncation loses content without evidence (M1)
+    ("evict: kind == 'summary'", Deployment(evicted="tombstone", evidence="on"),
+     (Append("message", 2), Edit(0, "transform"), Compact(), Undo(1), Compact(1))),
+    ("evict: kind in ['record', 'summary']\neffect: mask", Deployment(records="window", evicted="tombstone",
+                                                                   evidence="on"),
+     (Append("message", 3), Edit(0, "transform"), Compact(), Undo(1), Compact(1))),
+    ("evict: kind == 'tool_output'\neffect: summarise", Deployment(evicted="tombstone", evidence="on"),
+     (Append("tool_output", 2), Compact(1))),
+    ("evict: false", Deployment(evidence="on"), (Append("message", 2), Compact(1))),
+    # a record evicted under tombstone is gone (C2), as under destroyed: a tombstone is no record
+    ("evict: kind == 'record'", Deployment(records="window", evicted="tombstone"),
+     (Append("message", 1), Edit(0, "transform"), Compact())),
 ]
 
 
