@@ -13,7 +13,8 @@ from prunecheck.checker.engines.replay import replay
 from prunecheck.checker.findings.explain import explain
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.options import CheckOptions
-from prunecheck.checker.outputs.itf import itf_states
+from prunecheck.checker.language.document import policy_document
+from prunecheck.checker.outputs.itf import itf_states, trace_document
 from prunecheck.checker.outputs.render import span_line
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import applicable, transition_violations, violations
@@ -21,7 +22,7 @@ from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import Append, Compact, Edit, Pin, Read, Transition, Undo, with_span
 
 from conftest import BOUNDS, CLI_BOUNDS, HOUR
-from support import assert_confirmed, run_actions
+from support import assert_confirmed, assert_itf_py_reads_our_states, run_actions
 
 # The design's M1 schema (docs/design/seeds.md 2.2): a span the host's truncation destroys.
 DESTROY = (Append("message", 2), Compact(1))
@@ -68,6 +69,8 @@ def test_the_tombstone_is_quiet_at_false_in_repr_itf_and_text():
     assert itf_states(policy, transitions)[-1]["spans"][0]["tombstone"] is True
     plain = _policy(evicted="destroyed")
     assert "tombstone" not in itf_states(plain, run_actions(plain, DESTROY)[1])[-1]["spans"][0]
+    document = json.loads(json.dumps(trace_document(policy, policy_document(policy), transitions, {})))
+    assert_itf_py_reads_our_states(policy, transitions, document)
 
 
 @pytest.mark.parametrize("evicted, effect, lost", [
