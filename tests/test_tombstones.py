@@ -1,5 +1,6 @@
 """Tombstones, monotone evidence (M1) and the append-only decision log (A1): runtime, both models, checker, traces."""
 
+import hashlib
 import io
 import json
 from dataclasses import replace
@@ -7,13 +8,15 @@ from dataclasses import replace
 import pytest
 
 from prunecheck.checker.check import check
+from prunecheck.checker.commands.batch import batch_item
 from prunecheck.checker.cli import main
 from prunecheck.checker.engines.explicit import domains_for, explore
 from prunecheck.checker.engines.replay import replay
 from prunecheck.checker.findings.explain import explain
-from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.checker.language.document import policy_document, policy_hash
+from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.options import CheckOptions
-from prunecheck.checker.language.document import policy_document
+from prunecheck.checker.outputs.cache import FORMAT, CacheStatus, cache_key
 from prunecheck.checker.outputs.itf import itf_states, trace_document
 from prunecheck.checker.outputs.render import span_line
 from prunecheck.checker.result import Verdict
@@ -157,3 +160,28 @@ def test_a_tampered_tombstone_in_an_itf_trace_does_not_reproduce(tmp_path, value
     out, err = io.StringIO(), io.StringIO()
     assert main(["replay", str(trace)], out, err) == 1
     assert f"state {len(doc['states']) - 1} differs" in out.getvalue() and "Traceback" not in out.getvalue() + err.getvalue()
+
+
+@pytest.mark.parametrize("tamper, words", [
+    (lambda step: step["args"].update(tombstone=True), "wrong arguments"),
+    (lambda step: step["args"].update(tokens="yes"), "does not replay"),
+])
+def test_a_forged_tombstone_or_bad_value_in_a_cached_trace_is_rejected_in_one_line(tmp_path, tamper, words):
+    # The cache keeps a trace as its actions, never its states: a tombstone can only be forged as an argument.
+    path = tmp_path / "p.yaml"
+    path.write_text("name: t\nevict: kind == 'record'\ndeployment:\n  records: window\n  evicted: tombstone\n"
+                    "  evidence: 'on'\n")
+    options = replace(OPTIONS, only=("C2", "M1"))
+    cache = tmp_path / "cache"
+    fresh = batch_item(str(path), options, str(cache))
+    assert fresh.report.result("C2").verdict is Verdict.VIOLATED
+    key = cache_key(options.settings(policy_hash(load_policy(path))))
+    entry_path = cache / f"v{FORMAT}" / key[:2] / f"{key}.json"
+    entry = json.loads(entry_path.read_text())
+    tamper(next(s for s in entry["report"]["conditions"]["C2"]["trace"] if s["action"] == "append"))
+    entry["sha256"] = hashlib.sha256(json.dumps(entry["report"], sort_keys=True,
+                                                separators=(",", ":")).encode()).hexdigest()
+    entry_path.write_text(json.dumps(entry, sort_keys=True))
+    item = batch_item(str(path), options, str(cache))
+    assert item.cache is CacheStatus.REJECTED and "\n" not in item.rejection and words in item.rejection
+    assert item.report == fresh.report
