@@ -12,7 +12,7 @@ from prunecheck.checker.commands.batch import batch_item
 from prunecheck.checker.cli import main
 from prunecheck.checker.engines.explicit import domains_for, explore
 from prunecheck.checker.engines.replay import replay
-from prunecheck.checker.findings.explain import explain
+from prunecheck.checker.findings.explain import cause_of, explain
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.options import CheckOptions
@@ -101,6 +101,9 @@ def test_a1_sees_a_rewrite_of_a_log_entry_and_not_its_metadata():
     for change in ({"alive": False}, {"tokens": 5}, {"namespace": "window"}, {"version": 1}, {"kind": "message"}):
         forged = with_span(state, replace(state.span(2), **change))
         assert transition_violations(Transition(state, Compact(), forged, "ok")) == {"A1"}
+    cause = cause_of(policy, [Transition(state, Compact(), forged, "ok")], "A1")
+    assert "rewrites decision-log entry #2 (rationale of edit 1)" in cause.summary
+    assert cause.points[0].text == "rationale: decision_log (set by the deployment override)"
 
 
 def test_the_logged_archive_is_not_the_decision_log():
