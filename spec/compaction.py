@@ -55,10 +55,11 @@ def stage_taken(policy: Policy, state: State) -> tuple:
 
 
 def removed(policy: Policy, span: Span) -> Span:
-    """A span a compaction removes from the window: dead, or (evicted: logged) alive in the log."""
+    """A span a compaction removes from the window: dead, or (evicted: logged) alive in the log; under
+    `evicted: tombstone` dead with a tombstone."""
     if policy.deployment.evicted == "logged":
         return replace(span, namespace="log")
-    return replace(span, alive=False)
+    return replace(span, alive=False, tombstone=span.tombstone or policy.deployment.evicted == "tombstone")
 
 
 def take(policy: Policy, state: State, taken) -> State:
@@ -66,7 +67,8 @@ def take(policy: Policy, state: State, taken) -> State:
     for span_id in taken:
         span = state.span(span_id)
         if policy.effect in IN_PLACE:
-            state = with_span(state, replace(span, masked=True, tokens=left_tokens(policy, span.tokens)))
+            state = with_span(state, replace(span, masked=True, tokens=left_tokens(policy, span.tokens),
+                                             tombstone=span.tombstone or policy.deployment.evicted == "tombstone"))
         else:
             state = with_span(state, removed(policy, span))
     return state

@@ -69,6 +69,39 @@ def _t1(transition: Transition) -> bool:
         and (k in removed) != (k + 1 in removed) for k in range(len(before.spans) - 1))
 
 
+def lost_content(before: State, after: State) -> tuple:
+    """The ids of spans with content in `before` (present) that have none in `after` (dead, masked or cut) with
+    neither a tombstone nor a place in the log: M1's destructions without evidence."""
+    return tuple(s.id for s in before.spans if present(s) and not present(after.span(s.id))
+                 and not after.span(s.id).tombstone and after.span(s.id).namespace != "log")
+
+
+def log_entry(span) -> bool:
+    """A decision-log entry: a rationale in the log namespace (not the archive of `evicted: logged`, SPEC 6f)."""
+    return span.kind == "rationale" and span.namespace == "log"
+
+
+LOG_CONTENT = ("kind", "tokens", "alive", "masked", "namespace", "version")  # reads, last_read, pinned: metadata
+
+
+def rewritten_log_entries(before: State, after: State) -> tuple:
+    """The ids of decision-log entries in `before` whose content `after` changes or removes: A1's violations."""
+    return tuple(s.id for s in before.spans if log_entry(s)
+                 and any(getattr(s, f) != getattr(after.span(s.id), f) for f in LOG_CONTENT))
+
+
+def _m1(transition: Transition) -> bool:
+    return bool(lost_content(transition.before, transition.after))
+
+
+def _a1(transition: Transition) -> bool:
+    return bool(rewritten_log_entries(transition.before, transition.after))
+
+
+def evidence_on(policy: Policy) -> bool:
+    return policy.deployment.evidence == "on"
+
+
 _FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"
 _SECOND_SEED = "seed 004_c989c62c2c56fca8, condition of validity"
 
@@ -110,6 +143,17 @@ CONDITION_TABLE = (
               "(or the reverse) — the property real model APIs reject requests for.",
         description="tool-call pairs: no compaction stage removes one span of a tool call and its result",
         rule="ToolCallPairs", violated=_t1, applies=uses_pairs),
+    Condition(
+        id="M1", scope=Scope.STEP, source=f"{_SECOND_SEED} 2",
+        words="**Monotone evidence.** Every destructive edit is accompanied by a retained, addressable record (hash, "
+              "span ID, or verbatim excerpt) s... [the seed's text is cut off here]",
+        description="monotone evidence: no step destroys a span's content without a tombstone or a place in the log",
+        rule="MonotoneEvidence", violated=_m1, applies=evidence_on),
+    Condition(
+        id="A1", scope=Scope.STEP, source=f"{_SECOND_SEED} 1",
+        words="a separate, append-only decision log that is never itself a pruning target",
+        description="append-only log: no step removes or rewrites a decision-log entry (a rationale in the log)",
+        rule="AppendOnlyLog", violated=_a1, applies=evidence_on),
 )
 
 BY_ID = {c.id: c for c in CONDITION_TABLE}

@@ -35,14 +35,16 @@ class Span:
     tag: str = ""  # likewise: a label the host attaches
     masked: bool = False  # its content was replaced by a placeholder (effect: mask); an undo of its edit clears it
     place: Optional[int] = None  # the window-order key (SPEC 4d); None means the id, what every span but a summary has
+    tombstone: bool = False  # evicted: tombstone: its content is gone, a tombstone (its id and hash) stays (SPEC 6f)
 
     def __post_init__(self):
         if self.place is None:
             object.__setattr__(self, "place", self.id)
 
     def __repr__(self) -> str:
-        # place is left out where it is the id, so that every trace without summaries prints as before.
-        shown = [k for k in self.__dataclass_fields__ if k != "place" or self.place != self.id]
+        # place is left out where it is the id, tombstone where false, so that every old trace prints as before.
+        shown = [k for k in self.__dataclass_fields__
+                 if (k != "place" or self.place != self.id) and (k != "tombstone" or self.tombstone)]
         return f"Span({', '.join(f'{k}={getattr(self, k)!r}' for k in shown)})"
 
 

@@ -10,6 +10,7 @@ import z3
 from prunecheck.spec.conditions import BY_ID, Scope
 from prunecheck.spec.policy import IN_PLACE
 from prunecheck.symbolic.model import ACT
+from prunecheck.symbolic.evidence_terms import a1_pair, a1_unrolled, m1_pair, m1_unrolled
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ TERMS = {
     "C4": ConditionTerms(_c4, _pair_c4),
     "P1": ConditionTerms(_p1, _pair_p1),
     "T1": ConditionTerms(_t1, _pair_t1),
+    "M1": ConditionTerms(m1_unrolled, m1_pair),
+    "A1": ConditionTerms(a1_unrolled, a1_pair),
 }
 
 

@@ -12,6 +12,7 @@ from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, N
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
 from prunecheck.symbolic.window_terms import before, position_terms, stage_closures
+from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD, has_tombstones, write_tombstone
 
 ACTIONS = ("append", "edit", "read", "pin", "unpin", "compact", "undo", "audit")
 # Constructors are prefixed so that SMT-LIB text stays unambiguous (`undo` is also a namespace).
@@ -38,10 +39,11 @@ def slot_sort(n: int):
     return _slot_sorts[n]
 
 
-def span_fields(n: int, masking: bool = False, placing: bool = False, names: tuple = ()) -> dict:
+def span_fields(n: int, masking: bool = False, placing: bool = False, names: tuple = (),
+                tombstones: bool = False) -> dict:
     """The slot fields; `masked` only in a model whose policy masks or reads it, `place` only in one whose policy
     summarises, and `tool`, `tag` (Int: a name's code, spec/SPEC.md 1c) only for those in `names`
-    (mentioned_names), so old models stay byte-identical."""
+    (mentioned_names), `tombstone` only under `evicted: tombstone`, so old models stay byte-identical."""
     slot = slot_sort(n)[0]
     fields = {
         "used": z3.BoolSort(), "alive": z3.BoolSort(), "kind": KindSort, "ns": NamespaceSort,
@@ -53,6 +55,7 @@ def span_fields(n: int, masking: bool = False, placing: bool = False, names: tup
     }
     fields = {**fields, "masked": z3.BoolSort()} if masking else fields
     fields = {**fields, **{attr: z3.IntSort() for attr, _names in names}}
+    fields = {**fields, **TOMBSTONE_FIELD} if tombstones else fields
     return {**fields, "place": z3.IntSort()} if placing else fields
 
 
@@ -60,14 +63,14 @@ class SymState:
     """One state: its clock (a numeral when unrolled from the empty window) and a z3 term per slot field."""
 
     def __init__(self, k, n: int, tag: str = "", clock=None, variables: bool = True, masking: bool = False,
-                 placing: bool = False, names: tuple = ()):
+                 placing: bool = False, names: tuple = (), tombstones: bool = False):
         """Without `variables` the fields are left empty, for encode_init or encode_step to fill."""
         self.k, self.n, self.names = k, n, names
         if clock is None:
             clock = z3.IntVal(k) if isinstance(k, int) else z3.Int(f"{tag}clock@{k}")
         self.clock = clock
         self.fields = {name: [z3.Const(f"{tag}{name}{i}@{k}", sort) if variables else None for i in range(n)]
-                       for name, sort in span_fields(n, masking, placing, names).items()}
+                       for name, sort in span_fields(n, masking, placing, names, tombstones).items()}
 
     def __getattr__(self, name):
         fields = self.__dict__.get("fields")
@@ -178,6 +181,7 @@ class Model:
         self.masking = masks(policy)
         self.placing = summarises(policy)  # slots carry a window-order place (SPEC 4d)
         self.names = mentioned_names(policy) if names is None else names
+        self.tombstones = has_tombstones(self.dep)
         self.run_appends = False  # an append may add several spans (symbolic/runs.py)
         self.slots = slot_sort(n)[1]
         self._policy_terms: dict = {}
@@ -188,20 +192,21 @@ class Model:
     def state(self, k: int) -> SymState:
         """State k of an unrolling, its fields to be filled by encode_init or encode_step."""
         return SymState(k, self.n, self.tag, variables=False, masking=self.masking, placing=self.placing,
-                        names=self.names)
+                        names=self.names, tombstones=self.tombstones)
 
     def action(self, k) -> SymAction:
         return SymAction(k, self.n, self.tag, self.names)
 
     def generic_state(self, label: str) -> SymState:
         """A state with every field, and the clock, a free variable: the pre-state of an induction step."""
-        return SymState(label, self.n, self.tag, masking=self.masking, placing=self.placing, names=self.names)
+        return SymState(label, self.n, self.tag, masking=self.masking, placing=self.placing, names=self.names,
+                        tombstones=self.tombstones)
 
     def encode_init(self, s: SymState) -> List:
         """The empty window: every field of every slot is its default value (no variables)."""
         defaults = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
                     NamespaceSort: NS["window"], RoleSort: R["user"], slot_sort(self.n)[0]: self.slots[0]}
-        for name, sort in span_fields(self.n, self.masking, self.placing, self.names).items():
+        for name, sort in span_fields(self.n, self.masking, self.placing, self.names, self.tombstones).items():
             s.fields[name] = [defaults[sort]] * self.n
         return []
 
@@ -451,6 +456,7 @@ class Model:
         if self.placing:
             becomes("place", *summary(summary_place), (born, z3.IntVal(i)))
         write_names(becomes, self.names, dep.record_tool, a, appended, z3.Or(record_here, rationale_here), summary)
+        write_tombstone(becomes, t.fields, cut_short, born, z3.Or(gone, masked_now))
 
     # The status's terms, for condition C4 (symbolic/conditions.py) and the theorems.
 

@@ -21,6 +21,7 @@ from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_nam
 from prunecheck.spec.policy import (IN_PLACE, POSITION_ATTRS, Attr, BoolLit, Num, Policy, masks, mentioned_names,
                                     read_positions, reads_attribute, reads_roles, summarises)
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term, window_env
+from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD, has_tombstones, write_tombstone
 
 GHOSTS = ("r", "q")
 # Constructor names are unique across every enumeration sort, so that SMT-LIB text is unambiguous.
@@ -48,7 +49,7 @@ class PairState:
     """The clock, the window's token count as the policy sees it, and the fields of the ghost spans r and q."""
 
     def __init__(self, label: str, roles: bool = False, positions: bool = False, masked: bool = False,
-                 summaries: bool = False, names: tuple = ()):
+                 summaries: bool = False, names: tuple = (), tombstones: bool = False):
         """roles, positions, masked: whether the state has the ghosts' roles, the positional counters with the
         window's span count, and the ghosts' masked flags; names: the tool/tag fields (codes, spec/SPEC.md 1c) with
         their mentioned names (only for a policy that needs them: the pair model of any other policy stays what it
@@ -57,7 +58,8 @@ class PairState:
         self.clock = z3.Int(f"clock@{label}")
         self.window_tokens = z3.Int(f"window_tokens@{label}")
         fields = {**FIELDS, **(ROLE_FIELD if roles else {}), **(MASKED_FIELD if masked else {}),
-                  **(SUMMARY_FIELD if summaries else {}), **{attr: z3.IntSort() for attr, _table in names}}
+                  **(SUMMARY_FIELD if summaries else {}), **{attr: z3.IntSort() for attr, _table in names},
+                  **(TOMBSTONE_FIELD if tombstones else {})}
         self.span = {g: {name: z3.Const(f"{name}_{g}@{label}", sort) for name, sort in fields.items()}
                      for g in GHOSTS}
         self.window_spans = z3.Int(f"window_spans@{label}") if positions else None
@@ -141,13 +143,15 @@ class PairAction:
 class PairStep:
     """One encoded abstract step: constraints, and the terms the step conditions refer to."""
 
-    def __init__(self, constraints, reverted_r, fresh, compact_removes_record_r, compaction=(None, None, None)):
+    def __init__(self, constraints, reverted_r, fresh, compact_removes_record_r, compaction=(None, None, None),
+                 post=None):
         self.constraints = constraints
         self.reverted_r = reverted_r
         self.fresh = fresh
         self.compact_removes_record_r = compact_removes_record_r
         # the pre-state, "the step compacts", and per ghost: taken by the stage (not by the host's truncation)
         self.pre, self.compacts, self.taken = compaction
+        self.post = post  # the post-state, for the step conditions that compare fields (M1, A1)
 
 
 def free_view(policy: Policy) -> Policy:
@@ -187,7 +191,8 @@ class PairModel:
 
     def state(self, label: str) -> PairState:
         """A state with this model's fields (roles, positions and masks only when the policy needs them)."""
-        return PairState(label, self.roles, self.positions, self.masking, self.summaries, self.names)
+        return PairState(label, self.roles, self.positions, self.masking, self.summaries, self.names,
+                         has_tombstones(self.dep))
 
     def action(self, label: str) -> PairAction:
         return PairAction(label, self.roles, self.together, self.leads, self.names)
@@ -261,7 +266,7 @@ class PairModel:
         taken = self.taken(s, a)
         removes = {g: self._ghost_update(s, a, t, g, is_, now, out, (reverted[g], any_revert, taken[g]),
                                          target_tokens) for g in GHOSTS}
-        return PairStep(out, reverted["r"], a.fresh, removes["r"], (s, is_["compact"], taken))
+        return PairStep(out, reverted["r"], a.fresh, removes["r"], (s, is_["compact"], taken), t)
 
     def is_pair(self, s: PairState):
         """r and q (= r+1) are a tool call and its result; without roles in the model, any two content spans may be."""
@@ -417,6 +422,7 @@ class PairModel:
         if self.summaries:
             becomes("summary", *summary(True), (born, False))
         write_names(becomes, self.names, dep.record_tool, a, appended, z3.Or(record_here, rationale_here), summary)
+        write_tombstone(becomes, f, tuple(z3.And(c, a.truncate[g]) for c in written), born, z3.Or(gone, masked_now))
         return removes_record
 
     def _removes(self, s: PairState, a: PairAction, g: str, is_: dict, taken: tuple):
@@ -424,11 +430,11 @@ class PairModel:
         evicted, truncated = taken
         f = s.span[g]
         in_place = self.policy.effect in IN_PLACE
-        if not in_place and self.dep.evicted == "destroyed":
+        if not in_place and self.dep.evicted != "logged":
             return z3.And(is_["compact"], self_is_record(f), f["alive"], z3.Or(evicted, truncated))
         lost = ([evicted] if in_place else []) + \
             ([truncated if in_place else z3.Or(evicted, truncated)]
-             if self.dep.evicted == "destroyed" else [])
+             if self.dep.evicted != "logged" else [])
         if not lost:
             return z3.BoolVal(False)
         return z3.And(is_["compact"], self_is_record(f), s.present(g), z3.Or(lost))

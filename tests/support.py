@@ -289,6 +289,19 @@ TARGETED = [
      (Append("message", 1, "tool_call"), Append("message", 2, "tool_result"), Edit(0, "transform"), Compact(1))),
     ("evict: true\nrank: 0 - tokens\nbudget: 3\npairs: together", Deployment(),
      (Append("message", 2, "tool_call"), Append("message", 2, "tool_result"), Append("message", 1), Compact())),
+    # evicted: tombstone: evicted, masked, truncated and cut-short summaries keep a tombstone, which an undo leaves;
+    # under destroyed a truncation loses content without evidence (M1)
+    ("evict: kind == 'summary'", Deployment(evicted="tombstone", evidence="on"),
+     (Append("message", 2), Edit(0, "transform"), Compact(), Undo(1), Compact(1))),
+    ("evict: kind in ['record', 'summary']\neffect: mask", Deployment(records="window", evicted="tombstone",
+                                                                   evidence="on"),
+     (Append("message", 3), Edit(0, "transform"), Compact(), Undo(1), Compact(1))),
+    ("evict: kind == 'tool_output'\neffect: summarise", Deployment(evicted="tombstone", evidence="on"),
+     (Append("tool_output", 2), Compact(1))),
+    ("evict: false", Deployment(evidence="on"), (Append("message", 2), Compact(1))),
+    # a record evicted under tombstone is gone (C2), as under destroyed: a tombstone is no record
+    ("evict: kind == 'record'", Deployment(records="window", evicted="tombstone"),
+     (Append("message", 1), Edit(0, "transform"), Compact())),
 ]
 
 
@@ -350,8 +363,9 @@ def assert_itf_py_reads_our_states(policy, transitions, document):
         assert values["step"] == state.step
         shown = [{k: v for k, v in dataclasses.asdict(s).items()
                   if (masks(policy) or k != "masked") and (k != "place" or s.place != s.id)
-                  and not (k in ("tool", "tag") and v == "")} for s in state.spans]
-        assert _itf_records(values["spans"]) == shown  # `masked` only with masks, `place` only a summary's, names if set
+                  and not (k in ("tool", "tag") and v == "") and (k != "tombstone" or v)} for s in state.spans]
+        # `masked` only with masks, `place` only a summary's, names if set, a tombstone if true
+        assert _itf_records(values["spans"]) == shown
         assert _itf_records(values["edits"]) == [dataclasses.asdict(e) for e in state.edits]
         assert values["status"] == status(policy, state) and values["outcome"] == outcome
         assert values["violations"] == bad

@@ -5,7 +5,8 @@ import z3
 from hypothesis import given, settings
 
 from prunecheck.spec.actions import ACTION_TYPES, expand
-from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, transition_violations
+from prunecheck.spec.conditions import (STATE_CONDITIONS, lost_content, rewritten_log_entries, state_violations,
+                                       transition_violations)
 from prunecheck.spec.policy import (ATTRS, EFFECTS, ORDERS, PAIRS, POSITION_ATTRS, ROLES, SUMMARY_ROLES, Deployment,
                                     name_code, read_attributes, read_positions, summarises)
 from prunecheck.symbolic.conditions import pair_violation
@@ -18,20 +19,22 @@ from prunecheck.spec.runtime import (
     present, status, step,
 )
 from prunecheck.symbolic.terms import ENUM_CODES
+from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD
 
 from support import NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, SUMMARY_POLICIES, TARGETED, model_policy, runs
 
 
 def _span_values(state: State, i: int, names: tuple = ()) -> dict:
     if i >= len(state.spans):
-        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD, **SUMMARY_FIELD, **dict(names)}}
+        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD, **SUMMARY_FIELD, **TOMBSTONE_FIELD,
+                                        **dict(names)}}
     span = state.span(i)
     edit = state.edit(i)
     return {"used": True, "alive": span.alive, "kind": ENUM_CODES["kind"][span.kind],
             "ns": ENUM_CODES["namespace"][span.namespace], "tokens": span.tokens, "created": span.created,
             "last_read": span.last_read, "reads": span.reads, "pinned": span.pinned, "edited": span.edited,
             "version": span.version, "undone": bool(edit and edit.undone), "role": ENUM_CODES["role"][span.role],
-            "masked": span.masked, "summary": span.place != span.id,
+            "masked": span.masked, "summary": span.place != span.id, "tombstone": span.tombstone,
             **{attr: name_code(table, getattr(span, attr)) for attr, table in names}}
 
 
@@ -80,6 +83,10 @@ def _check_projection(policy, actions):
                 solver.add(pair_violation(model, "C3", post, pair_step))
             if "T1" in concrete and _splits(t, r):
                 solver.add(pair_violation(model, "T1", post, pair_step))
+            if r in lost_content(t.before, t.after):  # M1 at r: the pair's M1 term must be true at ghost r
+                solver.add(pair_violation(model, "M1", post, pair_step))
+            if r in rewritten_log_entries(t.before, t.after):
+                solver.add(pair_violation(model, "A1", post, pair_step))
             assert solver.check() == z3.sat, f"step {k + 1} {t.action} does not project on pair ({r}, {r + 1})"
             after = state_violations(policy, t.after)
             holds = z3.Solver()

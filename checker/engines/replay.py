@@ -80,7 +80,8 @@ def decode_state(model: z3.ModelRef, s: SymState) -> State:
         names = {attr: name_of(table, f[attr]) for attr, table in s.names}
         spans.append(Span(i, f["kind"], f["ns"], f["tokens"], f["created"], f["last_read"],
                           f["reads"], f["pinned"], f["edited"], f["version"], f["alive"], f["role"],
-                          masked=f.get("masked", False), place=f.get("place", i), **names))
+                          masked=f.get("masked", False), place=f.get("place", i),
+                          tombstone=f.get("tombstone", False), **names))
         if f["kind"] == "record":
             edits.append(EditInfo(i, i + 1, f["target"], "destroy" if f["destroy"] else "transform",
                                   f["rversion"], f["prior_kind"], f["prior_edited"], f["undone"]))

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Dict, List, Optional, Sequence
 
-from prunecheck.spec.conditions import DESCRIPTIONS
+from prunecheck.spec.conditions import DESCRIPTIONS, lost_content, rewritten_log_entries
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import (NAME_ATTRS, NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
                                     uses_pairs)
@@ -356,9 +356,29 @@ def _t1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
             "model's API rejects the orphan", points)
 
 
+def _m1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    span_id = lost_content(t.before, t.after)[0]
+    taken = span_id in t.evicted
+    how = _taken_words(policy) if taken else _truncation_words(policy, t)
+    verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if taken else "removes"
+    points = (predicate_points(policy, t.before, span_id) + stage_points(policy, t.before) if taken else ()) + (
+        _setting(policy, "evicted", where, "leaves no tombstone and no copy in the log of what a compaction destroys"),)
+    return (f"the compaction {verb} #{span_id} ({_role(t.before, span_id)}; {how}) and keeps no evidence of it: no "
+            "tombstone, no place in the log", points)
+
+
+def _a1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    span_id = rewritten_log_entries(t.before, t.after)[0]
+    return (f"{step_label(policy, t)} rewrites decision-log entry #{span_id} ({_role(t.before, span_id)})",
+            (_setting(policy, "rationale", where, "keeps the decision log in the log namespace"),))
+
+
 # Per condition of spec/conditions.py: (policy, transitions ending in the violation, key locations) -> (summary,
 # points), the summary and the places in the policy's text that cause_of puts in its Cause.
-EXPLAINERS = {"C1": _c1_cause, "C2": _c2_cause, "C3": _c3_cause, "C4": _c4_cause, "P1": _p1_cause, "T1": _t1_cause}
+EXPLAINERS = {"C1": _c1_cause, "C2": _c2_cause, "C3": _c3_cause, "C4": _c4_cause, "P1": _p1_cause, "T1": _t1_cause,
+              "M1": _m1_cause, "A1": _a1_cause}
 
 
 def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) -> Cause:

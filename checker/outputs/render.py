@@ -28,6 +28,8 @@ def span_line(span, roles: bool = False) -> str:
         flags.append("edited")
     if span.place != span.id:  # a summary stands where the oldest span it replaced stood (spec/SPEC.md 4d)
         flags.append(f"at place {span.place}")
+    if span.tombstone:
+        flags.append("tombstone")
     return (f"#{span.id} {span.kind:<11}{role} tokens={span.tokens} created={span.created} last_read={span.last_read} "
             f"reads={span.reads} v{span.version} [{' '.join(flags)}]")
 
