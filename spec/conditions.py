@@ -69,6 +69,19 @@ def _t1(transition: Transition) -> bool:
         and (k in removed) != (k + 1 in removed) for k in range(len(before.spans) - 1))
 
 
+def _u1(transition: Transition) -> bool:
+    if not (isinstance(transition.action, Undo) and transition.outcome in CHANGES_TARGET):
+        return False
+    return not present(transition.before.span(transition.action.edit))
+
+
+def _reconstructs(policy: Policy) -> bool:
+    return policy.deployment.missing_record == "reconstruct"
+
+
+# The undo outcomes that write the target (spec/runtime.py _undo).
+CHANGES_TARGET = ("reverted", "merged", "reconstructed")
+
 _FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"
 _SECOND_SEED = "seed 004_c989c62c2c56fca8, condition of validity"
 
@@ -110,6 +123,12 @@ CONDITION_TABLE = (
               "(or the reverse) — the property real model APIs reject requests for.",
         description="tool-call pairs: no compaction stage removes one span of a tool call and its result",
         rule="ToolCallPairs", violated=_t1, applies=uses_pairs),
+    Condition(
+        id="U1", scope=Scope.STEP, source="seed 000_33fda43b115e94e6, operational effect",
+        words="It treats a missing recovery record as a *hard* error that halts the undo path rather than a soft miss "
+              "it routes around",
+        description="no undo without its record: no undo changes its target while the edit's record is not present",
+        rule="NoUndoWithoutRecord", violated=_u1, applies=_reconstructs),
 )
 
 BY_ID = {c.id: c for c in CONDITION_TABLE}

@@ -10,6 +10,7 @@ import z3
 from prunecheck.spec.conditions import BY_ID, Scope
 from prunecheck.spec.policy import IN_PLACE
 from prunecheck.symbolic.model import ACT
+from prunecheck.symbolic.undo_terms import reconstructs
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,13 @@ def _t1(model, s, a, t, step):
     return z3.And(a.act == ACT["compact"], z3.Or(split))
 
 
+def _u1(model, s, a, t, step):
+    if not reconstructs(model.dep):
+        return z3.BoolVal(False)  # without a present record the undo is irreversible: it changes nothing
+    absent = [z3.And(a.arg == model.slots[i], z3.Not(s.present(i))) for i in range(model.n)]
+    return z3.And(a.act == ACT["undo"], z3.Or(absent))
+
+
 # The pair model (symbolic/parametric.py): r ranges over every span id, so checking r alone covers every span.
 
 def _pair_c1(model, s):
@@ -90,6 +98,10 @@ def _pair_t1(model, step):
     return z3.And(step.compacts, model.is_pair(s), s.in_window("r"), s.in_window("q"), z3.Xor(taken["r"], taken["q"]))
 
 
+def _pair_u1(model, step):
+    return step.absent_undo_r if reconstructs(model.dep) else z3.BoolVal(False)
+
+
 TERMS = {
     "C1": ConditionTerms(_c1, _pair_c1),
     "C2": ConditionTerms(_c2, _pair_c2),
@@ -97,6 +109,7 @@ TERMS = {
     "C4": ConditionTerms(_c4, _pair_c4),
     "P1": ConditionTerms(_p1, _pair_p1),
     "T1": ConditionTerms(_t1, _pair_t1),
+    "U1": ConditionTerms(_u1, _pair_u1),
 }
 
 

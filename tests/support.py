@@ -14,7 +14,7 @@ from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.explicit import DEFAULT_TOKENS, domains_for, explore
 from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
 from prunecheck.checker.result import Verdict
-from prunecheck.checker.engines.replay import decode_state, tracked_names
+from prunecheck.checker.engines.replay import as_modelled, decode_state
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.spec.conditions import applicable, state_violations, violations
 from prunecheck.spec.errors import PolicySyntaxError
@@ -210,9 +210,9 @@ def pin_action(model, a, action):
     return out
 
 
-def agree(policy, actions, with_lemmas):
+def agree(policy, actions, with_lemmas, n=N):
     """The model, pinned to actions (with its proved lemmas), reaches the runtime's states and violations."""
-    model = Model(policy, N)
+    model = Model(policy, n)
     invariant = inductive_lemmas(model, HOUR, RLIMIT) if with_lemmas else None
     solver = z3.Solver()
     states, syms, steps = [model.state(0)], [], []
@@ -232,9 +232,9 @@ def agree(policy, actions, with_lemmas):
     assert decode_state(m, states[0]) == state
     assert not state_violations(policy, state)
     for k, action in enumerate(actions, start=1):
-        transition = step(policy, state, action, N)
+        transition = step(policy, state, action, n)
         state = transition.after
-        assert decode_state(m, states[k]) == tracked_names(policy, state), f"state {k} after {action}"
+        assert decode_state(m, states[k]) == as_modelled(policy, state), f"state {k} after {action}"
         expected = violations(policy, transition)
         symbolic = {c: violation_at(model, c, states, syms, steps, k) for c in applicable(policy)}
         got = {c for c, term in symbolic.items() if z3.is_true(m.eval(term, model_completion=True))}

@@ -234,6 +234,12 @@ def step_label(policy: Policy, t: Transition) -> str:
             return f"undo of edit {a.edit}: #{info.target} reverted to {info.prior_kind}"
         if t.outcome == "irreversible":
             return f"undo of edit {a.edit}: irreversible, record #{a.edit} is {_absence(before, a.edit)}"
+        if t.outcome == "merged":
+            return (f"undo of edit {a.edit}: #{info.target} was re-edited, merged as new edit {after.edits[-1].record} "
+                    f"(record #{after.edits[-1].record}, rationale #{after.edits[-1].rationale})")
+        if t.outcome == "reconstructed":
+            return (f"undo of edit {a.edit}: record #{a.edit} is {_absence(before, a.edit)}, #{info.target} "
+                    f"reconstructed as {info.prior_kind} from what is left (confabulated)")
         return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
     if isinstance(a, Audit):
         if a.times != 1:
@@ -356,9 +362,21 @@ def _t1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
             "model's API rejects the orphan", points)
 
 
+def _u1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    info = t.before.edit(t.action.edit)
+    index = _removal(transitions, info.record)
+    points = (_setting(policy, "missing_record", where, "an undo without its record restores from what is left"),)
+    if index is not None:
+        points += _removal_points(policy, transitions, index, info.record, where, "records")
+    return (f"undo of edit {info.record} {t.outcome} #{info.target} although record #{info.record} is "
+            f"{_absence(t.before, info.record)}: the restored content is invented", points)
+
+
 # Per condition of spec/conditions.py: (policy, transitions ending in the violation, key locations) -> (summary,
 # points), the summary and the places in the policy's text that cause_of puts in its Cause.
-EXPLAINERS = {"C1": _c1_cause, "C2": _c2_cause, "C3": _c3_cause, "C4": _c4_cause, "P1": _p1_cause, "T1": _t1_cause}
+EXPLAINERS = {"C1": _c1_cause, "C2": _c2_cause, "C3": _c3_cause, "C4": _c4_cause, "P1": _p1_cause, "T1": _t1_cause,
+              "U1": _u1_cause}
 
 
 def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) -> Cause:
