@@ -16,6 +16,7 @@ from prunecheck.spec.runtime import (
 
 from conftest import BOUNDS
 from support import agree, assert_confirmed, model_policy, run_actions
+from test_cli import run
 
 RECORDS = "evict: kind == 'record'"
 # The seed's failure in four steps: the record of a destroy edit is evicted, then the edit is undone.
@@ -130,3 +131,16 @@ def test_c3_holds_with_a_certificate_under_merge():
     report = prunecheck.check(policy, depth=5, spans=6, only=["C3"], **BOUNDS)
     assert report.result("C3").verdict is prunecheck.Verdict.HOLDS
     assert_confirmed(policy, [report.result("C3")])
+
+
+def test_replay_and_explain_show_the_seeds_claim_status_beside_the_status(tmp_path):
+    policy = tmp_path / "confabulates.yaml"
+    policy.write_text("name: confabulates\nevict: false\ndeployment: {records: window, missing_record: reconstruct}\n")
+    code, _, _ = run("check", str(policy), "--depth", "4", "--spans", "3", "--only", "U1", "--out", str(tmp_path))
+    (trace,) = tmp_path.glob("*.U1.itf.json")
+    assert code == 1 and '"confabulated": true' in trace.read_text()
+    code, out, _ = run("replay", str(trace))
+    assert code == 0 and "step 4: undo(edit=1) -> reconstructed" in out
+    assert "status: reversibility unknown (the seed's claim: provisional)" in out
+    code, out, _ = run("explain", str(trace))
+    assert code == 0 and "4. undo(edit=1)" in out and "[status: reversible (the seed's claim: provisional)]" in out

@@ -396,13 +396,16 @@ def explain(policy: Policy, actions: Sequence, condition: str, max_spans: Option
     return explanation_of(policy, replay(policy, actions, max_spans), condition)
 
 
-def explanation_lines(policy: Policy, explanation: Explanation, indent: str = "        ", located: bool = True) -> list:
-    """The explanation as text: numbered steps with what they changed, then the cause with file positions (with
-    located=False, the policy's source alone: its positions are in no file a user can open)."""
+def explanation_lines(policy: Policy, explanation: Explanation, indent: str = "        ", located: bool = True,
+                      statuses: Sequence[str] = ()) -> list:
+    """The explanation as text: numbered steps with what they changed (and the status after each, where `statuses`
+    gives them), then the cause with file positions (with located=False, the policy's source alone: its positions are
+    in no file a user can open)."""
 
     lines = [f"{indent}{DESCRIPTIONS[explanation.condition]}; counterexample:"]
     for index, (action, label) in enumerate(zip(explanation.actions, explanation.steps), start=1):
-        lines.append(f"{indent}{index}. {action_text(action, keywords=True)}  -- {label}")
+        after = f"  [status: {statuses[index - 1]}]" if statuses else ""
+        lines.append(f"{indent}{index}. {action_text(action, keywords=True)}  -- {label}{after}")
     cause = explanation.cause
     lines.append(f"{indent}why: {cause.summary}")
     for p in cause.points:
