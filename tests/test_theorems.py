@@ -19,7 +19,7 @@ def test_theorem_is_proved(module):
 
 
 def test_separation_and_absence_certificates_are_confirmed_by_cvc5():
-    assert separation.prove().rechecked == "cvc5 32/32"
+    assert separation.prove().rechecked == "cvc5 72/72"
     assert absence.prove().rechecked == "cvc5 16/16"
 
 
