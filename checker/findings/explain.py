@@ -229,24 +229,29 @@ def step_label(policy: Policy, t: Transition) -> str:
                                      for i in sorted(t.truncated)))
         return "compaction: " + ("; ".join(parts) if parts else "nothing removed")
     if isinstance(a, Undo):
-        info = before.edit(a.edit)
-        if t.outcome == "reverted":
-            return f"undo of edit {a.edit}: #{info.target} reverted to {info.prior_kind}"
-        if t.outcome == "irreversible":
-            return f"undo of edit {a.edit}: irreversible, record #{a.edit} is {_absence(before, a.edit)}"
-        if t.outcome == "merged":
-            return (f"undo of edit {a.edit}: #{info.target} was re-edited, merged as new edit {after.edits[-1].record} "
-                    f"(record #{after.edits[-1].record}, rationale #{after.edits[-1].rationale})")
-        if t.outcome == "reconstructed":
-            return (f"undo of edit {a.edit}: record #{a.edit} is {_absence(before, a.edit)}, #{info.target} "
-                    f"reconstructed as {info.prior_kind} from what is left (confabulated)")
-        return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
+        return _undo_label(t)
     if isinstance(a, Audit):
         if a.times != 1:
             return f"{a.times} audits in a row (steps {before.step + 1}-{after.step}, the clock is now {after.step}): " \
                    f"status says '{t.outcome}'"
         return f"audit: status says '{t.outcome}'"
     return repr(a)
+
+
+def _undo_label(t: Transition) -> str:
+    a, before, merge = t.action, t.before, t.after.edits[-1]
+    info = before.edit(a.edit)
+    if t.outcome == "reverted":
+        return f"undo of edit {a.edit}: #{info.target} reverted to {info.prior_kind}"
+    if t.outcome == "irreversible":
+        return f"undo of edit {a.edit}: irreversible, record #{a.edit} is {_absence(before, a.edit)}"
+    if t.outcome == "merged":
+        return (f"undo of edit {a.edit}: #{info.target} was re-edited, merged as new edit {merge.record} "
+                f"(record #{merge.record}, rationale #{merge.rationale})")
+    if t.outcome == "reconstructed":
+        return (f"undo of edit {a.edit}: record #{a.edit} is {_absence(before, a.edit)}, #{info.target} "
+                f"reconstructed as {info.prior_kind} from what is left (confabulated)")
+    return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
 
 
 def _absence(state: State, span_id: int) -> str:
