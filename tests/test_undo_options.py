@@ -5,6 +5,7 @@ import pytest
 
 import prunecheck
 from prunecheck.checker.findings.explain import cause_of, step_label
+from prunecheck.checker.findings.graph import edit_graph
 from prunecheck.checker.engines.replay import replay
 from prunecheck.spec.conditions import applicable, transition_violations, violations
 from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
@@ -145,3 +146,12 @@ def test_replay_and_explain_show_the_seeds_claim_status_beside_the_status(tmp_pa
     assert "status: reversibility unknown (the seed's claim: provisional)" in out
     code, out, _ = run("explain", str(trace))
     assert code == 0 and "4. undo(edit=1)" in out and "[status: reversible (the seed's claim: provisional)]" in out
+
+
+def test_the_edit_graph_marks_merged_and_reconstructed_edits_undone():
+    policy = _policy(records="window", undo="merge", missing_record="reconstruct")
+    _, transitions = run_actions(policy, RE_EDITED + (Undo(1), Compact(), Undo(5)))
+    edits = {attrs["edit"]: attrs for _, attrs in edit_graph(policy, transitions).nodes(data=True)
+             if attrs["node"] == "edit"}
+    assert (edits[1]["undone"], edits[5]["undone"], edits[3]["undone"]) == (4, 6, None)
+    assert edits[1]["stale_revert"] is None and edits[5]["undo_attempts"] == ((6, "reconstructed"),)
