@@ -350,8 +350,9 @@ def assert_itf_py_reads_our_states(policy, transitions, document):
         assert values["step"] == state.step
         shown = [{k: v for k, v in dataclasses.asdict(s).items()
                   if (masks(policy) or k != "masked") and (k != "place" or s.place != s.id)
-                  and not (k in ("tool", "tag") and v == "")} for s in state.spans]
-        assert _itf_records(values["spans"]) == shown  # `masked` only with masks, `place` only a summary's, names if set
+                  and not (k in ("tool", "tag") and v == "") and (k != "confabulated" or v)} for s in state.spans]
+        # `masked` only with masks, `place` only a summary's, names if set, `confabulated` only when true
+        assert _itf_records(values["spans"]) == shown
         assert _itf_records(values["edits"]) == [dataclasses.asdict(e) for e in state.edits]
         assert values["status"] == status(policy, state) and values["outcome"] == outcome
         assert values["violations"] == bad
