@@ -4,6 +4,10 @@
 import pytest
 
 import prunecheck
+from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.engines.prove import prove
+from prunecheck.checker.language.document import policy_document, policy_hash
+from prunecheck.checker.result import Verdict
 from prunecheck.checker.findings.explain import cause_of, step_label
 from prunecheck.checker.findings.graph import edit_graph
 from prunecheck.checker.engines.replay import replay
@@ -155,3 +159,18 @@ def test_the_edit_graph_marks_merged_and_reconstructed_edits_undone():
              if attrs["node"] == "edit"}
     assert (edits[1]["undone"], edits[5]["undone"], edits[3]["undone"]) == (4, 6, None)
     assert edits[1]["stale_revert"] is None and edits[5]["undo_attempts"] == ((6, "reconstructed"),)
+
+
+@pytest.mark.parametrize("deployment", [Deployment(undo="merge", missing_record="reconstruct", pins="self"),
+                                        Deployment(records="window", undo="merge", missing_record="reconstruct")])
+def test_nothing_proved_under_undos_options_is_found_violated(deployment):
+    # The pair model's merge allocation and reconstruction must over-approximate the runtime's (§4e).
+    proved = []
+    for text in ("evict: kind == 'record' or edited", "evict: not pinned and recency * frequency < 0.25"):
+        policy = model_policy(text, deployment)
+        for condition in applicable(policy):
+            proof = prove(policy, condition, policy_document(policy), policy_hash(policy), **BOUNDS)
+            (bounded,) = check_bounded(policy, depth=6, spans=5, conditions=[condition], **BOUNDS)
+            assert not (proof.verdict is Verdict.HOLDS and bounded.verdict is Verdict.VIOLATED), condition
+            proved += [condition] if proof.verdict is Verdict.HOLDS else []
+    assert "C3" in proved and ("U1" in proved) == (deployment.records == "undo_region")
