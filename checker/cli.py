@@ -358,7 +358,9 @@ def _explain(args, stdout) -> int:
         print(f"policy {policy.name}: {condition} violated at step {where} of {len(actions)}{length}", file=stdout)
         if not located:
             print(f"  note: {_unlocated_note(found)}", file=stdout)
-        for line in explanation_lines(policy, explanation, indent="  ", located=located):
+        from prunecheck.checker.outputs.render import status_text
+        statuses = [status_text(policy, t.after) for t in transitions[:where]]
+        for line in explanation_lines(policy, explanation, indent="  ", located=located, statuses=statuses):
             print(line, file=stdout)
     return EXIT_HOLDS
 

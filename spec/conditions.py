@@ -101,6 +101,18 @@ def _a1(transition: Transition) -> bool:
 def evidence_on(policy: Policy) -> bool:
     return policy.deployment.evidence == "on"
 
+def _u1(transition: Transition) -> bool:
+    if not (isinstance(transition.action, Undo) and transition.outcome in CHANGES_TARGET):
+        return False
+    return not present(transition.before.span(transition.action.edit))
+
+
+def _reconstructs(policy: Policy) -> bool:
+    return policy.deployment.missing_record == "reconstruct"
+
+
+# The undo outcomes that write the target (spec/runtime.py _undo).
+CHANGES_TARGET = ("reverted", "merged", "reconstructed")
 
 _FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"
 _SECOND_SEED = "seed 004_c989c62c2c56fca8, condition of validity"
@@ -154,6 +166,12 @@ CONDITION_TABLE = (
         words="a separate, append-only decision log that is never itself a pruning target",
         description="append-only log: no step removes or rewrites a decision-log entry (a rationale in the log)",
         rule="AppendOnlyLog", violated=_a1, applies=evidence_on),
+    Condition(
+        id="U1", scope=Scope.STEP, source="seed 000_33fda43b115e94e6, operational effect",
+        words="It treats a missing recovery record as a *hard* error that halts the undo path rather than a soft miss "
+              "it routes around",
+        description="no undo without its record: no undo changes its target while the edit's record is not present",
+        rule="NoUndoWithoutRecord", violated=_u1, applies=_reconstructs),
 )
 
 BY_ID = {c.id: c for c in CONDITION_TABLE}

@@ -11,6 +11,7 @@ from prunecheck.spec.conditions import BY_ID, Scope
 from prunecheck.spec.policy import IN_PLACE
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.evidence_terms import a1_pair, a1_unrolled, m1_pair, m1_unrolled
+from prunecheck.symbolic.undo_terms import reconstructs
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,13 @@ def _t1(model, s, a, t, step):
     return z3.And(a.act == ACT["compact"], z3.Or(split))
 
 
+def _u1(model, s, a, t, step):
+    if not reconstructs(model.dep):
+        return z3.BoolVal(False)  # without a present record the undo is irreversible: it changes nothing
+    absent = [z3.And(a.arg == model.slots[i], z3.Not(s.present(i))) for i in range(model.n)]
+    return z3.And(a.act == ACT["undo"], z3.Or(absent))
+
+
 # The pair model (symbolic/parametric.py): r ranges over every span id, so checking r alone covers every span.
 
 def _pair_c1(model, s):
@@ -91,6 +99,10 @@ def _pair_t1(model, step):
     return z3.And(step.compacts, model.is_pair(s), s.in_window("r"), s.in_window("q"), z3.Xor(taken["r"], taken["q"]))
 
 
+def _pair_u1(model, step):
+    return step.absent_undo_r if reconstructs(model.dep) else z3.BoolVal(False)
+
+
 TERMS = {
     "C1": ConditionTerms(_c1, _pair_c1),
     "C2": ConditionTerms(_c2, _pair_c2),
@@ -100,6 +112,7 @@ TERMS = {
     "T1": ConditionTerms(_t1, _pair_t1),
     "M1": ConditionTerms(m1_unrolled, m1_pair),
     "A1": ConditionTerms(a1_unrolled, a1_pair),
+    "U1": ConditionTerms(_u1, _pair_u1),
 }
 
 

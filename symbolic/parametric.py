@@ -22,6 +22,7 @@ from prunecheck.spec.policy import (IN_PLACE, POSITION_ATTRS, Attr, BoolLit, Num
                                     read_positions, reads_attribute, reads_roles, summarises)
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term, window_env
 from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD, has_tombstones, write_tombstone
+from prunecheck.symbolic.undo_terms import entry_destroys, pair_entry, pair_undoes
 
 GHOSTS = ("r", "q")
 # Constructor names are unique across every enumeration sort, so that SMT-LIB text is unambiguous.
@@ -144,9 +145,10 @@ class PairStep:
     """One encoded abstract step: constraints, and the terms the step conditions refer to."""
 
     def __init__(self, constraints, reverted_r, fresh, compact_removes_record_r, compaction=(None, None, None),
-                 post=None):
+                 post=None, absent_undo_r=z3.BoolVal(False)):
         self.constraints = constraints
         self.reverted_r = reverted_r
+        self.absent_undo_r = absent_undo_r  # the undo of r's record writes its target although it is not present
         self.fresh = fresh
         self.compact_removes_record_r = compact_removes_record_r
         # the pre-state, "the step compacts", and per ghost: taken by the stage (not by the host's truncation)
@@ -256,17 +258,21 @@ class PairModel:
         now = s.clock + 1
         is_ = {name: a.act == ACT[name] for name in ACTIONS}
         sp = s.span
+        merges_here = z3.Or(a.ghost == G_OTHER, *(z3.And(_selected(a.ghost, g), s.present(g)) for g in GHOSTS))
+        is_["entry"] = pair_entry(self.dep, is_, a, merges_here)  # an edit's or a merge's record and rationale
         out = self._guards(s, a, t, is_, now)
-        # Which undo reverts: the ghost's own record when present and fresh enough; any other edit freely.
-        reverted = {g: z3.And(is_["undo"], _selected(a.ghost, g), s.present(g),
-                              a.fresh if self.dep.undo == "versioned" else z3.BoolVal(True)) for g in GHOSTS}
+        # Which undo reverts (C3) and which writes its target: the ghost's own record per the deployment's options
+        # (spec/SPEC.md §4e); any other edit's freely.
+        undoes = {g: pair_undoes(self.dep, is_, _selected(a.ghost, g), s.present(g), a.fresh) for g in GHOSTS}
+        reverted = {g: undoes[g][1] for g in GHOSTS}
         any_revert = z3.Or(reverted["r"], reverted["q"], z3.And(is_["undo"], a.ghost == G_OTHER))
         target_tokens = z3.If(a.target == G_R, sp["r"]["tokens"], z3.If(a.target == G_Q, sp["q"]["tokens"],
                                                                           a.other_tokens))
         taken = self.taken(s, a)
         removes = {g: self._ghost_update(s, a, t, g, is_, now, out, (reverted[g], any_revert, taken[g]),
                                          target_tokens) for g in GHOSTS}
-        return PairStep(out, reverted["r"], a.fresh, removes["r"], (s, is_["compact"], taken), t)
+        absent = z3.And(reverted["r"], z3.Not(s.present("r")))
+        return PairStep(out, undoes["r"][0], a.fresh, removes["r"], (s, is_["compact"], taken), t, absent)
 
     def is_pair(self, s: PairState):
         """r and q (= r+1) are a tool call and its result; without roles in the model, any two content spans may be."""
@@ -346,9 +352,9 @@ class PairModel:
         out.append(z3.Implies(z3.And(allocates, a.ghost == G_R), z3.Not(sp["r"]["used"])))
         out.append(z3.Implies(z3.And(allocates, a.ghost == G_Q),
                               z3.And(sp["r"]["used"], z3.Not(sp["q"]["used"]))))
-        out.append(z3.Implies(z3.And(is_["edit"], z3.Or(a.alloc == A_REC_R, a.alloc == A_RAT_R)),
+        out.append(z3.Implies(z3.And(is_["entry"], z3.Or(a.alloc == A_REC_R, a.alloc == A_RAT_R)),
                               z3.Not(sp["r"]["used"])))
-        out.append(z3.Implies(z3.And(is_["edit"], a.alloc == A_REC_Q), z3.And(sp["r"]["used"], z3.Not(sp["q"]["used"]))))
+        out.append(z3.Implies(z3.And(is_["entry"], a.alloc == A_REC_Q), z3.And(sp["r"]["used"], z3.Not(sp["q"]["used"]))))
         for g in GHOSTS:
             f = sp[g]
             out.append(z3.Implies(z3.And(is_["edit"], _selected(a.target, g)),
@@ -372,9 +378,9 @@ class PairModel:
         dep, f, n = self.dep, s.span[g], t.span[g]
         reverted, any_revert, evicted = undo
         appended = z3.And(is_["append"], _selected(a.ghost, g))
-        record_here = z3.And(is_["edit"], a.alloc == (A_REC_R if g == "r" else A_REC_Q))
-        rationale_here = z3.And(is_["edit"], a.alloc == A_REC_R) if g == "q" else \
-            z3.And(is_["edit"], a.alloc == A_RAT_R)
+        record_here = z3.And(is_["entry"], a.alloc == (A_REC_R if g == "r" else A_REC_Q))
+        rationale_here = z3.And(is_["entry"], a.alloc == A_REC_R) if g == "q" else \
+            z3.And(is_["entry"], a.alloc == A_RAT_R)
         written = (z3.And(is_["compact"], _selected(a.ghost, g)),) if self.summarising else ()  # a summary at g
         born = z3.Or(appended, record_here, rationale_here, *written)
         edited_here = z3.And(is_["edit"], _selected(a.target, g))
@@ -403,7 +409,7 @@ class PairModel:
                 (rationale_here, NS["log"] if dep.rationale == "decision_log" else NS["window"]),
                 *(((gone, NS["log"]),) if logged else ()))
         becomes("tokens", (appended, a.tokens), *summary(z3.IntVal(self.policy.placeholder_tokens)),
-                (record_here, z3.If(a.destroy, target_tokens, 1)),
+                (record_here, z3.If(entry_destroys(dep, is_, a), target_tokens, 1)),
                 (rationale_here, 1), *(((masked_now, left_tokens_term(self.policy, f["tokens"])),) if masking else ()))
         becomes("created", (born, now))
         becomes("last_read", (born, now), (read_here, now))

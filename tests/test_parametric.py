@@ -15,7 +15,7 @@ from prunecheck.symbolic.parametric import (
     DEFAULTS, FIELDS, GHOSTS, MASKED_FIELD, ROLE_FIELD, SUMMARY_FIELD, PairModel, PairState,
 )
 from prunecheck.spec.runtime import (
-    REVERSIBLE, Append, Audit, Compact, Edit, Pin, State, addressable, enabled_actions, is_candidate, is_pair, positions,
+    REVERSIBLE, Append, Audit, Compact, Edit, Pin, State, Undo, addressable, enabled_actions, is_candidate, is_pair, positions,
     present, status, step,
 )
 from prunecheck.symbolic.terms import ENUM_CODES
@@ -81,6 +81,8 @@ def _check_projection(policy, actions):
                 solver.add(pair_violation(model, "C2", post, pair_step))
             if "C3" in concrete and getattr(t.action, "edit", None) == r:
                 solver.add(pair_violation(model, "C3", post, pair_step))
+            if "U1" in concrete and getattr(t.action, "edit", None) == r:
+                solver.add(pair_violation(model, "U1", post, pair_step))
             if "T1" in concrete and _splits(t, r):
                 solver.add(pair_violation(model, "T1", post, pair_step))
             if r in lost_content(t.before, t.after):  # M1 at r: the pair's M1 term must be true at ghost r
@@ -133,6 +135,23 @@ def test_every_run_projects_onto_every_pair(run):
 
 def test_targeted_runs_project_onto_every_pair():
     for text, deployment, actions in TARGETED:
+        _check_projection(model_policy(text, deployment), actions)
+
+
+# Undo's options (spec/SPEC.md §4e): a merge writes a new record and rationale on an undo step (here at r or q) and
+# is itself undone; a reconstruction restores a target whose record is gone (U1 at the record).
+UNDO_RUNS = (
+    ("evict: kind == 'record'", Deployment(records="window", missing_record="reconstruct"),
+     (Append("message", 2), Edit(0, "destroy"), Compact(1), Undo(1))),
+    ("evict: kind == 'record'", Deployment(undo="merge"),
+     (Append("message", 2), Edit(0, "destroy"), Edit(0, "transform"), Undo(1), Undo(5), Undo(3))),
+    ("evict: kind == 'record'", Deployment(records="window", undo="merge", missing_record="reconstruct"),
+     (Append("message", 1), Edit(0, "transform"), Edit(0, "destroy"), Undo(1), Compact(), Undo(5))),
+)
+
+
+def test_runs_under_undos_options_project_onto_every_pair():
+    for text, deployment, actions in UNDO_RUNS:
         _check_projection(model_policy(text, deployment), actions)
 
 

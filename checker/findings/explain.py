@@ -229,18 +229,29 @@ def step_label(policy: Policy, t: Transition) -> str:
                                      for i in sorted(t.truncated)))
         return "compaction: " + ("; ".join(parts) if parts else "nothing removed")
     if isinstance(a, Undo):
-        info = before.edit(a.edit)
-        if t.outcome == "reverted":
-            return f"undo of edit {a.edit}: #{info.target} reverted to {info.prior_kind}"
-        if t.outcome == "irreversible":
-            return f"undo of edit {a.edit}: irreversible, record #{a.edit} is {_absence(before, a.edit)}"
-        return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
+        return _undo_label(t)
     if isinstance(a, Audit):
         if a.times != 1:
             return f"{a.times} audits in a row (steps {before.step + 1}-{after.step}, the clock is now {after.step}): " \
                    f"status says '{t.outcome}'"
         return f"audit: status says '{t.outcome}'"
     return repr(a)
+
+
+def _undo_label(t: Transition) -> str:
+    a, before, merge = t.action, t.before, t.after.edits[-1]
+    info = before.edit(a.edit)
+    if t.outcome == "reverted":
+        return f"undo of edit {a.edit}: #{info.target} reverted to {info.prior_kind}"
+    if t.outcome == "irreversible":
+        return f"undo of edit {a.edit}: irreversible, record #{a.edit} is {_absence(before, a.edit)}"
+    if t.outcome == "merged":
+        return (f"undo of edit {a.edit}: #{info.target} was re-edited, merged as new edit {merge.record} "
+                f"(record #{merge.record}, rationale #{merge.rationale})")
+    if t.outcome == "reconstructed":
+        return (f"undo of edit {a.edit}: record #{a.edit} is {_absence(before, a.edit)}, #{info.target} "
+                f"reconstructed as {info.prior_kind} from what is left (confabulated)")
+    return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
 
 
 def _absence(state: State, span_id: int) -> str:
@@ -373,12 +384,21 @@ def _a1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     span_id = rewritten_log_entries(t.before, t.after)[0]
     return (f"{step_label(policy, t)} rewrites decision-log entry #{span_id} ({_role(t.before, span_id)})",
             (_setting(policy, "rationale", where, "keeps the decision log in the log namespace"),))
+def _u1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    info = t.before.edit(t.action.edit)
+    index = _removal(transitions, info.record)
+    points = (_setting(policy, "missing_record", where, "an undo without its record restores from what is left"),)
+    if index is not None:
+        points += _removal_points(policy, transitions, index, info.record, where, "records")
+    return (f"undo of edit {info.record} {t.outcome} #{info.target} although record #{info.record} is "
+            f"{_absence(t.before, info.record)}: the restored content is invented", points)
 
 
 # Per condition of spec/conditions.py: (policy, transitions ending in the violation, key locations) -> (summary,
 # points), the summary and the places in the policy's text that cause_of puts in its Cause.
 EXPLAINERS = {"C1": _c1_cause, "C2": _c2_cause, "C3": _c3_cause, "C4": _c4_cause, "P1": _p1_cause, "T1": _t1_cause,
-              "M1": _m1_cause, "A1": _a1_cause}
+              "M1": _m1_cause, "A1": _a1_cause, "U1": _u1_cause}
 
 
 def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) -> Cause:
@@ -398,13 +418,16 @@ def explain(policy: Policy, actions: Sequence, condition: str, max_spans: Option
     return explanation_of(policy, replay(policy, actions, max_spans), condition)
 
 
-def explanation_lines(policy: Policy, explanation: Explanation, indent: str = "        ", located: bool = True) -> list:
-    """The explanation as text: numbered steps with what they changed, then the cause with file positions (with
-    located=False, the policy's source alone: its positions are in no file a user can open)."""
+def explanation_lines(policy: Policy, explanation: Explanation, indent: str = "        ", located: bool = True,
+                      statuses: Sequence[str] = ()) -> list:
+    """The explanation as text: numbered steps with what they changed (and the status after each, where `statuses`
+    gives them), then the cause with file positions (with located=False, the policy's source alone: its positions are
+    in no file a user can open)."""
 
     lines = [f"{indent}{DESCRIPTIONS[explanation.condition]}; counterexample:"]
     for index, (action, label) in enumerate(zip(explanation.actions, explanation.steps), start=1):
-        lines.append(f"{indent}{index}. {action_text(action, keywords=True)}  -- {label}")
+        after = f"  [status: {statuses[index - 1]}]" if statuses else ""
+        lines.append(f"{indent}{index}. {action_text(action, keywords=True)}  -- {label}{after}")
     cause = explanation.cause
     lines.append(f"{indent}why: {cause.summary}")
     for p in cause.points:

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.policy import NAME_ATTRS, reads_roles
-from prunecheck.spec.runtime import State, Transition, status
+from prunecheck.spec.runtime import State, Transition, claim_status, status
 from prunecheck.spec.actions import action_args, action_text
 
 from prunecheck.checker.outputs.decision_doc import decision_json, decision_lines
@@ -40,8 +40,13 @@ def state_lines(policy, state: State) -> list:
     for e in state.edits:
         lines.append(f"edit {e.record}: {e.mode} of #{e.target} at v{e.version}, record #{e.record}, "
                      f"rationale #{e.rationale}{' (undone)' if e.undone else ''}")
-    lines.append(f"status: {status(policy, state)}")
+    lines.append(f"status: {status_text(policy, state)}")
     return lines
+
+
+def status_text(policy, state: State) -> str:
+    """The closure status C4 reads, and the first seed's claim status beside it (spec/SPEC.md §4e)."""
+    return f"{status(policy, state)} (the seed's claim: {claim_status(policy, state)})"
 
 
 def step_lines(policy, transitions: Sequence[Transition]) -> list:
