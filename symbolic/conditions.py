@@ -10,6 +10,7 @@ import z3
 from prunecheck.spec.conditions import BY_ID, Scope
 from prunecheck.spec.policy import IN_PLACE
 from prunecheck.symbolic.model import ACT
+from prunecheck.symbolic.refusal import changed, names_any, pair_changed, pair_named
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,27 @@ def _pair_t1(model, step):
     return z3.And(step.compacts, model.is_pair(s), s.in_window("r"), s.in_window("q"), z3.Xor(taken["r"], taken["q"]))
 
 
+def _r1(model, t):
+    return names_any(model, t)
+
+
+def _pair_r1(model, s):
+    # r ranges over every span id; with the policy abstracted this is any present recovery span (unprovable).
+    return pair_named(model, s, "r")
+
+
+def _x1(model, s, a, t, step):
+    if model.dep.refusal == "silent":
+        return z3.BoolVal(False)  # a compaction is never blocked
+    return z3.And(a.act == ACT["compact"], names_any(model, s), changed(s, t))
+
+
+def _pair_x1(model, step):
+    if model.dep.refusal == "silent":
+        return z3.BoolVal(False)  # a compaction is never blocked
+    return z3.And(step.blocked, pair_changed(step.pre, step.post))
+
+
 TERMS = {
     "C1": ConditionTerms(_c1, _pair_c1),
     "C2": ConditionTerms(_c2, _pair_c2),
@@ -97,6 +119,8 @@ TERMS = {
     "C4": ConditionTerms(_c4, _pair_c4),
     "P1": ConditionTerms(_p1, _pair_p1),
     "T1": ConditionTerms(_t1, _pair_t1),
+    "R1": ConditionTerms(_r1, _pair_r1),
+    "X1": ConditionTerms(_x1, _pair_x1),
 }
 
 
