@@ -8,10 +8,12 @@ import sys
 import pytest
 
 from prunecheck import cli
-from prunecheck.proofs import THEOREMS, absence, host_budget, lattice, reversible, self_pins, separation
+from prunecheck.proofs import (THEOREMS, absence, atomic_refusal, host_budget, lattice, reversible, self_pins,
+                               separation)
 
 
-@pytest.mark.parametrize("module", [separation, absence, self_pins, host_budget, reversible], ids=lambda m: m.NAME)
+@pytest.mark.parametrize("module", [separation, absence, self_pins, host_budget, reversible, atomic_refusal],
+                         ids=lambda m: m.NAME)
 def test_theorem_is_proved(module):
     result = module.prove()
     assert result.proved, result.detail
@@ -69,4 +71,4 @@ def test_prove_command_prints_a_table_and_markdown(monkeypatch):
 
 
 def test_every_theorem_module_is_listed():
-    assert set(THEOREMS) == {separation, absence, self_pins, host_budget, reversible, lattice}
+    assert set(THEOREMS) == {separation, absence, self_pins, host_budget, reversible, lattice, atomic_refusal}
