@@ -9,7 +9,7 @@ import z3
 from prunecheck.checker.check import check
 from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.replay import confirm
-from prunecheck.checker.language.loader import load_policy, parse_policy_text
+from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import BY_ID, applicable, violations
@@ -19,7 +19,7 @@ from prunecheck.spec.runtime import Append, Compact, Edit, State, Undo, step
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.parametric import PairModel
 
-from support import engines_agree, model_policy
+from support import agree, engines_agree, model_policy
 from conftest import BOUNDS, EXAMPLES, HOUR, RLIMIT
 
 # The seed demo's policy: it names e1's span and e1's record, as `compact(["e1", "undo:e1"])`.
@@ -151,3 +151,10 @@ def test_x1_holds_under_atomic_with_the_policy_abstracted_and_a_certificate_cvc5
 @pytest.mark.parametrize("refusal", ["atomic", "sequential"])
 def test_the_engines_agree_under_a_refusing_deployment(text, refusal):
     engines_agree(model_policy(text, Deployment(refusal=refusal, records="window")), depth=4, spans=4)
+
+
+@pytest.mark.parametrize("refusal", ["atomic", "sequential"])
+def test_the_unrolled_model_agrees_with_the_runtime_on_the_demo_run(refusal):
+    # Every state and every condition term (R1, X1 among them), pinned to the same actions; lemmas included.
+    actions = DEMO_RUN[:3] + (Compact(), Undo(2), Compact())  # within the helper's 5 slots
+    agree(model_policy(DEMO, Deployment(refusal=refusal)), actions, with_lemmas=True)
