@@ -83,7 +83,8 @@ def pair_named(pair, s, g: str):
 
 def refusal_choices(dep, a, label: str):
     """The pair action `a` with the refusal's free choices (none under refusal: silent): whether a recovery span
-    outside the pair is named (`blocked_elsewhere`), and per ghost whether it stands before every named span
+    outside the pair (or, with the policy abstracted, any) is named (`blocked_elsewhere`), and per ghost whether it
+    stands before every named span
     (`ahead_named_g`, sequential)."""
     if dep.refusal != "silent":
         a.refusal = {"elsewhere": z3.Bool(f"blocked_elsewhere@{label}")}
@@ -99,7 +100,9 @@ def refused_pair(pair, s, a, taken: dict, out: list, step: tuple) -> tuple:
     taken ghosts, never a named one (which ones is free: an over-approximation of the runtime's walk)."""
     if pair.dep.refusal == "silent":
         return taken, z3.BoolVal(False)
-    named = {g: pair_named(pair, s, g) for g in ("r", "q")}
+    # With the policy abstracted whether it names a ghost is unknown (pair_named over-approximates it, which is
+    # sound for R1's Bad, not here): blocked is then the free choice alone, and sequential's ahead_named_g covers it.
+    named = {g: z3.BoolVal(False) if pair.free_policy else pair_named(pair, s, g) for g in ("r", "q")}
     compacts, at_ghost = step
     blocked = z3.And(compacts, z3.Or(named["r"], named["q"], a.refusal["elsewhere"]))
     out.extend(z3.Implies(blocked, z3.Not(a.truncate[g])) for g in ("r", "q"))

@@ -7,6 +7,9 @@ import pytest
 import z3
 
 from prunecheck.checker.check import check
+from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.engines.prove import prove
+from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.language.loader import load_policy
@@ -147,7 +150,8 @@ def test_x1_holds_under_atomic_with_the_policy_abstracted_and_a_certificate_cvc5
     assert recheck.status is Status.CONFIRMED
 
 
-@pytest.mark.parametrize("text", [DEMO, "evict: kind == 'record' or tokens >= 2", "evict: namespace == 'log' or age > 1"])
+@pytest.mark.parametrize("text", [DEMO, "evict: kind == 'record' or tokens >= 2",
+                                  "evict: namespace == 'log' or age > 1"])
 @pytest.mark.parametrize("refusal", ["atomic", "sequential"])
 def test_the_engines_agree_under_a_refusing_deployment(text, refusal):
     engines_agree(model_policy(text, Deployment(refusal=refusal, records="window")), depth=4, spans=4)
@@ -158,3 +162,16 @@ def test_the_unrolled_model_agrees_with_the_runtime_on_the_demo_run(refusal):
     # Every state and every condition term (R1, X1 among them), pinned to the same actions; lemmas included.
     actions = DEMO_RUN[:3] + (Compact(), Undo(2), Compact())  # within the helper's 5 slots
     agree(model_policy(DEMO, Deployment(refusal=refusal)), actions, with_lemmas=True)
+
+
+@pytest.mark.parametrize("refusal", ["atomic", "sequential"])
+def test_a_refusing_deployment_proves_nothing_the_runtime_violates(refusal):
+    # The records are pinned, so nothing is named and the host's budget truncates a record as under silent; the
+    # abstracted pair model once read "a present record" as "named" (blocked) and so proved C2 here.
+    policy = model_policy("evict: not pinned and recency * frequency < 0.25",
+                          Deployment(records="window", refusal=refusal))
+    proof = prove(policy, "C2", policy_document(policy), policy_hash(policy), **BOUNDS)
+    assert proof.verdict is not Verdict.HOLDS
+    (bounded,) = check_bounded(policy, depth=3, spans=4, conditions=["C2"], **BOUNDS)
+    assert bounded.verdict is Verdict.VIOLATED
+    confirm(policy, bounded.trace.actions, "C2", bounded.trace.spans)
