@@ -8,6 +8,7 @@ from typing import Optional
 from prunecheck.spec.actions import Compact
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import IN_PLACE, Policy, left_tokens
+from prunecheck.spec.refusal import blocked, named_spans, sequential_taken
 from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
 from prunecheck.spec.state import (Span, State, Transition, addressable, candidates, effective_budget, kept, partner,
                                    span_env, window_env, window_in_order, window_spans, with_span)
@@ -108,7 +109,25 @@ def truncated_ids(state: State, tokens: int, limit: Optional[int]) -> list:
     return truncated
 
 
+def refused_compaction(policy: Policy, state: State, action: Compact, now: int) -> Optional[Transition]:
+    """A compaction that names a recovery span under refusal: atomic or sequential (SPEC §6e), outcome "blocked";
+    None when it proceeds. Atomic changes nothing but the clock; sequential takes what the demo's walk took before it
+    met the first named span, and truncates nothing."""
+    if not blocked(policy, state):
+        return None
+    if policy.deployment.refusal == "atomic":
+        return Transition(state, action, replace(state, step=now), "blocked")
+    taken = sequential_taken(state, stage_taken(policy, state)[0], named_spans(policy, state))
+    after = take(policy, state, taken)
+    if policy.effect == "summarise" and taken:
+        after = replace(after, spans=after.spans + (summary_span(policy, state, taken, now),))
+    return Transition(state, action, replace(after, step=now), "blocked", frozenset(taken))
+
+
 def compact_transition(policy: Policy, state: State, action: Compact, now: int) -> Transition:
+    refused = refused_compaction(policy, state, action, now)
+    if refused is not None:
+        return refused
     evicted, staged, tokens = staged_state(policy, state, now)
     truncated = truncated_ids(staged, tokens, effective_budget(policy, action.budget))
     after = staged

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from prunecheck.spec.policy import Policy, uses_pairs
+from prunecheck.spec.refusal import named_spans
 from prunecheck.spec.runtime import (REVERSIBLE, Compact, State, Transition, Undo, addressable, is_candidate, is_pair,
                                      present, status)
 
@@ -101,6 +102,7 @@ def _a1(transition: Transition) -> bool:
 def evidence_on(policy: Policy) -> bool:
     return policy.deployment.evidence == "on"
 
+
 def _u1(transition: Transition) -> bool:
     if not (isinstance(transition.action, Undo) and transition.outcome in CHANGES_TARGET):
         return False
@@ -113,6 +115,21 @@ def _reconstructs(policy: Policy) -> bool:
 
 # The undo outcomes that write the target (spec/runtime.py _undo).
 CHANGES_TARGET = ("reverted", "merged", "reconstructed")
+
+
+def _r1(policy: Policy, state: State) -> bool:
+    return bool(named_spans(policy, state))
+
+
+def _x1(transition: Transition) -> bool:
+    before, after = transition.before, transition.after
+    return (isinstance(transition.action, Compact) and transition.outcome == "blocked"
+            and replace(after, step=before.step) != before)
+
+
+def _refuses(policy: Policy) -> bool:
+    return policy.deployment.refusal != "silent"
+
 
 _FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"
 _SECOND_SEED = "seed 004_c989c62c2c56fca8, condition of validity"
@@ -155,6 +172,18 @@ CONDITION_TABLE = (
               "(or the reverse) — the property real model APIs reject requests for.",
         description="tool-call pairs: no compaction stage removes one span of a tool call and its result",
         rule="ToolCallPairs", violated=_t1, applies=uses_pairs),
+    Condition(
+        id="R1", scope=Scope.STATE, source="seed 000_33fda43b115e94e6, operational effect (issue 16, item 2)",
+        words="refuses to let a pruning policy name the undo region as a candidate, even when the policy is its own "
+              "output and even when tokens are tight",
+        description="refusal: the policy's selection never names a present recovery record or rationale entry",
+        rule="RefuseNamingUndoRegion", violated=_r1),
+    Condition(
+        id="X1", scope=Scope.STEP, source="issue 16, item 5 (the first seed's demo: `blocked: ...`)",
+        words="Atomic compaction: the seed's demo pops `e1` from the live edits before it raises on `undo:e1`, so its "
+              "\"blocked\" compaction has already changed the window; a blocked compaction must change nothing.",
+        description="atomic compaction: a compaction the refusal blocks changes nothing but the clock",
+        rule="AtomicCompaction", violated=_x1, applies=_refuses),
     Condition(
         id="M1", scope=Scope.STEP, source=f"{_SECOND_SEED} 2",
         words="**Monotone evidence.** Every destructive edit is accompanied by a retained, addressable record (hash, "

@@ -7,6 +7,7 @@ from typing import List
 import z3
 
 from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, mentioned_names, read_positions, summarises)
+from prunecheck.symbolic.refusal import refused_step
 from prunecheck.symbolic.compaction import stage_trigger, stage_walk, summary_written, truncation
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
@@ -345,6 +346,7 @@ class Model:
         evicted, truncated, (written, place) = self.compaction(s, a, terms, budget)
         if self.placing:  # the summary needs a free slot, as an append does
             out.append(z3.Implies(z3.And(is_["compact"], z3.Or(evicted)), z3.Not(s.used[self.n - 1])))
+        evicted, truncated, written = refused_step(self, s, evicted, truncated, written)
         new_kind = z3.If(a.destroy, K["diff"], K["summary"])
         for i in range(self.n):
             self._slot_update(s, a, t, i, sel, is_, now, undo, new_kind, (evicted[i], truncated[i]),

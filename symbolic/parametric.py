@@ -18,6 +18,7 @@ import z3
 from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
+from prunecheck.symbolic.refusal import refusal_choices, refused_pair
 from prunecheck.spec.policy import (IN_PLACE, POSITION_ATTRS, Attr, BoolLit, Num, Policy, masks, mentioned_names,
                                     read_positions, reads_attribute, reads_roles, summarises)
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term, window_env
@@ -129,6 +130,7 @@ class PairAction:
         self.dropped = {g: c(f"partner_kept_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
         self.kept = {g: c(f"kept_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
         self.lead = {g: c(f"lead_{g}", z3.BoolSort()) for g in GHOSTS} if leads else None
+        self.refusal: dict = {}  # the refusal's free choices (symbolic/refusal.py refusal_choices), if it has any
 
     def variables(self) -> list:
         scalars = [self.act, self.ghost, self.alloc, self.target, self.restore, self.kind, self.tokens,
@@ -138,14 +140,14 @@ class PairAction:
         choices = (self.policy, self.chosen, self.truncate) + (
             (self.partner, self.dropped, self.kept) if self.partner is not None else ())
         choices += (self.lead,) if self.lead is not None else ()
-        return scalars + [d[g] for d in choices for g in GHOSTS]
+        return scalars + [d[g] for d in choices for g in GHOSTS] + list(self.refusal.values())
 
 
 class PairStep:
     """One encoded abstract step: constraints, and the terms the step conditions refer to."""
 
     def __init__(self, constraints, reverted_r, fresh, compact_removes_record_r, compaction=(None, None, None),
-                 post=None, absent_undo_r=z3.BoolVal(False)):
+                 post=None, absent_undo_r=z3.BoolVal(False), blocked=None):
         self.constraints = constraints
         self.reverted_r = reverted_r
         self.absent_undo_r = absent_undo_r  # the undo of r's record writes its target although it is not present
@@ -153,7 +155,8 @@ class PairStep:
         self.compact_removes_record_r = compact_removes_record_r
         # the pre-state, "the step compacts", and per ghost: taken by the stage (not by the host's truncation)
         self.pre, self.compacts, self.taken = compaction
-        self.post = post  # the post-state, for the step conditions that compare fields (M1, A1)
+        self.post = post  # the post-state, for the step conditions that compare fields (M1, A1, X1)
+        self.blocked = blocked  # the compaction is blocked (SPEC §6e)
 
 
 def free_view(policy: Policy) -> Policy:
@@ -197,7 +200,7 @@ class PairModel:
                          has_tombstones(self.dep))
 
     def action(self, label: str) -> PairAction:
-        return PairAction(label, self.roles, self.together, self.leads, self.names)
+        return refusal_choices(self.dep, PairAction(label, self.roles, self.together, self.leads, self.names), label)
 
     def encode_init(self, s: PairState) -> List:
         out = [s.clock == 0] + window_bounds(s)
@@ -268,11 +271,12 @@ class PairModel:
         any_revert = z3.Or(reverted["r"], reverted["q"], z3.And(is_["undo"], a.ghost == G_OTHER))
         target_tokens = z3.If(a.target == G_R, sp["r"]["tokens"], z3.If(a.target == G_Q, sp["q"]["tokens"],
                                                                           a.other_tokens))
-        taken = self.taken(s, a)
+        taken, blocked = refused_pair(self, s, a, self.taken(s, a), out,
+                                      (is_["compact"], {g: _selected(a.ghost, g) for g in GHOSTS}))
         removes = {g: self._ghost_update(s, a, t, g, is_, now, out, (reverted[g], any_revert, taken[g]),
                                          target_tokens) for g in GHOSTS}
         absent = z3.And(reverted["r"], z3.Not(s.present("r")))
-        return PairStep(out, undoes["r"][0], a.fresh, removes["r"], (s, is_["compact"], taken), t, absent)
+        return PairStep(out, undoes["r"][0], a.fresh, removes["r"], (s, is_["compact"], taken), t, absent, blocked)
 
     def is_pair(self, s: PairState):
         """r and q (= r+1) are a tool call and its result; without roles in the model, any two content spans may be."""

@@ -18,6 +18,7 @@ from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, Pin, State, Undo, addressable, enabled_actions, is_candidate, is_pair, positions,
     present, status, step,
 )
+from prunecheck.spec.refusal import named
 from prunecheck.symbolic.terms import ENUM_CODES
 from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD
 
@@ -89,6 +90,8 @@ def _check_projection(policy, actions):
                 solver.add(pair_violation(model, "M1", post, pair_step))
             if r in rewritten_log_entries(t.before, t.after):
                 solver.add(pair_violation(model, "A1", post, pair_step))
+            if "X1" in concrete and _changes(t, r):
+                solver.add(pair_violation(model, "X1", post, pair_step))
             assert solver.check() == z3.sat, f"step {k + 1} {t.action} does not project on pair ({r}, {r + 1})"
             after = state_violations(policy, t.after)
             holds = z3.Solver()
@@ -96,7 +99,7 @@ def _check_projection(policy, actions):
             live_r = t.after.edit(r) is not None and not t.after.edit(r).undone
             for condition in STATE_CONDITIONS:
                 bad = pair_violation(model, condition, post, pair_step)
-                concrete_here = condition in after and live_r and _at_r(condition, policy, t.after, r)
+                concrete_here = condition in after and (live_r or condition == "R1") and _at_r(condition, policy, t.after, r)
                 if concrete_here:
                     holds.push()
                     holds.add(bad)
@@ -111,11 +114,18 @@ def _splits(t, r) -> bool:
             and (r in t.evicted) != (r + 1 in t.evicted))
 
 
+def _changes(t, r) -> bool:
+    """The step changes a span of the pair (r, r + 1), the clock aside."""
+    return any(i < len(t.after.spans) and (i >= len(t.before.spans) or t.before.span(i) != t.after.span(i))
+               for i in (r, r + 1))
+
+
 # Per state condition: the runtime violates it at record r (and its rationale r + 1), so the pair (r, r + 1) must.
 AT_RECORD = {
     "C1": lambda policy, state, r: state.span(r).alive and is_candidate(policy, state, state.span(r)),
     "C4": lambda policy, state, r: not present(state.span(r)) and status(policy, state) == REVERSIBLE,
     "P1": lambda policy, state, r: not present(state.span(r + 1)),
+    "R1": lambda policy, state, r: r < len(state.spans) and named(policy, state, state.span(r)),  # any recovery span
 }
 
 
@@ -302,3 +312,32 @@ def test_the_projected_runs_take_every_action():
                if isinstance(a, Append))
     run = Append("message", 1, "tool_call", 2, 3)
     assert [(a.role, a.tokens, a.times) for a in expand(run)] == [("tool_call", 1, 1), ("tool_result", 3, 1)] * 2
+
+
+# The refusal's free choices (SPEC §6e): a named recovery span outside the pair blocks an atomic compaction (r's
+# record names nothing of the pair), and a sequential walk keeps the candidates before the named record and not
+# those after it.
+REFUSAL_TARGETED = [
+    ("evict: kind == 'record' or kind == 'message'", Deployment(refusal="atomic"),
+     (Append("message", 1), Append("diff", 1), Edit(0, "transform"), Compact(), Compact(1), Audit())),
+    ("evict: namespace == 'undo' or kind == 'summary' or kind == 'diff'", Deployment(refusal="sequential"),
+     (Append("message", 1), Append("file_body", 1), Edit(0, "transform"), Append("diff", 2), Append("diff", 1),
+      Compact(), Compact())),
+    ("evict: namespace == 'log' or tokens >= 2", Deployment(refusal="sequential", records="window"),
+     (Append("message", 2), Append("message", 1), Edit(1, "destroy"), Append("tool_output", 3), Compact())),
+]
+
+
+def test_targeted_runs_of_refusing_deployments_project_onto_every_pair():
+    for text, deployment, actions in REFUSAL_TARGETED:
+        policy = model_policy(text, deployment)
+        blocked = [step(policy, s, a).outcome for s, a in _states(policy, actions) if isinstance(a, Compact)]
+        assert "blocked" in blocked, text
+        _check_projection(policy, actions)
+
+
+def _states(policy, actions):
+    state = State()
+    for action in actions:
+        yield state, action
+        state = step(policy, state, action).after

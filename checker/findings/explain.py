@@ -14,6 +14,7 @@ from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, addressable, is_candidate, is_pair, present, span_env, triggered, window_env,
 )
 from prunecheck.spec.actions import action_text, paired
+from prunecheck.spec.refusal import control_kinds, named_spans
 
 from prunecheck.checker.language.locate import deployment_location, expression_start, key_locations
 from prunecheck.checker.language.printer import to_text
@@ -214,7 +215,8 @@ def step_label(policy: Policy, t: Transition) -> str:
     if isinstance(a, (Pin, Unpin)):
         return f"#{a.span} ({_role(after, a.span)}) {'pinned' if isinstance(a, Pin) else 'unpinned'}"
     if isinstance(a, Compact):
-        parts = []
+        parts = [f"blocked (refusal: {policy.deployment.refusal}), the policy names "
+                 + ", ".join(f"#{i}" for i in named_spans(policy, before))] if t.outcome == "blocked" else []
         if policy.when is not None and not triggered(policy, before):
             parts.append(f"the trigger `{to_text(policy.when)}` is false, the policy takes nothing")
         if t.evicted:
@@ -384,6 +386,8 @@ def _a1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     span_id = rewritten_log_entries(t.before, t.after)[0]
     return (f"{step_label(policy, t)} rewrites decision-log entry #{span_id} ({_role(t.before, span_id)})",
             (_setting(policy, "rationale", where, "keeps the decision log in the log namespace"),))
+
+
 def _u1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     t = transitions[-1]
     info = t.before.edit(t.action.edit)
@@ -395,10 +399,29 @@ def _u1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
             f"{_absence(t.before, info.record)}: the restored content is invented", points)
 
 
+def _r1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    after = transitions[-1].after
+    span = after.span(named_spans(policy, after)[0])
+    env = span_env(policy, after, span)
+    points = tuple(_atom_point(atom, env) for atom in deciding_atoms(policy.evict, env, True))
+    kinds = " or ".join(control_kinds(policy))
+    return (f"`evict` names {span.kind} #{span.id} (in the {span.namespace} namespace): it is true on it, and false "
+            f"on the same span in the window as a {kinds}, so it selects the recovery span for what it is", points)
+
+
+def _x1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    gone = ", ".join(f"#{i}" for i in sorted(t.evicted)) or "spans"
+    refused = named_spans(policy, t.before)
+    return (f"the compaction is blocked on recovery span #{refused[0]}, but it has already taken {gone}: a blocked "
+            "compaction is not atomic", (_setting(policy, "refusal", where, "walks the candidates and stops at the "
+                                                   "first named recovery span, keeping what it took"),))
+
+
 # Per condition of spec/conditions.py: (policy, transitions ending in the violation, key locations) -> (summary,
 # points), the summary and the places in the policy's text that cause_of puts in its Cause.
 EXPLAINERS = {"C1": _c1_cause, "C2": _c2_cause, "C3": _c3_cause, "C4": _c4_cause, "P1": _p1_cause, "T1": _t1_cause,
-              "M1": _m1_cause, "A1": _a1_cause, "U1": _u1_cause}
+              "R1": _r1_cause, "X1": _x1_cause, "M1": _m1_cause, "A1": _a1_cause, "U1": _u1_cause}
 
 
 def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) -> Cause:
