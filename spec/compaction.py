@@ -139,7 +139,10 @@ def compact_transition(policy: Policy, state: State, action: Compact, now: int) 
 def host_budgets(policy: Policy, state: State) -> tuple:
     """Host budgets whose compactions differ from compact() and from each other, one per distinct outcome (the
     largest budget of each), largest first: every compact(budget=H) from `state` has the outcome of one of them
-    or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed."""
+    or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed.
+    None while the refusal blocks every compaction (SPEC §6e): a blocked compaction truncates nothing."""
+    if blocked(policy, state):
+        return ()
     _taken, staged, rest = staged_state(policy, state, state.step + 1)
     remaining = [s.tokens for s in sorted(staged.spans, key=window_order) if addressable(s)]
     tops = {rest - sum(remaining[:k]) - 1 for k in range(len(remaining))}
