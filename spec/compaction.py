@@ -8,6 +8,7 @@ from typing import Optional
 from prunecheck.spec.actions import Compact
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import IN_PLACE, Policy, left_tokens
+from prunecheck.spec.refusal import blocked, named_spans, sequential_taken
 from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
 from prunecheck.spec.state import (Span, State, Transition, addressable, candidates, effective_budget, kept, partner,
                                    span_env, window_env, window_in_order, window_spans, with_span)
@@ -55,10 +56,11 @@ def stage_taken(policy: Policy, state: State) -> tuple:
 
 
 def removed(policy: Policy, span: Span) -> Span:
-    """A span a compaction removes from the window: dead, or (evicted: logged) alive in the log."""
+    """A span a compaction removes from the window: dead, or (evicted: logged) alive in the log; under
+    `evicted: tombstone` dead with a tombstone."""
     if policy.deployment.evicted == "logged":
         return replace(span, namespace="log")
-    return replace(span, alive=False)
+    return replace(span, alive=False, tombstone=span.tombstone or policy.deployment.evicted == "tombstone")
 
 
 def take(policy: Policy, state: State, taken) -> State:
@@ -66,7 +68,8 @@ def take(policy: Policy, state: State, taken) -> State:
     for span_id in taken:
         span = state.span(span_id)
         if policy.effect in IN_PLACE:
-            state = with_span(state, replace(span, masked=True, tokens=left_tokens(policy, span.tokens)))
+            state = with_span(state, replace(span, masked=True, tokens=left_tokens(policy, span.tokens),
+                                             tombstone=span.tombstone or policy.deployment.evicted == "tombstone"))
         else:
             state = with_span(state, removed(policy, span))
     return state
@@ -106,7 +109,25 @@ def truncated_ids(state: State, tokens: int, limit: Optional[int]) -> list:
     return truncated
 
 
+def refused_compaction(policy: Policy, state: State, action: Compact, now: int) -> Optional[Transition]:
+    """A compaction that names a recovery span under refusal: atomic or sequential (SPEC §6e), outcome "blocked";
+    None when it proceeds. Atomic changes nothing but the clock; sequential takes what the demo's walk took before it
+    met the first named span, and truncates nothing."""
+    if not blocked(policy, state):
+        return None
+    if policy.deployment.refusal == "atomic":
+        return Transition(state, action, replace(state, step=now), "blocked")
+    taken = sequential_taken(state, stage_taken(policy, state)[0], named_spans(policy, state))
+    after = take(policy, state, taken)
+    if policy.effect == "summarise" and taken:
+        after = replace(after, spans=after.spans + (summary_span(policy, state, taken, now),))
+    return Transition(state, action, replace(after, step=now), "blocked", frozenset(taken))
+
+
 def compact_transition(policy: Policy, state: State, action: Compact, now: int) -> Transition:
+    refused = refused_compaction(policy, state, action, now)
+    if refused is not None:
+        return refused
     evicted, staged, tokens = staged_state(policy, state, now)
     truncated = truncated_ids(staged, tokens, effective_budget(policy, action.budget))
     after = staged
@@ -118,7 +139,10 @@ def compact_transition(policy: Policy, state: State, action: Compact, now: int) 
 def host_budgets(policy: Policy, state: State) -> tuple:
     """Host budgets whose compactions differ from compact() and from each other, one per distinct outcome (the
     largest budget of each), largest first: every compact(budget=H) from `state` has the outcome of one of them
-    or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed."""
+    or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed.
+    None while the refusal blocks every compaction (SPEC §6e): a blocked compaction truncates nothing."""
+    if blocked(policy, state):
+        return ()
     _taken, staged, rest = staged_state(policy, state, state.step + 1)
     remaining = [s.tokens for s in sorted(staged.spans, key=window_order) if addressable(s)]
     tops = {rest - sum(remaining[:k]) - 1 for k in range(len(remaining))}

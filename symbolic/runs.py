@@ -60,8 +60,9 @@ class RunState(SymState):
     """A state whose slots also carry `count`, the number of equal spans each stands for (1 but for appended runs)."""
 
     def __init__(self, k, n: int, counts: tuple, tag: str = "", variables: bool = True, masking: bool = False,
-                 placing: bool = False, names: tuple = ()):
-        super().__init__(k, n, tag, variables=variables, masking=masking, placing=placing, names=names)
+                 placing: bool = False, names: tuple = (), tombstones: bool = False):
+        super().__init__(k, n, tag, variables=variables, masking=masking, placing=placing, names=names,
+                         tombstones=tombstones)
         self.counts = counts
         self.fields["count"] = [z3.Int(f"{tag}count{i}@{k}") if variables else None for i in range(n)]
         # Slot i is half of a run of pairs: its calls (the results in slot i+1) or its results (the calls in i-1).
@@ -98,11 +99,11 @@ class RunModel(Model):
 
     def state(self, k) -> RunState:
         return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking, placing=self.placing,
-                        names=self.names)
+                        names=self.names, tombstones=self.tombstones)
 
     def generic_state(self, label: str) -> RunState:
         return RunState(label, self.n, self.counts, self.tag, masking=self.masking, placing=self.placing,
-                        names=self.names)
+                        names=self.names, tombstones=self.tombstones)
 
     def action(self, k) -> RunAction:
         return RunAction(k, self.n, self.tag, self.names)
@@ -178,7 +179,7 @@ class RunModel(Model):
         t.fields["paired"][i] = z3.If(first, a.result >= 1, z3.Or(second, s.paired[i]))
         results = {"used": True, "alive": True, "kind": a.kind, "ns": NS["window"],
                    "tokens": a.result, "created": now, "last_read": now, "reads": 0, "pinned": False,
-                   "edited": False, "version": 0, "role": R["tool_result"], "masked": False,
+                   "edited": False, "version": 0, "role": R["tool_result"], "masked": False, "tombstone": False,
                    **{attr: getattr(a, attr) for attr, _table in self.names}}  # a result names its call's tool
         for name, value in results.items():
             if name in t.fields:

@@ -166,3 +166,16 @@ def test_a_restricted_model_has_its_own_step_template():
     targeted = step_template(Model(policy, 3, accelerate=True, repeat_domain=(1,), clock_targets=(14,)))
     assert len({id(free), id(restricted), id(targeted)}) == 3
     assert step_template(Model(policy, 3, accelerate=True, repeat_domain=(1, 14))) is restricted
+
+
+# Undo's options (spec/SPEC.md §4e): the explicit engine runs the runtime's merge and reconstruction; the symbolic
+# search must find the same violations (U1's too) at the same lengths.
+UNDO_OPTIONS = (Deployment(undo="merge"), Deployment(records="window", missing_record="reconstruct"),
+                Deployment(records="window", undo="merge", missing_record="reconstruct", audit="policy"))
+
+
+@pytest.mark.parametrize("deployment", UNDO_OPTIONS)
+def test_engines_agree_under_undos_options(deployment):
+    found = agree(model_policy("evict: kind == 'record' or edited", deployment), depth=5, spans=5)
+    assert ("U1" in found) == (deployment.missing_record == "reconstruct")
+    assert found.get("U1", (None,))[0] in (None, Verdict.VIOLATED)
