@@ -45,7 +45,7 @@ class Row:
             return "NOT AS THE SEED DESCRIBES"
         if self.kind is Kind.PREVENTED:
             return f"prevented by {self.under}"
-        return f"{self.kind.value} under {self.under}" if self.under else self.kind.value
+        return f"{self.kind.value}{',' if self.kind is Kind.REFUSED else ''} under {self.under}"
 
 
 class Run:
@@ -71,7 +71,7 @@ def checker_words(report, condition: str) -> str:
     r = report.result(condition)
     if r.verdict == Verdict.VIOLATED:
         steps = "; ".join(action_text(a, keywords=True) for a in r.trace.actions)
-        return f"checker: {condition} violated in {r.trace.length()} steps (replayed on the runtime): {steps}"
+        return f"checker: {condition} violated in {r.trace.length()} (replayed on the runtime): {steps}"
     how = "certificate re-checked" if r.verdict == Verdict.HOLDS else reason_text(r.reason)
     return f"checker: {condition} {r.verdict} ({how})"
 
@@ -80,13 +80,13 @@ def with_keys(policy, **keys):
     return replace(policy, deployment=replace(policy.deployment, **keys))
 
 
-def checker_pair(failing_id, fixed_id, words, condition, policy, keys, fix) -> list:
+def checker_pair(failing_id, fixed_id, words, condition, policy, keys, fix, kind=Kind.FAILURE) -> list:
     """The checker on `policy` (the condition violated, under its deployment `keys`) and on `policy` with the
     deployment keys `fix` (it holds)."""
     failing = check(policy, BOUNDS)
     fixed_policy = with_keys(policy, **fix)
     fixed = check(fixed_policy, BOUNDS)
-    return [Row(failing_id, Kind.FAILURE, words, checker_words(failing, condition), deployment_words(policy, *keys),
+    return [Row(failing_id, kind, words, checker_words(failing, condition), deployment_words(policy, *keys),
                 failing.result(condition).verdict == Verdict.VIOLATED),
             Row(fixed_id, Kind.PREVENTED, words, checker_words(fixed, condition), deployment_words(fixed_policy, *fix),
                 fixed.result(condition).verdict == Verdict.HOLDS)]

@@ -131,7 +131,7 @@ def demonstration() -> tuple:
                     f"the compaction's outcome is '{compaction.outcome}' and the window is unchanged",
                     "refusal=atomic", compaction.outcome == "blocked" and unchanged))
     rows += checker_pair("2d", "2e", "the demo's compaction changes the window before it refuses", "X1", sequential,
-                         ("refusal",), {"refusal": "atomic"})
+                         ("refusal",), {"refusal": "atomic"}, Kind.DEMO)
     report = check(policy, BOUNDS)
     rows.append(Row("2f", Kind.REFUSED, "it refuses to let a pruning policy name the undo region as a candidate",
                     checker_words(report, "R1"), "the safe design", report.result("R1").verdict == Verdict.VIOLATED))
