@@ -1,4 +1,4 @@
-"""Theorem: the implication lattice among C1, C2, C3, C4 and P1, per deployment, with a witness per non-implication."""
+"""Theorem: the implication lattice among the conditions, per deployment, with a witness per non-implication."""
 
 from __future__ import annotations
 
@@ -15,26 +15,38 @@ from prunecheck.spec.policy import Deployment
 from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, TheoremResult, any_policy, prove_invariant, timed
 
 NAME = "implication lattice"
-STATEMENT = ("For each deployment (the safe design, each single setting flipped, the seed's), and each ordered pair of "
-             "conditions (a, b): either a implies b on every run of every policy (a run along which a holds at "
+STATEMENT = ("For each deployment (the safe design, each single setting flipped, the seed's, and records in the "
+             "window with the confabulating undo), and each ordered pair of "
+             "the conditions that apply there to every policy (C1-C4 and P1; M1, A1 and J1 with evidence: on, U1 "
+             "with missing_record: reconstruct, X1 with refusal: sequential; not R1, which is about a policy's text) "
+             "(a, b): either a implies b on every run of every policy (a run along which a holds at "
              "every step keeps b at every step; proved on the parametric model restricted to such runs, with the "
              "policy free), or a witness trace, replayed on the runtime, keeps a at every step and violates b.")
 SAFE = Deployment()
 # The seeds' conditions: those that apply to every policy (T1 applies only to a policy that uses pairs). R1 is left
 # out: it is about the policy's text, and with the policy free its pair term is "some recovery span is present", an
 # over-approximation of its violation that is sound as Bad but not as an assumption (it would "prove" R1 => C1).
+# Issue 16's gated conditions join in the deployments that switch them on (M1, A1, J1; U1; X1).
 CONDITIONS = tuple(c for c in applicable(any_policy(SAFE)) if c != "R1")
 DEPLOYMENTS = [("safe design", SAFE)] + [
     (f"{key}: {value}", replace(SAFE, **{key: value}))
     for key, value in (("records", "window"), ("rationale", "window"), ("pins", "self"), ("audit", "policy"),
-                       ("undo", "blind"))] + [
-    ("the seed's deployment", Deployment(records="window", pins="self", audit="policy"))]
+                       ("undo", "blind"), ("evidence", "on"), ("missing_record", "reconstruct"),
+                       ("refusal", "sequential"))] + [
+    ("the seed's deployment", Deployment(records="window", pins="self", audit="policy")),
+    ("records: window, missing_record: reconstruct", replace(SAFE, records="window", missing_record="reconstruct"))]
+
+
+def conditions_of(deployment) -> tuple:
+    """The conditions the lattice relates under `deployment`: those that apply to every policy there, but R1."""
+    return tuple(c for c in applicable(any_policy(deployment)) if c != "R1")
 WITNESSES = [
     "evict: true",
     "evict: kind not in ['record', 'rationale']\nbudget: 3",
     "evict: kind == 'record'",
     "evict: kind == 'rationale'",
     "evict: kind not in ['record', 'rationale'] and not pinned",
+    "evict: kind == 'message' or namespace == 'undo'",
 ]
 
 
@@ -55,8 +67,9 @@ def lattice():
     table = {}
     for label, deployment in DEPLOYMENTS:
         cells = {}
-        for a in CONDITIONS:
-            for b in CONDITIONS:
+        conditions = conditions_of(deployment)
+        for a in conditions:
+            for b in conditions:
                 if a == b:
                     continue
                 proved, rechecked, _ = prove_invariant(any_policy(deployment), b, free_policy=True, assume=[a])
@@ -72,11 +85,12 @@ def lattice():
 def markdown(table) -> str:
     lines = []
     for label, cells in table.items():
-        lines += [f"**{label}** (row a, column b: a ⇒ b)", "", "| a \\ b | " + " | ".join(CONDITIONS) + " |",
-                  "|---|" + "---|" * len(CONDITIONS)]
-        for a in CONDITIONS:
+        conditions = tuple(dict.fromkeys(a for a, _ in cells))
+        lines += [f"**{label}** (row a, column b: a ⇒ b)", "", "| a \\ b | " + " | ".join(conditions) + " |",
+                  "|---|" + "---|" * len(conditions)]
+        for a in conditions:
             row = []
-            for b in CONDITIONS:
+            for b in conditions:
                 cell = "—" if a == b else cells[(a, b)]
                 row.append("⇒" if cell == "implies" else "✗ " + cell[9:] if cell.startswith("witness") else
                            "⇒ " + cell[8:] if cell.startswith("implies") else cell)
