@@ -143,6 +143,13 @@ def assert_confirmed(policy, results) -> None:
         assert recheck.status is Status.CONFIRMED, recheck.reason
 
 
+def run_cli(*argv):
+    """The command line in-process; every `check` bounded by resources, not seconds."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv) + (CLI_BOUNDS if argv[:1] == ("check",) else []), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
 def cli_error(path, text: str, at: str) -> str:
     """The one line `check` writes for the bad policy text (written at path) with exit code 2, located at `at`."""
     path.write_text(text)

@@ -1,6 +1,5 @@
 """The command line: exit codes, JSON and ITF output, replay, and one-line errors for bad input."""
 
-import io
 import json
 import os
 import subprocess
@@ -8,21 +7,14 @@ import sys
 
 import pytest
 
-from prunecheck import cli
 from prunecheck.spec.errors import ReplayMismatch
 
 from conftest import CLI_BOUNDS, HANG_GUARD
+from support import run_cli as run
 from policy_table import EXAMPLES
 
 SEED = str(EXAMPLES / "seed_flawed.yaml")
 SAFE = str(EXAMPLES / "seed_safe_design.yaml")
-
-
-def run(*argv):
-    """The command line in-process; every `check` bounded by resources, not seconds."""
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main(list(argv) + (CLI_BOUNDS if argv[:1] == ("check",) else []), out, err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_violated_policy_exits_1_with_a_table_and_trace():

@@ -15,13 +15,12 @@ from prunecheck.spec.conditions import applicable, transition_violations, violat
 from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import (
-    PROVISIONAL, REVERSIBLE, UNKNOWN, ActionRefused, Append, Compact, Edit, Span, State, Undo, claim_status, enabled,
+    PROVISIONAL, REVERSIBLE, UNKNOWN, ActionRefused, Append, Compact, Edit, Span, Undo, claim_status, enabled,
     status, step, undo,
 )
 
 from conftest import BOUNDS
-from support import agree, assert_confirmed, model_policy, run_actions
-from test_cli import run
+from support import agree, assert_confirmed, model_policy, run_actions, run_cli as run
 
 RECORDS = "evict: kind == 'record'"
 # The seed's failure in four steps: the record of a destroy edit is evicted, then the edit is undone.
