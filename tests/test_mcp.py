@@ -197,7 +197,6 @@ def test_the_server_over_streamable_http_on_loopback():
         server.wait(timeout=60)
 
 
-@pytest.mark.long
 def test_the_agent_loop_reaches_a_proved_policy_in_three_rounds():
     """examples/agent_loop: two drafts refuted with their explanations fed back, the third proved and confirmed."""
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "agent_loop" / "agent_loop.py"), *SERVER[4:]],

@@ -196,7 +196,6 @@ POSITION_TARGETED = [
 def test_targeted_runs_of_policies_reading_positions_project_onto_every_pair():
     for text, deployment, actions in POSITION_TARGETED:
         _check_projection(model_policy(text, deployment), actions)
-@pytest.mark.long
 @settings(max_examples=25)
 @given(runs(policies=STAGE_POLICIES))
 def test_runs_of_stage_policies_project_onto_every_pair(run):

@@ -33,7 +33,6 @@ def rows_of(out: str) -> dict:
     return dict(zip(ids, labels))
 
 
-@pytest.mark.long
 def test_every_observation_comes_out_as_the_seed_describes(reproduced):
     code, out, err = reproduced
     rows = rows_of(out)

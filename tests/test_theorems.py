@@ -18,7 +18,6 @@ RECHECKED = {separation: "cvc5 72/72", absence: "cvc5 16/16", self_pins: "n/a (c
              merge: "cvc5 32/32", atomic_refusal: "cvc5 64/64"}
 
 
-@pytest.mark.long
 @pytest.mark.parametrize("module", list(RECHECKED), ids=lambda m: m.NAME)
 def test_theorem_is_proved(module):
     result = module.prove()
@@ -37,7 +36,6 @@ print(json.dumps({"proved": result.proved, "detail": result.detail,
 """
 
 
-@pytest.mark.long
 def test_lattice_decides_every_pair_with_a_proof_or_a_replayed_witness():
     # In a fresh interpreter: on z3's process-wide context this proof took 25 s alone and 187 s after the rest of
     # the suite in one worker (the solver's path depends on the terms earlier work made), its result the same.
