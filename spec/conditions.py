@@ -57,7 +57,8 @@ def _c4(policy: Policy, state: State) -> bool:
 
 
 def _p1(policy: Policy, state: State) -> bool:
-    return any(not present(state.span(e.rationale)) for e in state.live_edits())
+    # A compaction's ledger entry (evidence: on) is an entry that is never undone: its rationale is held to P1 too.
+    return any(not present(state.span(e.rationale)) for e in state.live_edits() + state.entries)
 
 
 def _t1(transition: Transition) -> bool:
@@ -67,6 +68,10 @@ def _t1(transition: Transition) -> bool:
     return isinstance(transition.action, Compact) and any(
         is_pair(before, k) and addressable(before.span(k)) and addressable(before.span(k + 1))
         and (k in removed) != (k + 1 in removed) for k in range(len(before.spans) - 1))
+
+
+def _j1(policy: Policy, state: State) -> bool:
+    return any(not present(state.span(c)) for c in state.cited_ids())
 
 
 _FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"
@@ -110,6 +115,15 @@ CONDITION_TABLE = (
               "(or the reverse) — the property real model APIs reject requests for.",
         description="tool-call pairs: no compaction stage removes one span of a tool call and its result",
         rule="ToolCallPairs", violated=_t1, applies=uses_pairs),
+    Condition(
+        id="J1", scope=Scope.STATE, source="seed 004_c989c62c2c56fca8, decision boundary",
+        words="The operational rule: **before any destructive edit, ask whether the justification for the edit "
+              "survives the edit.** If the justification lives in the span being removed, the edit must be downgraded "
+              "to a transformation with an external pointer, or deferred until the justification is relocated. "
+              "Concretely — do not prune a span that contains the reason another...",
+        description="justification survives: no span a live edit or compaction cites is removed while it is live "
+                    "(moved to the log counts as kept)",
+        rule="JustificationSurvives", violated=_j1, applies=lambda policy: policy.deployment.evidence == "on"),
 )
 
 BY_ID = {c.id: c for c in CONDITION_TABLE}

@@ -9,6 +9,7 @@ import z3
 
 from prunecheck.spec.conditions import BY_ID, Scope
 from prunecheck.spec.policy import IN_PLACE
+from prunecheck.symbolic import evidence
 from prunecheck.symbolic.model import ACT
 
 
@@ -42,7 +43,11 @@ def _c4(model, t):
 
 def _p1(model, t):
     return model.at(t, "P1", lambda g: z3.Or([z3.And(g.live_edit(i), z3.Not(g.present(i + 1)))
-                                              for i in range(model.n - 1)]))
+                                              for i in range(model.n - 1)] + _ledger_p1(model, g)))
+
+
+def _ledger_p1(model, g) -> list:
+    return [evidence.ledger_rationale_lost(model, g)] if model.evidence else []
 
 
 def _t1(model, s, a, t, step):
@@ -51,6 +56,12 @@ def _t1(model, s, a, t, step):
     split = [z3.And(s.is_pair(i), s.in_window(i), s.in_window(i + 1), z3.Xor(step.evicted[i], step.evicted[i + 1]))
              for i in range(model.n - 1)]
     return z3.And(a.act == ACT["compact"], z3.Or(split))
+
+
+def _j1(model, t):
+    if not model.evidence:
+        return z3.BoolVal(False)  # nothing cites without evidence: on (J1 does not apply there)
+    return model.at(t, "J1", lambda g: evidence.j1_violated(model, g))
 
 
 # The pair model (symbolic/parametric.py): r ranges over every span id, so checking r alone covers every span.
@@ -90,6 +101,12 @@ def _pair_t1(model, step):
     return z3.And(step.compacts, model.is_pair(s), s.in_window("r"), s.in_window("q"), z3.Xor(taken["r"], taken["q"]))
 
 
+def _pair_j1(model, s):
+    # The pair model does not track citations (cited_g) yet: J1 is never proved on it, only found by the bounded
+    # search (a violation term that is always possible keeps every induction attempt from succeeding).
+    return z3.BoolVal(True)
+
+
 TERMS = {
     "C1": ConditionTerms(_c1, _pair_c1),
     "C2": ConditionTerms(_c2, _pair_c2),
@@ -97,6 +114,7 @@ TERMS = {
     "C4": ConditionTerms(_c4, _pair_c4),
     "P1": ConditionTerms(_p1, _pair_p1),
     "T1": ConditionTerms(_t1, _pair_t1),
+    "J1": ConditionTerms(_j1, _pair_j1),
 }
 
 

@@ -60,8 +60,8 @@ class RunState(SymState):
     """A state whose slots also carry `count`, the number of equal spans each stands for (1 but for appended runs)."""
 
     def __init__(self, k, n: int, counts: tuple, tag: str = "", variables: bool = True, masking: bool = False,
-                 placing: bool = False, names: tuple = ()):
-        super().__init__(k, n, tag, variables=variables, masking=masking, placing=placing, names=names)
+                 placing: bool = False, names: tuple = (), cites: bool = False):
+        super().__init__(k, n, tag, variables=variables, masking=masking, placing=placing, names=names, cites=cites)
         self.counts = counts
         self.fields["count"] = [z3.Int(f"{tag}count{i}@{k}") if variables else None for i in range(n)]
         # Slot i is half of a run of pairs: its calls (the results in slot i+1) or its results (the calls in i-1).
@@ -82,8 +82,8 @@ class RunAction(SymAction):
     """An action of the model with runs: besides SymAction's, an append's `result` tokens (0: no pairs; m >= 1: a
     run of `pairs` calls each followed by its result of m tokens, `times` = 2·pairs real steps)."""
 
-    def __init__(self, k, n: int, tag: str = "", names: tuple = ()):
-        super().__init__(k, n, tag, names)
+    def __init__(self, k, n: int, tag: str = "", names: tuple = (), cites: bool = False):
+        super().__init__(k, n, tag, names, cites)
         self.result = z3.Int(f"{tag}aresult@{k}")
         self.pairs = z3.Int(f"{tag}apairs@{k}")
 
@@ -98,14 +98,14 @@ class RunModel(Model):
 
     def state(self, k) -> RunState:
         return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking, placing=self.placing,
-                        names=self.names)
+                        names=self.names, cites=self.evidence)
 
     def generic_state(self, label: str) -> RunState:
         return RunState(label, self.n, self.counts, self.tag, masking=self.masking, placing=self.placing,
-                        names=self.names)
+                        names=self.names, cites=self.evidence)
 
     def action(self, k) -> RunAction:
-        return RunAction(k, self.n, self.tag, self.names)
+        return RunAction(k, self.n, self.tag, self.names, self.evidence)
 
     def encode_init(self, s: RunState) -> list:
         out = super().encode_init(s)

@@ -352,7 +352,9 @@ def assert_itf_py_reads_our_states(policy, transitions, document):
                   if (masks(policy) or k != "masked") and (k != "place" or s.place != s.id)
                   and not (k in ("tool", "tag") and v == "")} for s in state.spans]
         assert _itf_records(values["spans"]) == shown  # `masked` only with masks, `place` only a summary's, names if set
-        assert _itf_records(values["edits"]) == [dataclasses.asdict(e) for e in state.edits]
+        # an edit's `cites` only when it cites something (spec/SPEC.md §6d)
+        assert _itf_records(values["edits"]) == [{k: v for k, v in dataclasses.asdict(e).items()
+                                                  if k != "cites" or v} for e in state.edits]
         assert values["status"] == status(policy, state) and values["outcome"] == outcome
         assert values["violations"] == bad
         assert values["mbt::actionTaken"] == action

@@ -17,7 +17,7 @@ from prunecheck.spec.policy import CONTENT_KINDS, DEPLOYMENT_CHOICES, Deployment
 from prunecheck.spec.runtime import (
     REVERSIBLE, UNKNOWN, ActionRefused, Append, Audit, Compact, Edit, EditInfo, Pin, Read, Span, State, Undo,
     Unpin, addressable, candidates, effective_budget, enabled, enabled_actions, host_budgets, span_env, status, step,
-    undo,
+    undo, slots_needed, stage_taken,
 )
 
 SAFE = Deployment()
@@ -700,6 +700,10 @@ class RuntimeMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.state.window_tokens() > 0 or len(self.state.spans) >= RuntimeMachine.MAX_SPANS)
     @rule(data=st.data())
     def compact(self, data):
+        full = len(self.state.spans) + slots_needed(self.policy) > RuntimeMachine.MAX_SPANS
+        if full and stage_taken(self.policy, self.state)[0]:  # no slot for its summary or ledger entry (SPEC §6d)
+            assert not enabled(self.policy, self.state, Compact(), self.MAX_SPANS)
+            return
         transition = self._do(Compact())
         if self.policy.budget is not None:
             assert transition.after.window_tokens() <= self.policy.budget

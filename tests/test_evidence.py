@@ -1,0 +1,237 @@
+"""Evidence edges (spec/SPEC.md §6d): `cites`, the compactions' ledger entries, `justification`, and J1 on the
+runtime, in the unrolled model and the explicit engine, in trace files and in the cache."""
+
+import json
+
+import pytest
+
+from prunecheck.checker.check import check
+from prunecheck.checker.engines.bmc import check_bounded
+from prunecheck.checker.engines.replay import replay
+from prunecheck.checker.language.document import policy_document
+from prunecheck.checker.options import CheckOptions
+from prunecheck.checker.outputs.cache import ReportFormatError, report_from_json
+from prunecheck.checker.outputs.itf import actions_of, first_difference, trace_document
+from prunecheck.checker.outputs.reason_doc import reasons_json
+from prunecheck.checker.outputs.render import report_json
+from prunecheck.checker.result import Verdict
+from prunecheck.spec.actions import Append, Compact, Edit, Undo, action_text
+from prunecheck.spec.conditions import applicable, state_violations
+from prunecheck.spec.errors import TraceFormatError
+from prunecheck.spec.policy import Deployment
+from prunecheck.spec.runtime import ActionRefused, EditInfo, LedgerEntry, State, enabled_actions, step
+
+from conftest import BOUNDS
+from support import engines_agree, model_policy
+
+# The second seed's observation: tool transcripts selected as low-relevance are summarised away, and the rationale
+# ("superseded at turn 112") lived only inside one of them.
+TRANSCRIPTS = "evict: kind == 'tool_output'"
+
+
+def policy(justification="unchecked", evidence="on", text=TRANSCRIPTS, **keys):
+    return model_policy(text, Deployment(evidence=evidence, justification=justification, **keys))
+
+
+def run(p, actions, max_spans=None):
+    state, out = State(), []
+    for action in actions:
+        out.append(step(p, state, action, max_spans))
+        state = out[-1].after
+    return out
+
+
+# Two transcripts, the second is turn 112; the compaction cites it as its reason, and its stage takes it.
+TURN_112 = (Append("tool_output", 2), Append("tool_output", 2), Append("message", 1), Compact(cites=(1,)))
+
+
+def test_turn_112_loses_its_justification_unless_downgraded():
+    unchecked = run(policy("unchecked"), TURN_112)[-1]
+    assert 1 in unchecked.evicted and not unchecked.after.span(1).alive
+    assert "J1" in state_violations(policy("unchecked"), unchecked.after)
+    downgraded = run(policy("downgrade"), TURN_112)[-1]
+    assert 1 in downgraded.evicted and downgraded.after.span(1).namespace == "log" and downgraded.after.span(1).alive
+    assert "J1" not in state_violations(policy("downgrade"), downgraded.after)
+
+
+def test_the_compaction_writes_a_ledger_entry_with_its_citations():
+    after = run(policy(), TURN_112)[-1].after
+    (entry,) = after.entries
+    rationale = after.span(entry.rationale)
+    assert entry == LedgerEntry(rationale.id, (1,)) and rationale.kind == "rationale" and rationale.namespace == "log"
+    assert after.edits == ()  # an entry is not an edit: C1-C4 and undo never see it
+
+
+def test_no_ledger_entry_without_evidence_or_when_the_stage_takes_nothing():
+    plain = run(policy(evidence="off"), TURN_112[:3] + (Compact(),))[-1].after
+    assert plain.entries == () and len(plain.spans) == 3
+    idle = run(policy(text="evict: kind == 'diff'"), TURN_112)[-1].after
+    assert idle.entries == () and len(idle.spans) == 3
+
+
+def test_defer_keeps_a_cited_span_out_of_the_stage_but_not_out_of_the_hosts_truncation():
+    deferred = run(policy("defer"), TURN_112)[-1]
+    assert deferred.evicted == {0} and deferred.after.span(1).alive
+    # The design's run: the stage spares the cited span, the host's truncation takes it.
+    actions = (Append("message", 2), Append("message", 1), Edit(1, "transform", cites=(0,)), Compact(1))
+    last = run(policy("defer", text="evict: false"), actions)[-1]
+    assert 0 in last.truncated and "J1" in state_violations(policy("defer"), last.after)
+    saved = run(policy("downgrade", text="evict: false"), actions)[-1]
+    assert 0 in saved.truncated and saved.after.span(0).namespace == "log"
+    assert "J1" not in state_violations(policy("downgrade"), saved.after)
+
+
+def test_downgrade_turns_a_mask_of_a_cited_span_into_a_move_to_the_log():
+    p = policy("downgrade", text=TRANSCRIPTS + "\neffect: mask\nplaceholder_tokens: 1")
+    after = run(p, TURN_112)[-1].after
+    assert after.span(0).masked and after.span(1).namespace == "log" and not after.span(1).masked
+    assert "J1" not in state_violations(p, after)
+
+
+def test_an_undone_edit_cites_nothing():
+    p = policy(text="evict: false")
+    actions = (Append("message", 2), Append("message", 1), Edit(1, "transform", cites=(0,)), Compact(1))
+    assert "J1" in state_violations(p, run(p, actions)[-1].after)
+    undone = run(p, actions[:3] + (Undo(2), Compact(1)))[-1].after
+    assert undone.cited_ids() == frozenset() and "J1" not in state_violations(p, undone)
+
+
+@pytest.mark.parametrize("cites, why", [((0,), "evidence: on"), ((5,), "does not exist"), ((1, 0), "ascending"),
+                                         ((0, 0), "ascending"), ([0], "tuple"), ((True,), "does not exist")])
+def test_bad_citations_are_refused(cites, why):
+    p = policy() if why != "evidence: on" else policy(evidence="off")
+    state = run(p, (Append("message", 1), Append("message", 1)))[-1].after
+    for action in (Edit(0, "transform", cites=cites), Compact(cites=cites)):
+        with pytest.raises(ActionRefused, match=why):
+            step(p, state, action)
+
+
+def test_a_citation_of_a_span_that_is_not_present_is_refused():
+    p = policy()
+    state = run(p, (Append("tool_output", 1), Append("message", 1), Compact()))[-1].after
+    with pytest.raises(ActionRefused, match="not present"):
+        step(p, state, Edit(1, "transform", cites=(0,)))
+
+
+def test_reprs_and_traces_are_quiet_without_citations():
+    assert repr(Edit(1, "transform")) == "Edit(target=1, mode='transform')"
+    assert repr(Compact()) == "Compact(budget=None)" and action_text(Compact()) == "compact()"
+    assert repr(State()) == "State(step=0, spans=(), edits=())"
+    assert "cites" not in repr(EditInfo(1, 2, 0, "transform", 1, "message", False))
+    assert action_text(Edit(0, "transform", cites=(0,)), keywords=True) == \
+        "edit(target=0, mode='transform', cites=(0,))"
+    p = policy(evidence="off", text="evict: true")
+    doc = trace_document(p, policy_document(p), run(p, (Append("message", 1), Edit(0, "transform"))), {})
+    assert "entries" not in doc["vars"] and all("cites" not in e for s in doc["states"] for e in s["edits"])
+
+
+def test_the_explicit_engine_cites_nothing_or_one_present_span_and_only_under_evidence():
+    state = run(policy(), (Append("message", 1), Append("message", 1)))[-1].after
+    on = {a.cites for a in enabled_actions(policy(), state) if isinstance(a, (Edit, Compact))}
+    assert on == {(), (0,), (1,)}
+    off = {a.cites for a in enabled_actions(policy(evidence="off"), state) if isinstance(a, (Edit, Compact))}
+    assert off == {()}
+
+
+def _document(p, actions):
+    return json.loads(json.dumps(trace_document(p, policy_document(p), run(p, actions), {"condition": "J1"})))
+
+
+def test_itf_round_trips_citations_and_ledger_entries():
+    p = policy()
+    doc = _document(p, TURN_112)
+    assert actions_of(doc) == TURN_112
+    assert doc["states"][-1]["entries"] == [{"rationale": {"#bigint": "3"}, "cites": {"#set": [{"#bigint": "1"}]}}]
+    assert first_difference(doc, p, replay(p, TURN_112)) is None
+
+
+@pytest.mark.parametrize("cites", [[1], {"#set": [{"#bigint": "1"}, {"#bigint": "1"}]}, {"#set": "1"},
+                                   {"#set": [{"#bigint": "-1"}]}, {"#set": [{"#bigint": "9" * 40}]}, {"#tup": []}])
+def test_hostile_citations_in_a_trace_file_are_refused(cites):
+    doc = _document(policy(), TURN_112)
+    doc["states"][-1]["mbt::nondetPicks"]["cites"] = cites
+    with pytest.raises(TraceFormatError, match="cites"):
+        actions_of(doc)
+
+
+def test_hostile_citations_in_a_trace_file_give_one_line_and_exit_2(tmp_path):
+    from test_acceleration import run_cli
+    doc = _document(policy(), TURN_112)
+    doc["#meta"] = {"prunecheck": {"policy": policy_document(policy()), "spans": 8}}
+    doc["states"][-1]["mbt::nondetPicks"]["cites"] = {"#set": [True]}
+    path = tmp_path / "hostile.itf.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run_cli("replay", path)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "cites" in err
+
+
+@pytest.fixture(scope="module")
+def violated_report():
+    """A report whose J1 trace cites a span, its JSON document and reasons, as the cache stores them."""
+    report = check(policy(), CheckOptions(depth=4, spans=5, only=("J1",), prove=False, **BOUNDS))
+    return report, json.loads(json.dumps(report_json(report))), reasons_json(report)
+
+
+def _cited_step(doc):
+    return next(a for a in doc["conditions"]["J1"]["trace"] if "cites" in a["args"])
+
+
+def test_citations_round_trip_through_the_cache(violated_report):
+    report, doc, reasons = violated_report
+    assert _cited_step(doc)["args"]["cites"] and report_from_json(doc, reasons) == report
+
+
+@pytest.mark.parametrize("cites", [[1, 1], [-1], "1", [True], [1.5], {"a": 1}])
+def test_hostile_citations_in_the_cache_are_refused(violated_report, cites):
+    _report, doc, reasons = violated_report
+    doc = json.loads(json.dumps(doc))
+    _cited_step(doc)["args"]["cites"] = cites
+    with pytest.raises(ReportFormatError, match="cites"):
+        report_from_json(doc, reasons)
+
+
+def test_j1_applies_only_under_evidence():
+    assert "J1" in applicable(policy()) and "J1" not in applicable(policy(evidence="off"))
+
+
+def test_the_checker_finds_the_turn_112_failure_and_replays_it():
+    found = {r.condition: r for r in check_bounded(policy(), 4, 5, ("J1",), **BOUNDS)}
+    assert found["J1"].verdict == Verdict.VIOLATED
+    assert "J1" in state_violations(policy(), replay(policy(), found["J1"].trace.actions)[-1].after)
+    safe = check_bounded(policy("downgrade"), 4, 5, ("J1",), **BOUNDS)
+    assert safe[0].verdict == Verdict.UNKNOWN  # nothing within the bounds; no proof on the pair model yet
+
+
+def test_no_proof_is_claimed_under_evidence_until_the_pair_model_has_it():
+    report = check(policy("downgrade"), CheckOptions(depth=3, spans=4, **BOUNDS))
+    assert all(r.verdict != Verdict.HOLDS for r in report.results)
+    assert "evidence: on is not yet encoded" in str(report.result("J1").reason.note.value)
+
+
+@pytest.mark.parametrize("justification", ["unchecked", "downgrade", "defer"])
+@pytest.mark.parametrize("text", [TRANSCRIPTS, "evict: true\nbudget: 2", "evict: kind == 'message'\neffect: mask\n"
+                                  "placeholder_tokens: 1"])
+def test_the_explicit_and_symbolic_engines_agree_under_evidence(justification, text):
+    engines_agree(policy(justification, text=text), depth=3, tokens=(1, 2), spans=4)
+
+
+def test_a_ledger_rationale_in_the_window_counts_against_the_budget_and_is_a_pruning_target():
+    p = policy(rationale="window", text="evict: kind != 'message'")
+    last = run(p, TURN_112[:3] + (Compact(1, cites=(1,)),))[-1]
+    (entry,) = last.after.entries
+    # Written before the host's truncation: the message is truncated so that the window, entry included, fits.
+    assert last.truncated == {2} and last.after.window_tokens() == 1 and last.after.span(entry.rationale).alive
+    assert "P1" in state_violations(p, step(p, last.after, Compact()).after)  # the next stage takes the rationale
+
+
+@pytest.mark.parametrize("justification", ["unchecked", "downgrade"])
+def test_the_engines_agree_with_ledger_rationales_in_the_window(justification):
+    engines_agree(policy(justification, rationale="window", text="evict: age > 1\nbudget: 2"), depth=3,
+                  tokens=(1, 2), spans=4)
+
+
+def test_the_j1_explanation_names_the_cited_span_its_citer_and_the_setting():
+    from prunecheck.checker.findings.explain import explain
+    cause = explain(policy(), TURN_112, "J1").cause
+    assert "#1, cited by the compaction whose rationale is #3, is gone" in cause.summary
+    assert any("justification: unchecked" in p.text for p in cause.points)
