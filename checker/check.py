@@ -84,9 +84,6 @@ def check(policy: Policy, options: CheckOptions = DEFAULTS, proofs: Optional[dic
 
 
 def _check(policy: Policy, options: CheckOptions, known: dict) -> Report:
-    if policy.deployment.evidence == "on":
-        # The pair model has no citations or ledger entries yet: a proof there could miss what they change.
-        options = replace(options, prove=False)
     wanted, depth, spans, timeout = options.conditions, options.depth, options.spans, options.timeout
     wanted = applicable(policy, wanted)  # T1 only for a policy that uses pairs
     restrict = {"token_domain": options.tokens, "repeat_domain": options.repeats, "rlimit": options.rlimit}
@@ -153,8 +150,7 @@ def _decide(policy, c, proofs, bounded, options: CheckOptions, document: tuple) 
     r = bounded[c]
     if not options.prove and r.verdict == Verdict.UNKNOWN:
         reason = unknown_reason(policy, [part_of(r, Method.BMC)], *limits)
-        note = Note.NO_PAIR_EVIDENCE if policy.deployment.evidence == "on" else Note.NO_PROVE
-        return replace(r, reason=replace(reason, note=note))
+        return replace(r, reason=replace(reason, note=Note.NO_PROVE))
     if r.verdict != Verdict.UNKNOWN or c not in proofs:
         return r
     # Neither proved by induction nor refuted within the bound: give Spacer the condition's time.

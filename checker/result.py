@@ -284,7 +284,6 @@ class Note(enum.Enum):
     """A remark after a reason."""
 
     NO_PROVE = "no proof attempted (--no-prove: bounded search only)"
-    NO_PAIR_EVIDENCE = "no proof attempted (evidence: on is not yet encoded in the pair model: bounded search only)"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import z3
 
 from prunecheck.spec.conditions import BY_ID, Scope
 from prunecheck.spec.policy import IN_PLACE
-from prunecheck.symbolic import evidence
+from prunecheck.symbolic import evidence, pair_evidence
 from prunecheck.symbolic.model import ACT
 
 
@@ -91,6 +91,8 @@ def _pair_c4(model, s):
 
 
 def _pair_p1(model, s):
+    if model.evidence:  # a compaction's ledger rationale at r is held to P1 too (spec/SPEC.md §6d)
+        return z3.Or(z3.And(s.live_edit("r"), z3.Not(s.present("q"))), pair_evidence.ledger_lost(model, s))
     return z3.And(s.live_edit("r"), z3.Not(s.present("q")))
 
 
@@ -102,9 +104,7 @@ def _pair_t1(model, step):
 
 
 def _pair_j1(model, s):
-    # The pair model does not track citations (cited_g) yet: J1 is never proved on it, only found by the bounded
-    # search (a violation term that is always possible keeps every induction attempt from succeeding).
-    return z3.BoolVal(True)
+    return pair_evidence.j1(model, s)
 
 
 TERMS = {

@@ -13,6 +13,7 @@ from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.cache import ReportFormatError, report_from_json
 from prunecheck.checker.outputs.itf import actions_of, first_difference, trace_document
 from prunecheck.checker.outputs.reason_doc import reasons_json
+from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.outputs.render import report_json
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.actions import Append, Compact, Edit, Undo, action_text
@@ -199,13 +200,18 @@ def test_the_checker_finds_the_turn_112_failure_and_replays_it():
     assert found["J1"].verdict == Verdict.VIOLATED
     assert "J1" in state_violations(policy(), replay(policy(), found["J1"].trace.actions)[-1].after)
     safe = check_bounded(policy("downgrade"), 4, 5, ("J1",), **BOUNDS)
-    assert safe[0].verdict == Verdict.UNKNOWN  # nothing within the bounds; no proof on the pair model yet
+    assert safe[0].verdict == Verdict.UNKNOWN  # the bounded search never says holds
 
 
-def test_no_proof_is_claimed_under_evidence_until_the_pair_model_has_it():
-    report = check(policy("downgrade"), CheckOptions(depth=3, spans=4, **BOUNDS))
-    assert all(r.verdict != Verdict.HOLDS for r in report.results)
-    assert "evidence: on is not yet encoded" in str(report.result("J1").reason.note.value)
+def test_downgrade_gives_j1_holds_with_a_certificate_and_the_others_a_replayed_violation():
+    options = CheckOptions(depth=4, spans=4, only=("J1",), **BOUNDS)
+    safe = check(policy("downgrade"), options).result("J1")
+    assert safe.verdict == Verdict.HOLDS and safe.certificate and "cvc5" in reason_text(safe.reason)
+    for justification in ("unchecked", "defer"):
+        found = check(policy(justification), options).result("J1")
+        assert found.verdict == Verdict.VIOLATED
+        assert "J1" in state_violations(policy(justification), replay(policy(justification),
+                                                                       found.trace.actions)[-1].after)
 
 
 @pytest.mark.parametrize("justification", ["unchecked", "downgrade", "defer"])
