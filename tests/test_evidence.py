@@ -4,6 +4,8 @@ runtime, in the unrolled model and the explicit engine, in trace files and in th
 import json
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from prunecheck.checker.check import check
 from prunecheck.checker.engines.bmc import check_bounded
@@ -19,11 +21,14 @@ from prunecheck.checker.result import Verdict
 from prunecheck.spec.actions import Append, Compact, Edit, Undo, action_text
 from prunecheck.spec.conditions import applicable, state_violations
 from prunecheck.spec.errors import TraceFormatError
-from prunecheck.spec.policy import Deployment
+from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Deployment
+from prunecheck.checker.engines.prove import prove
+from prunecheck.checker.language.document import policy_hash
+from prunecheck.spec.conditions import CONDITIONS as STATE_AND_STEP
 from prunecheck.spec.runtime import ActionRefused, EditInfo, LedgerEntry, State, enabled_actions, step
 
 from conftest import BOUNDS
-from support import engines_agree, model_policy
+from support import POLICIES, engines_agree, model_policy
 
 # The second seed's observation: tool transcripts selected as low-relevance are summarised away, and the rationale
 # ("superseded at turn 112") lived only inside one of them.
@@ -241,3 +246,35 @@ def test_the_j1_explanation_names_the_cited_span_its_citer_and_the_setting():
     cause = explain(policy(), TURN_112, "J1").cause
     assert "#1, cited by the compaction whose rationale is #3, is gone" in cause.summary
     assert any("justification: unchecked" in p.text for p in cause.points)
+
+
+EVIDENCE_DEPLOYMENTS = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in
+                                                DEPLOYMENT_CHOICES.items() if key != "evidence"}, evidence=st.just("on"))
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(st.sampled_from(POLICIES), EVIDENCE_DEPLOYMENTS, st.sampled_from(STATE_AND_STEP))
+def test_nothing_proved_under_evidence_is_found_violated(text, deployment, condition):
+    p = model_policy(text, deployment)
+    assume(condition in applicable(p))
+    proof = prove(p, condition, policy_document(p), policy_hash(p), **BOUNDS)
+    (bounded,) = check_bounded(p, depth=5, spans=5, conditions=[condition], **BOUNDS)
+    assert not (proof.verdict == Verdict.HOLDS and bounded.verdict == Verdict.VIOLATED), \
+        f"{condition} proved yet violated by {bounded.trace}"
+
+
+@pytest.mark.slow
+def test_downgrade_suffices_for_every_policy_with_cvc5_certificates():
+    from prunecheck.proofs import downgrade
+    result = downgrade.prove()
+    assert result.proved, result.detail
+    assert result.rechecked == "cvc5 64/64"
+
+
+def test_j1_is_not_provable_for_every_policy_without_downgrade():
+    from prunecheck.proofs.theorem import any_policy, prove_invariant
+    for justification in ("unchecked", "defer"):
+        proved, _status, _why = prove_invariant(any_policy(Deployment(evidence="on", justification=justification)),
+                                                "J1", free_policy=True)
+        assert not proved

@@ -9,6 +9,7 @@ import pytest
 
 from prunecheck import cli
 from prunecheck.proofs import THEOREMS, absence, host_budget, lattice, reversible, self_pins, separation
+from prunecheck.proofs import downgrade
 
 
 @pytest.mark.parametrize("module", [separation, absence, self_pins, host_budget, reversible], ids=lambda m: m.NAME)
@@ -69,4 +70,4 @@ def test_prove_command_prints_a_table_and_markdown(monkeypatch):
 
 
 def test_every_theorem_module_is_listed():
-    assert set(THEOREMS) == {separation, absence, self_pins, host_budget, reversible, lattice}
+    assert set(THEOREMS) == {separation, absence, self_pins, host_budget, reversible, lattice, downgrade}
