@@ -278,3 +278,15 @@ def test_j1_is_not_provable_for_every_policy_without_downgrade():
         proved, _status, _why = prove_invariant(any_policy(Deployment(evidence="on", justification=justification)),
                                                 "J1", free_policy=True)
         assert not proved
+
+
+def test_the_explicit_engines_reason_names_its_citation_domain_and_survives_the_cache():
+    from prunecheck.checker.engines.explicit import domains_for, explore
+    from prunecheck.checker.outputs.reason_doc import reason_from_json, reason_json
+    (result,) = [r for r in explore(policy("downgrade"), 2, 4, domains=domains_for(policy("downgrade"), (1,)),
+                                    max_states=10_000) if r.condition == "J1"]
+    assert "citations: none or one present span" in reason_text(result.reason)
+    assert reason_from_json(json.loads(json.dumps(reason_json(result.reason)))) == result.reason
+    plain = domains_for(policy(evidence="off"), (1,))
+    assert not plain.cites and "cites" not in json.dumps(reason_json(explore(policy(evidence="off"), 1, 3,
+                                                                                domains=plain)[0].reason))
