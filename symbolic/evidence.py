@@ -121,9 +121,12 @@ def with_ledger(model, rationale_here, ledger: tuple) -> tuple:
 
 def downgrade_removal(model, masked_now, gone, down) -> tuple:
     """(masked now, gone now, moved to the log now) for one slot: under `justification: downgrade` a cited span the
-    compaction removes (or would mask) goes to the log instead; moved is None when nothing is downgraded."""
-    if not model.evidence or model.dep.justification != "downgrade" or model.dep.evicted == "logged":
+    compaction removes (or would mask) goes to the log instead; moved is None when nothing is downgraded. Under
+    `evicted: logged` a removal goes there anyway: only a mask becomes a move."""
+    if not model.evidence or model.dep.justification != "downgrade":
         return masked_now, gone, None
+    if model.dep.evicted == "logged":
+        return z3.And(masked_now, z3.Not(down)), gone, z3.And(masked_now, down)
     moved = z3.Or(z3.And(gone, down), z3.And(masked_now, down))
     return z3.And(masked_now, z3.Not(down)), z3.And(gone, z3.Not(down)), moved
 

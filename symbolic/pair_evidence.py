@@ -56,7 +56,7 @@ def deferred(model, s, g: str, a=None):
 
 def downgraded(model, s, g: str, a):
     """`justification: downgrade` moves a cited ghost the compaction removes (or would mask) to the log."""
-    if not model.evidence or model.dep.justification != "downgrade" or model.dep.evicted == "logged":
+    if not model.evidence or model.dep.justification != "downgrade":
         return None
     return cited_now(model, s, g, a)
 
@@ -108,6 +108,8 @@ def removal(model, s, a, g: str, masked_now, gone) -> tuple:
     down = downgraded(model, s, g, a)
     if down is None:
         return masked_now, gone, None
+    if model.dep.evicted == "logged":  # a removal goes to the log anyway: only a mask becomes a move
+        return z3.And(masked_now, z3.Not(down)), gone, z3.And(masked_now, down)
     return z3.And(masked_now, z3.Not(down)), z3.And(gone, z3.Not(down)), z3.And(z3.Or(masked_now, gone), down)
 
 

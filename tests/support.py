@@ -207,6 +207,8 @@ def pin_action(model, a, action):
     if isinstance(action, Compact):
         out.append(a.hosted == (action.budget is not None))
         out.extend([a.host == action.budget] if action.budget is not None else [])
+    # an edit's or compaction's citations (evidence: on; spec/SPEC.md §6d): none in a model without evidence
+    out += [c == (j in getattr(action, "cites", ())) for j, c in enumerate(a.cites)]
     return out
 
 

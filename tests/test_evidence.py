@@ -28,7 +28,7 @@ from prunecheck.spec.conditions import CONDITIONS as STATE_AND_STEP
 from prunecheck.spec.runtime import ActionRefused, EditInfo, LedgerEntry, State, enabled_actions, step
 
 from conftest import BOUNDS
-from support import POLICIES, engines_agree, model_policy
+from support import N, POLICIES, agree, engines_agree, model_policy
 
 # The second seed's observation: tool transcripts selected as low-relevance are summarised away, and the rationale
 # ("superseded at turn 112") lived only inside one of them.
@@ -290,3 +290,24 @@ def test_the_explicit_engines_reason_names_its_citation_domain_and_survives_the_
     plain = domains_for(policy(evidence="off"), (1,))
     assert not plain.cites and "cites" not in json.dumps(reason_json(explore(policy(evidence="off"), 1, 3,
                                                                                 domains=plain)[0].reason))
+
+
+@pytest.mark.parametrize("evicted", ["destroyed", "logged"])
+@pytest.mark.parametrize("justification", ["unchecked", "downgrade", "defer"])
+@pytest.mark.parametrize("text", [TRANSCRIPTS, TRANSCRIPTS + "\neffect: mask", TRANSCRIPTS + "\neffect: summarise"])
+def test_the_unrolled_model_reaches_the_runtimes_states_under_evidence(evicted, justification, text):
+    p = model_policy(text, Deployment(evidence="on", justification=justification, evicted=evicted, rationale="window"))
+    actions = (Append("tool_output", 1), Append("message", 1), Edit(1, "transform", cites=(0,)), Compact(2),
+               Compact(cites=(1,)))
+    agree(p, _enabled_within(p, actions, N), with_lemmas=False)
+
+
+def _enabled_within(p, actions, slots) -> tuple:
+    """The actions the runtime allows within `slots` span slots, those it refuses left out."""
+    from prunecheck.spec.runtime import enabled
+    state, out = State(), []
+    for action in actions:
+        if enabled(p, state, action, slots):
+            out.append(action)
+            state = step(p, state, action, slots).after
+    return tuple(out)
