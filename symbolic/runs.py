@@ -167,10 +167,12 @@ class RunModel(Model):
                 z3.Implies(paired, z3.And([append, a.role == R["tool_call"], a.times == 2 * a.pairs, room,
                                            z3.Or([a.pairs == c for c in self.counts])] + results))]
 
-    def _slot_update(self, s, a, t, i, sel, is_, now, reverted, new_kind, removed, written=(None, None)) -> None:
-        super()._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, removed, written)
+    def _slot_update(self, s, a, t, i, sel, is_, now, reverted, new_kind, removed, written=(None, None),
+                     ledger=(None, None)) -> None:
+        super()._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, removed, written, ledger)
         edit_here = z3.And(is_["edit"], z3.Or(s.first_free(i), s.first_free(i - 1) if i > 0 else z3.BoolVal(False)))
         one = edit_here if written[0] is None or not self.placing else z3.Or(edit_here, written[0])  # a summary: 1
+        one = z3.Or(one, ledger[0]) if self.evidence else one  # a compaction's ledger rationale: 1 (SPEC §6d)
         first = z3.And(is_["append"], s.first_free(i))
         second = z3.And(is_["append"], a.result >= 1, s.first_free(i - 1)) if i > 0 else z3.BoolVal(False)
         t.fields["count"][i] = z3.If(first, z3.If(a.result >= 1, a.pairs, a.times),
