@@ -104,6 +104,9 @@ def guards(model, s, a, evicted: list) -> list:
         return []
     citing = z3.Or(a.act == model.act_edit, a.act == model.act_compact)
     out = [z3.Implies(a.cites[j], z3.And(citing, s.used[j], s.present(j))) for j in range(model.n)]
+    if model.token_domain is not None:
+        # A model restricted to the explicit engine's domains takes its citation domain too: none or one span.
+        out.append(z3.Sum([z3.If(c, 1, 0) for c in a.cites]) <= 1)
     needed = 1 + (1 if model.placing else 0)
     free = z3.Not(s.used[model.n - needed]) if model.n >= needed else z3.BoolVal(False)
     out.append(z3.Implies(z3.And(a.act == model.act_compact, z3.Or(evicted)), free))

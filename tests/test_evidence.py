@@ -311,3 +311,15 @@ def _enabled_within(p, actions, slots) -> tuple:
             out.append(action)
             state = step(p, state, action, slots).after
     return tuple(out)
+
+
+def test_several_citations_are_found_by_the_unrestricted_search_and_replayed():
+    # defer spares every cited span, so a compaction citing all of them takes nothing and needs no ledger slot; the
+    # host's truncation then takes a record (C2). The explicit engine (one citation) and models restricted to its
+    # domains do not reach it.
+    p = model_policy("evict: true", Deployment(records="window", rationale="window", evidence="on",
+                                               justification="defer"))
+    (found,) = check_bounded(p, 3, 3, ("C2",), **BOUNDS)
+    assert found.verdict == Verdict.VIOLATED and len(found.trace.actions[-1].cites) > 1
+    (restricted,) = check_bounded(p, 3, 3, ("C2",), token_domain=(1, 2), **BOUNDS)
+    assert restricted.verdict == Verdict.UNKNOWN
