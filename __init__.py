@@ -92,16 +92,18 @@ def parse_policy(text, source: str = "<policy>.yaml", deployment=None):
 
 def check(policy, deployment=None, *, depth: int = None, spans: int = None, only=None, timeout: float = None,
           memory_mb: int = None, prove: bool = None, tokens=None, max_counterexamples: int = None, repeats=None,
-          rlimit: int = None):
+          rlimit: int = None, recovery_peak: bool = None):
     """Check a policy (a Policy or a path) under its own deployment with the keys of `deployment` (a dict such as
     {"records": "window"}, a DeploymentOverride, or a complete Deployment) set over it: a Report with one Result
     per condition, `violated` with a replayed trace, `holds` with a cvc5-checked certificate, or
-    `unknown` with the reason. An option left None takes its default, the one prunecheck.CheckOptions() has."""
+    `unknown` with the reason; with `recovery_peak`, also Report.recovery_peak. An option left None takes its
+    default, the one prunecheck.CheckOptions() has."""
     from prunecheck.checker.check import check as _check
     from prunecheck.checker.options import options_with
 
     options = options_with(depth=depth, spans=spans, only=only, timeout=timeout, memory_mb=memory_mb, prove=prove,
-                           tokens=tokens, counterexamples=max_counterexamples, repeats=repeats, rlimit=rlimit)
+                           tokens=tokens, counterexamples=max_counterexamples, repeats=repeats, rlimit=rlimit,
+                           recovery_peak=recovery_peak)
     return _check(_policy(policy, deployment), options)
 
 

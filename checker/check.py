@@ -16,6 +16,7 @@ from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.engines.unknowns import counted_spans
 from prunecheck.symbolic.runs import run_lengths, runs_apply
 from prunecheck.checker.engines.explicit import domains_for, explore
+from prunecheck.checker.engines.peak import explicit_peak, symbolic_peak
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.versions import versions
 from prunecheck.checker.engines.certificate import clear_memos
@@ -62,6 +63,9 @@ def check(policy: Policy, options: CheckOptions = DEFAULTS, proofs: Optional[dic
     Result}) are this policy's induction attempts at these bounds, already made (`prove_all`): they are not made
     again. Explicit: the explicit-state oracle's report, of the same shape and never `holds`.
     """
+    if options.recovery_peak:
+        report = check(policy, replace(options, recovery_peak=False), proofs)
+        return replace(report, recovery_peak=peak(policy, options))
     if options.engine is Engine.EXPLICIT:
         return _explicit(policy, options)
     memory_mb = options.memory_mb
@@ -178,6 +182,15 @@ def with_variants(policy: Policy, report: Report, options: CheckOptions) -> Repo
             r = replace(r, others=traces[1:], variants=variants, stats=r.stats.then(Stats((search,))))
         results.append(r)
     return replace(report, results=tuple(results))
+
+
+def peak(policy: Policy, options: CheckOptions):
+    """The recovery set's peak size within the options' bounds, by the engine they name (a bounded figure)."""
+    if options.engine is Engine.EXPLICIT:
+        domains = domains_for(policy, options.tokens, options.repeats)
+        return explicit_peak(policy, options.depth, options.spans, domains, options.timeout)
+    return symbolic_peak(policy, options.depth, options.spans, _domain(options.tokens), options.timeout,
+                         int(options.rlimit))
 
 
 def _explicit(policy: Policy, options: CheckOptions) -> Report:

@@ -154,6 +154,9 @@ def _add_engine_arguments(check) -> None:
                        help="how many times in a row a read or audit may repeat as one action, overriding the "
                             "default (explicit engine: 1 and the neighbours of the policy's clock constants; "
                             "symbolic: any)")
+    check.add_argument("--recovery-peak", dest="recovery_peak", action="store_true", default=DEFAULTS.recovery_peak,
+                       help="also report the most recovery records present at once, and (explicit engine) their "
+                            "tokens, over the runs within the bounds: a bounded figure, not a proof; costs time")
 
 
 def _add_trace_parsers(sub) -> None:
@@ -185,12 +188,14 @@ def _add_trace_parsers(sub) -> None:
 def builtin_commands() -> dict:
     """The subcommands that live in their own modules: {name: (add_parser, run)}."""
     from prunecheck.checker.commands import graph
+    from prunecheck.checker.commands import mcp_server
     from prunecheck.checker.commands import policydiff
     from prunecheck.checker.commands import repair
     from prunecheck.checker.commands import schemas
 
     return {"graph": (graph.add_parser, graph.run), "repair": (repair.add_parser, repair.run),
-            "diff": (policydiff.add_parser, policydiff.run), "schema": (schemas.add_parser, schemas.run)}
+            "diff": (policydiff.add_parser, policydiff.run), "schema": (schemas.add_parser, schemas.run),
+            "mcp": (mcp_server.add_parser, mcp_server.run)}
 
 
 def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO = None,
@@ -353,7 +358,9 @@ def _explain(args, stdout) -> int:
         print(f"policy {policy.name}: {condition} violated at step {where} of {len(actions)}{length}", file=stdout)
         if not located:
             print(f"  note: {_unlocated_note(found)}", file=stdout)
-        for line in explanation_lines(policy, explanation, indent="  ", located=located):
+        from prunecheck.checker.outputs.render import status_text
+        statuses = [status_text(policy, t.after) for t in transitions[:where]]
+        for line in explanation_lines(policy, explanation, indent="  ", located=located, statuses=statuses):
             print(line, file=stdout)
     return EXIT_HOLDS
 

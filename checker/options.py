@@ -25,7 +25,8 @@ class Engine(enum.Enum):
 class CheckOptions:
     """Everything a check takes besides the policy. `deployment` sets its keys in every policy's own deployment;
     `tokens` and `repeats` (None: unrestricted) restrict appends' token counts and repetitions; `rlimit` (0: none)
-    bounds every solver query by z3's resource count as `timeout` does by seconds; `cache_unknown` is batch's."""
+    bounds every solver query by z3's resource count as `timeout` does by seconds; `cache_unknown` is batch's;
+    `recovery_peak` adds the recovery set's peak size to the report."""
 
     depth: int = 12
     spans: int = 6
@@ -40,6 +41,7 @@ class CheckOptions:
     counterexamples: int = 1
     cache_unknown: bool = False
     rlimit: int = 0
+    recovery_peak: bool = False  # also measure the recovery set's peak size (checker/engines/peak.py): costs time
 
     def __post_init__(self):
         fields = {"only": tuple(self.only), "timeout": float(self.timeout), "engine": Engine(self.engine),
@@ -64,7 +66,8 @@ class CheckOptions:
                 "prove": bool(self.prove), "tokens": None if self.tokens is None else sorted(self.tokens),
                 "repeats": None if self.repeats is None else sorted(self.repeats),
                 "engine": self.engine.value, "counterexamples": self.counterexamples, "versions": dict(versions()),
-                "deployment_override": None if self.deployment is None else self.deployment.as_dict()}
+                "deployment_override": None if self.deployment is None else self.deployment.as_dict(),
+                **({"recovery_peak": True} if self.recovery_peak else {})}
 
 
 def override_of(override, filename: str = "<deployment>") -> Optional[DeploymentOverride]:

@@ -334,6 +334,7 @@ class Report:
     deployment: tuple = ()  # ((key, value), ...): the deployment checked, overrides applied
     overridden: tuple = ()  # the deployment keys a --deployment / deployment= override set
     bounds: Optional[Bounds] = field(default=None, compare=False)
+    recovery_peak: Optional["RecoveryPeak"] = field(default=None, compare=False)  # --recovery-peak only
 
     @property
     def verdict(self) -> Verdict:
@@ -344,3 +345,24 @@ class Report:
             if r.condition == condition:
                 return r
         raise KeyError(condition)
+
+
+@dataclass(frozen=True)
+class RecoveryPeak:
+    """The most recovery records present at once over the runs explored, and their most tokens (None: not counted),
+    within `depth` actions, `spans` slots and the appends' token counts `token_domain` (None: any): a bounded
+    figure, not a proof. `complete`: the bounds were searched completely, so no run within them has more; otherwise
+    the figures are what was reached. `witness`, `tokens_witness`: actions of runs that reach them (explicit engine)."""
+
+    engine: Method  # EXPLICIT or BMC
+    records: int
+    tokens: Optional[int]
+    depth: int
+    spans: int
+    token_domain: Optional[tuple]
+    complete: bool = True
+    witness: tuple = ()
+    tokens_witness: tuple = ()
+    queries: int = 0
+    seconds: float = field(default=0.0, compare=False)
+

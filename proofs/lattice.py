@@ -20,8 +20,10 @@ STATEMENT = ("For each deployment (the safe design, each single setting flipped,
              "every step keeps b at every step; proved on the parametric model restricted to such runs, with the "
              "policy free), or a witness trace, replayed on the runtime, keeps a at every step and violates b.")
 SAFE = Deployment()
-# The seeds' conditions: those that apply to every policy (T1 applies only to a policy that uses pairs).
-CONDITIONS = applicable(any_policy(SAFE))
+# The seeds' conditions: those that apply to every policy (T1 applies only to a policy that uses pairs). R1 is left
+# out: it is about the policy's text, and with the policy free its pair term is "some recovery span is present", an
+# over-approximation of its violation that is sound as Bad but not as an assumption (it would "prove" R1 => C1).
+CONDITIONS = tuple(c for c in applicable(any_policy(SAFE)) if c != "R1")
 DEPLOYMENTS = [("safe design", SAFE)] + [
     (f"{key}: {value}", replace(SAFE, **{key: value}))
     for key, value in (("records", "window"), ("rationale", "window"), ("pins", "self"), ("audit", "policy"),

@@ -8,6 +8,7 @@ from typing import Optional
 from prunecheck.spec.actions import Compact
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import IN_PLACE, Policy, left_tokens
+from prunecheck.spec.refusal import blocked, named_spans, sequential_taken
 from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
 from prunecheck.spec.state import (LedgerEntry, Span, State, Transition, addressable, candidates, effective_budget,
                                    kept, partner, span_env, window_env, window_in_order, window_spans, with_span)
@@ -56,10 +57,11 @@ def stage_taken(policy: Policy, state: State) -> tuple:
 
 def removed(policy: Policy, span: Span, cited: bool = False) -> Span:
     """A span a compaction removes from the window: dead, or (evicted: logged) alive in the log; a cited span under
-    `justification: downgrade` goes to the log whatever `evicted` says (spec/SPEC.md §6d)."""
+    `justification: downgrade` goes to the log whatever `evicted` says (spec/SPEC.md §6d); under `evicted: tombstone`
+    a dead span gets a tombstone (§6f)."""
     if policy.deployment.evicted == "logged" or (cited and downgrades(policy)):
         return replace(span, namespace="log")
-    return replace(span, alive=False)
+    return replace(span, alive=False, tombstone=span.tombstone or policy.deployment.evicted == "tombstone")
 
 
 def downgrades(policy: Policy) -> bool:
@@ -67,13 +69,14 @@ def downgrades(policy: Policy) -> bool:
 
 
 def take(policy: Policy, state: State, taken) -> State:
-    """The stage's effect on the spans it takes: removed from the window, or masked or cut in place (a cited span
-    under `justification: downgrade` is moved to the log instead of masked or cut)."""
+    """The stage's effect on the spans it takes: removed from the window, or masked or cut in place (with a tombstone
+    under `evicted: tombstone`); a cited span under `justification: downgrade` is moved to the log instead."""
     cited = state.cited_ids()
     for span_id in taken:
         span = state.span(span_id)
         if policy.effect in IN_PLACE and not (span_id in cited and downgrades(policy)):
-            state = with_span(state, replace(span, masked=True, tokens=left_tokens(policy, span.tokens)))
+            state = with_span(state, replace(span, masked=True, tokens=left_tokens(policy, span.tokens),
+                                             tombstone=span.tombstone or policy.deployment.evicted == "tombstone"))
         else:
             state = with_span(state, removed(policy, span, span_id in cited))
     return state
@@ -138,7 +141,27 @@ def truncated_ids(state: State, tokens: int, limit: Optional[int]) -> list:
     return truncated
 
 
+def refused_compaction(policy: Policy, state: State, action: Compact, now: int) -> Optional[Transition]:
+    """A compaction that names a recovery span under refusal: atomic or sequential (SPEC §6e), outcome "blocked";
+    None when it proceeds. Atomic changes nothing but the clock; sequential takes what the demo's walk took before it
+    met the first named span, and truncates nothing. Either writes no ledger entry (the compaction did not complete);
+    its citations count while it runs, as a completed one's do (spec/SPEC.md §6d)."""
+    if not blocked(policy, state):
+        return None
+    if policy.deployment.refusal == "atomic":
+        return Transition(state, action, replace(state, step=now), "blocked")
+    seen = citing(state, action.cites)
+    taken = sequential_taken(state, stage_taken(policy, seen)[0], named_spans(policy, state))
+    after = replace(take(policy, seen, taken), entries=state.entries)
+    if policy.effect == "summarise" and taken:
+        after = replace(after, spans=after.spans + (summary_span(policy, state, taken, now),))
+    return Transition(state, action, replace(after, step=now), "blocked", frozenset(taken))
+
+
 def compact_transition(policy: Policy, state: State, action: Compact, now: int) -> Transition:
+    refused = refused_compaction(policy, state, action, now)
+    if refused is not None:
+        return refused
     evicted, staged, tokens, cited = prepared(policy, state, action.cites, now)
     truncated = truncated_ids(staged, tokens, effective_budget(policy, action.budget))
     after = staged
@@ -162,7 +185,10 @@ def prepared(policy: Policy, state: State, cites: tuple, now: int) -> tuple:
 def host_budgets(policy: Policy, state: State, cites: tuple = ()) -> tuple:
     """Host budgets whose compactions differ from compact() and from each other, one per distinct outcome (the
     largest budget of each), largest first: every compact(budget=H) from `state` has the outcome of one of them
-    or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed."""
+    or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed.
+    None while the refusal blocks every compaction (SPEC §6e): a blocked compaction truncates nothing."""
+    if blocked(policy, state):
+        return ()
     _taken, staged, rest, _cited = prepared(policy, state, cites, state.step + 1)
     remaining = [s.tokens for s in sorted(staged.spans, key=window_order) if addressable(s)]
     tops = {rest - sum(remaining[:k]) - 1 for k in range(len(remaining))}

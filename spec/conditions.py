@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from prunecheck.spec.policy import Policy, uses_pairs
+from prunecheck.spec.refusal import named_spans
 from prunecheck.spec.runtime import (REVERSIBLE, Compact, State, Transition, Undo, addressable, is_candidate, is_pair,
                                      present, status)
 
@@ -70,6 +71,67 @@ def _t1(transition: Transition) -> bool:
         and (k in removed) != (k + 1 in removed) for k in range(len(before.spans) - 1))
 
 
+def lost_content(before: State, after: State) -> tuple:
+    """The ids of spans with content in `before` (present) that have none in `after` (dead, masked or cut) with
+    neither a tombstone nor a place in the log: M1's destructions without evidence."""
+    return tuple(s.id for s in before.spans if present(s) and not present(after.span(s.id))
+                 and not after.span(s.id).tombstone and after.span(s.id).namespace != "log")
+
+
+def log_entry(span) -> bool:
+    """A decision-log entry: a rationale in the log namespace (not the archive of `evicted: logged`, SPEC 6f)."""
+    return span.kind == "rationale" and span.namespace == "log"
+
+
+LOG_CONTENT = ("kind", "tokens", "alive", "masked", "namespace", "version")  # reads, last_read, pinned: metadata
+
+
+def rewritten_log_entries(before: State, after: State) -> tuple:
+    """The ids of decision-log entries in `before` whose content `after` changes or removes: A1's violations."""
+    return tuple(s.id for s in before.spans if log_entry(s)
+                 and any(getattr(s, f) != getattr(after.span(s.id), f) for f in LOG_CONTENT))
+
+
+def _m1(transition: Transition) -> bool:
+    return bool(lost_content(transition.before, transition.after))
+
+
+def _a1(transition: Transition) -> bool:
+    return bool(rewritten_log_entries(transition.before, transition.after))
+
+
+def evidence_on(policy: Policy) -> bool:
+    return policy.deployment.evidence == "on"
+
+
+def _u1(transition: Transition) -> bool:
+    if not (isinstance(transition.action, Undo) and transition.outcome in CHANGES_TARGET):
+        return False
+    return not present(transition.before.span(transition.action.edit))
+
+
+def _reconstructs(policy: Policy) -> bool:
+    return policy.deployment.missing_record == "reconstruct"
+
+
+# The undo outcomes that write the target (spec/runtime.py _undo).
+CHANGES_TARGET = ("reverted", "merged", "reconstructed")
+
+
+def _r1(policy: Policy, state: State) -> bool:
+    return bool(named_spans(policy, state))
+
+
+def _x1(transition: Transition) -> bool:
+    before, after = transition.before, transition.after
+    return (isinstance(transition.action, Compact) and transition.outcome == "blocked"
+            and replace(after, step=before.step) != before)
+
+
+def _refuses(policy: Policy) -> bool:
+    return policy.deployment.refusal != "silent"
+
+
 def _j1(policy: Policy, state: State) -> bool:
     return any(not present(state.span(c)) for c in state.cited_ids())
 
@@ -116,6 +178,35 @@ CONDITION_TABLE = (
         description="tool-call pairs: no compaction stage removes one span of a tool call and its result",
         rule="ToolCallPairs", violated=_t1, applies=uses_pairs),
     Condition(
+        id="R1", scope=Scope.STATE, source="seed 000_33fda43b115e94e6, operational effect (issue 16, item 2)",
+        words="refuses to let a pruning policy name the undo region as a candidate, even when the policy is its own "
+              "output and even when tokens are tight",
+        description="refusal: the policy's selection never names a present recovery record or rationale entry",
+        rule="RefuseNamingUndoRegion", violated=_r1),
+    Condition(
+        id="X1", scope=Scope.STEP, source="issue 16, item 5 (the first seed's demo: `blocked: ...`)",
+        words="Atomic compaction: the seed's demo pops `e1` from the live edits before it raises on `undo:e1`, so its "
+              "\"blocked\" compaction has already changed the window; a blocked compaction must change nothing.",
+        description="atomic compaction: a compaction the refusal blocks changes nothing but the clock",
+        rule="AtomicCompaction", violated=_x1, applies=_refuses),
+    Condition(
+        id="M1", scope=Scope.STEP, source=f"{_SECOND_SEED} 2",
+        words="**Monotone evidence.** Every destructive edit is accompanied by a retained, addressable record (hash, "
+              "span ID, or verbatim excerpt) s... [the seed's text is cut off here]",
+        description="monotone evidence: no step destroys a span's content without a tombstone or a place in the log",
+        rule="MonotoneEvidence", violated=_m1, applies=evidence_on),
+    Condition(
+        id="A1", scope=Scope.STEP, source=f"{_SECOND_SEED} 1",
+        words="a separate, append-only decision log that is never itself a pruning target",
+        description="append-only log: no step removes or rewrites a decision-log entry (a rationale in the log)",
+        rule="AppendOnlyLog", violated=_a1, applies=evidence_on),
+    Condition(
+        id="U1", scope=Scope.STEP, source="seed 000_33fda43b115e94e6, operational effect",
+        words="It treats a missing recovery record as a *hard* error that halts the undo path rather than a soft miss "
+              "it routes around",
+        description="no undo without its record: no undo changes its target while the edit's record is not present",
+        rule="NoUndoWithoutRecord", violated=_u1, applies=_reconstructs),
+    Condition(
         id="J1", scope=Scope.STATE, source="seed 004_c989c62c2c56fca8, decision boundary",
         words="The operational rule: **before any destructive edit, ask whether the justification for the edit "
               "survives the edit.** If the justification lives in the span being removed, the edit must be downgraded "
@@ -123,7 +214,7 @@ CONDITION_TABLE = (
               "Concretely — do not prune a span that contains the reason another...",
         description="justification survives: no span a live edit or compaction cites is removed while it is live "
                     "(moved to the log counts as kept)",
-        rule="JustificationSurvives", violated=_j1, applies=lambda policy: policy.deployment.evidence == "on"),
+        rule="JustificationSurvives", violated=_j1, applies=evidence_on),
 )
 
 BY_ID = {c.id: c for c in CONDITION_TABLE}

@@ -12,7 +12,7 @@ from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy, name_problem
 from prunecheck.spec.state import (REVERSIBLE, UNKNOWN, Span, EditInfo, LedgerEntry, State, deferred, effective_budget, ActionRefused,
                                    Transition, window_env, window_in_order, window_spans, span_env, positions,
                                    addressable, present, is_candidate, candidates, status, with_span, answers_call,
-                                   is_call, is_pair, partner, kept)
+                                   is_call, is_pair, partner, kept, PROVISIONAL, claim_status)
 from prunecheck.spec.compaction import (stage_order, triggered, pair_closure, stage_taken, removed, take,
                                         summary_span, staged_state, truncated_ids, compact_transition, host_budgets,
                                         citing, slots_needed)
@@ -23,7 +23,8 @@ __all__ = ["REVERSIBLE", "UNKNOWN", "Span", "EditInfo", "State", "effective_budg
            "is_candidate", "candidates", "status", "with_span", "answers_call", "is_call", "is_pair", "partner",
            "kept", "stage_order", "triggered", "pair_closure", "stage_taken", "removed", "take", "summary_span",
            "staged_state", "truncated_ids", "compact_transition", "host_budgets", "enabled", "step", "undo",
-           "enabled_actions", "LedgerEntry", "deferred", "citing", "slots_needed", "cite_choices"]
+           "enabled_actions", "PROVISIONAL", "claim_status", "LedgerEntry", "deferred", "citing", "slots_needed",
+           "cite_choices"]
 
 
 def _require(condition: bool, why: str) -> None:
@@ -78,6 +79,8 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
         info = state.edit(action.edit) if isinstance(action.edit, int) else None
         _require(info is not None, f"no edit {action.edit}")
         _require(not info.undone, f"edit {action.edit} already undone")
+        _require(room is None or room >= 2 or not _merges(policy, state, info),
+                 "no span slots left for the merge's record and rationale")
     elif isinstance(action, Compact):
         host = action.budget
         _require(host is None or (type(host) is int and host >= 1), "a host budget is an integer >= 1")
@@ -100,11 +103,16 @@ def _require_cites(policy: Policy, state: State, cites) -> None:
     _require(all(present(state.span(c)) for c in cites), "cites a span that is not present")
 
 
+def _merges(policy: Policy, state: State, info: EditInfo) -> bool:
+    """Under `undo: merge`, this undo is a merge: its record is present and its target was re-edited."""
+    return (policy.deployment.undo == "merge" and present(state.span(info.record))
+            and state.span(info.target).version != info.version)
+
+
 def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] = None) -> Transition:
     """Apply one enabled action; raises ActionRefused if its guard is false."""
     _guard(policy, state, action, max_spans)
     now = state.step + 1
-    host = policy.deployment.pins == "host"
     if isinstance(action, Append):
         spans = tuple(Span(len(state.spans) + k, one.kind, "window", one.tokens, state.step + k + 1,
                            state.step + k + 1, role=one.role, tool=one.tool, tag=one.tag)
@@ -113,19 +121,11 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
         return Transition(state, action, after, "ok")
     if isinstance(action, Edit):
         target = state.span(action.target)
-        record_id, rationale_id = len(state.spans), len(state.spans) + 1
         new_target = replace(target, kind="summary" if action.mode == "transform" else "diff",
                              edited=True, version=target.version + 1)
-        record_ns = "undo" if policy.deployment.records == "undo_region" else "window"
-        rationale_ns = "log" if policy.deployment.rationale == "decision_log" else "window"
         record_tokens = 1 if action.mode == "transform" else target.tokens
-        role, tool = policy.deployment.record_role, policy.deployment.record_tool
-        record = Span(record_id, "record", record_ns, record_tokens, now, now, pinned=host, role=role, tool=tool)
-        rationale = Span(rationale_id, "rationale", rationale_ns, 1, now, now, pinned=host, role=role, tool=tool)
-        info = EditInfo(record_id, rationale_id, target.id, action.mode, new_target.version,
-                        target.kind, target.edited, cites=action.cites)
-        after = with_span(state, new_target)
-        after = replace(after, step=now, spans=after.spans + (record, rationale), edits=state.edits + (info,))
+        after = _write_entry(policy, with_span(state, new_target), target, new_target.version, action.mode,
+                             record_tokens, now, action.cites)
         return Transition(state, action, after, "ok")
     if isinstance(action, Read):
         now = state.step + action.times
@@ -145,19 +145,70 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
 def _undo(policy: Policy, state: State, action: Undo, now: int) -> Transition:
     info = state.edit(action.edit)
     if not present(state.span(info.record)):
+        return _undo_absent(policy, state, action, now)
+    if state.span(info.target).version != info.version:
+        return _undo_stale(policy, state, action, now)
+    return _revert(state, action, now)
+
+
+def _undo_absent(policy: Policy, state: State, action: Undo, now: int) -> Transition:
+    """No present record: irreversible, or under `missing_record: reconstruct` the seed's confabulation."""
+    if policy.deployment.missing_record != "reconstruct":
         return Transition(state, action, replace(state, step=now), "irreversible")
+    info = state.edit(action.edit)
     target = state.span(info.target)
-    if policy.deployment.undo == "versioned" and target.version != info.version:
+    made_up = replace(_restored(target, info.prior_kind, info.prior_edited), confabulated=True)
+    after = _mark_undone(with_span(state, made_up), info)
+    return Transition(state, action, replace(after, step=now), "reconstructed")
+
+
+def _undo_stale(policy: Policy, state: State, action: Undo, now: int) -> Transition:
+    """A present record whose target was re-edited: refused (versioned), reverted (blind) or merged (merge)."""
+    if policy.deployment.undo == "versioned":
         return Transition(state, action, replace(state, step=now), "merge required")
-    restored = replace(target, kind=info.prior_kind, edited=info.prior_edited, version=target.version + 1, alive=True,
-                       masked=False)
-    after = with_span(state, restored)
-    edits = tuple(replace(e, undone=True) if e.record == info.record else e for e in after.edits)
-    return Transition(state, action, replace(after, step=now, edits=edits), "reverted")
+    if policy.deployment.undo == "blind":
+        return _revert(state, action, now)
+    info = state.edit(action.edit)
+    target = state.span(info.target)
+    merged = _restored(target, info.prior_kind, True)
+    after = _mark_undone(with_span(state, merged), info)
+    after = _write_entry(policy, after, target, merged.version, "merge", 1, now)
+    return Transition(state, action, after, "merged")
+
+
+def _revert(state: State, action: Undo, now: int) -> Transition:
+    info = state.edit(action.edit)
+    restored = _restored(state.span(info.target), info.prior_kind, info.prior_edited)
+    after = _mark_undone(with_span(state, restored), info)
+    return Transition(state, action, replace(after, step=now), "reverted")
+
+
+def _restored(target: Span, kind: str, edited: bool) -> Span:
+    return replace(target, kind=kind, edited=edited, version=target.version + 1, alive=True, masked=False)
+
+
+def _mark_undone(state: State, info: EditInfo) -> State:
+    return replace(state, edits=tuple(replace(e, undone=True) if e.record == info.record else e for e in state.edits))
+
+
+def _write_entry(policy: Policy, state: State, before: Span, version: int, mode: str, record_tokens: int,
+                 now: int, cites: tuple = ()) -> State:
+    """An edit's record and rationale (two new spans) and its entry with its citations (a merge cites nothing),
+    `before` being the target before it."""
+    host = policy.deployment.pins == "host"
+    record_id, rationale_id = len(state.spans), len(state.spans) + 1
+    record_ns = "undo" if policy.deployment.records == "undo_region" else "window"
+    rationale_ns = "log" if policy.deployment.rationale == "decision_log" else "window"
+    role, tool = policy.deployment.record_role, policy.deployment.record_tool
+    record = Span(record_id, "record", record_ns, record_tokens, now, now, pinned=host, role=role, tool=tool)
+    rationale = Span(rationale_id, "rationale", rationale_ns, 1, now, now, pinned=host, role=role, tool=tool)
+    info = EditInfo(record_id, rationale_id, before.id, mode, version, before.kind, before.edited, cites=cites)
+    return replace(state, step=now, spans=state.spans + (record, rationale), edits=state.edits + (info,))
 
 
 def undo(policy: Policy, state: State, edit_id: int) -> State:
-    """The seed's undo as a function: raises IrreversibleEditError on an absent record, never reconstructs."""
+    """The seed's undo as a function: raises IrreversibleEditError on an absent record (under `missing_record:
+    refuse`; under `reconstruct` it confabulates, as the seed's failure did)."""
     transition = step(policy, state, Undo(edit_id))
     if transition.outcome == "irreversible":
         raise IrreversibleEditError(f"cannot undo the edit with record #{edit_id}: recovery record absent or pruned")

@@ -35,14 +35,19 @@ class Span:
     tag: str = ""  # likewise: a label the host attaches
     masked: bool = False  # its content was replaced by a placeholder (effect: mask); an undo of its edit clears it
     place: Optional[int] = None  # the window-order key (SPEC 4d); None means the id, what every span but a summary has
+    tombstone: bool = False  # evicted: tombstone: its content is gone, a tombstone (its id and hash) stays (SPEC 6f)
+    confabulated: bool = False  # an undo without its record "restored" it from what was left (missing_record: reconstruct)
 
     def __post_init__(self):
         if self.place is None:
             object.__setattr__(self, "place", self.id)
 
     def __repr__(self) -> str:
-        # place is left out where it is the id, so that every trace without summaries prints as before.
-        shown = [k for k in self.__dataclass_fields__ if k != "place" or self.place != self.id]
+        # place is left out where it is the id, tombstone and confabulated where false, so that every old trace
+        # prints as before.
+        shown = [k for k in self.__dataclass_fields__
+                 if (k != "place" or self.place != self.id)
+                 and (k not in ("tombstone", "confabulated") or getattr(self, k))]
         return f"Span({', '.join(f'{k}={getattr(self, k)!r}' for k in shown)})"
 
 
@@ -229,6 +234,24 @@ def status(policy: Policy, state: State) -> str:
             return addressable(state.span(span_id))
         known = tuple(e for e in state.live_edits() if visible(e.record) or visible(e.rationale))
     return REVERSIBLE if all(present(state.span(e.record)) for e in known) else UNKNOWN
+
+
+PROVISIONAL = "provisional"
+
+
+def claim_status(policy: Policy, state: State) -> str:
+    """The first seed's status (spec/SPEC.md §4e), which no condition reads: "provisional" with records in the
+    window; "reversibility unknown" with a self-certified audit, a blind undo, or a live edit whose record is absent
+    or stale; else "reversible"."""
+    dep = policy.deployment
+    if dep.records == "window":
+        return PROVISIONAL
+    if dep.audit == "policy" or dep.undo == "blind":
+        return UNKNOWN
+    for e in state.live_edits():
+        if not present(state.span(e.record)) or state.span(e.target).version != e.version:
+            return UNKNOWN
+    return REVERSIBLE
 
 
 def with_span(state: State, span: Span) -> State:

@@ -11,6 +11,9 @@ from prunecheck.spec.conditions import BY_ID, Scope
 from prunecheck.spec.policy import IN_PLACE
 from prunecheck.symbolic import evidence, pair_evidence
 from prunecheck.symbolic.model import ACT
+from prunecheck.symbolic.evidence_terms import a1_pair, a1_unrolled, m1_pair, m1_unrolled
+from prunecheck.symbolic.undo_terms import reconstructs
+from prunecheck.symbolic.refusal import changed, names_any, pair_changed, pair_named
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class ConditionTerms:
 
 
 # The unrolled model over N slots (symbolic/model.py): a term per state (built once on the generic state) or per step.
+
 
 def _c1(model, t):
     return model.at(t, "C1", lambda g: z3.Or([z3.And(g.live_edit(i), model.candidate(g, i)) for i in range(model.n)]))
@@ -58,6 +62,13 @@ def _t1(model, s, a, t, step):
     return z3.And(a.act == ACT["compact"], z3.Or(split))
 
 
+def _u1(model, s, a, t, step):
+    if not reconstructs(model.dep):
+        return z3.BoolVal(False)  # without a present record the undo is irreversible: it changes nothing
+    absent = [z3.And(a.arg == model.slots[i], z3.Not(s.present(i))) for i in range(model.n)]
+    return z3.And(a.act == ACT["undo"], z3.Or(absent))
+
+
 def _j1(model, t):
     if not model.evidence:
         return z3.BoolVal(False)  # nothing cites without evidence: on (J1 does not apply there)
@@ -65,6 +76,7 @@ def _j1(model, t):
 
 
 # The pair model (symbolic/parametric.py): r ranges over every span id, so checking r alone covers every span.
+
 
 def _pair_c1(model, s):
     if model.free_policy:
@@ -103,6 +115,31 @@ def _pair_t1(model, step):
     return z3.And(step.compacts, model.is_pair(s), s.in_window("r"), s.in_window("q"), z3.Xor(taken["r"], taken["q"]))
 
 
+def _pair_u1(model, step):
+    return step.absent_undo_r if reconstructs(model.dep) else z3.BoolVal(False)
+
+
+def _r1(model, t):
+    return names_any(model, t)
+
+
+def _pair_r1(model, s):
+    # r ranges over every span id; with the policy abstracted this is any present recovery span (unprovable).
+    return pair_named(model, s, "r")
+
+
+def _x1(model, s, a, t, step):
+    if model.dep.refusal == "silent":
+        return z3.BoolVal(False)  # a compaction is never blocked
+    return z3.And(a.act == ACT["compact"], names_any(model, s), changed(s, t))
+
+
+def _pair_x1(model, step):
+    if model.dep.refusal == "silent":
+        return z3.BoolVal(False)  # a compaction is never blocked
+    return z3.And(step.blocked, pair_changed(step.pre, step.post))
+
+
 def _pair_j1(model, s):
     return pair_evidence.j1(model, s)
 
@@ -114,6 +151,11 @@ TERMS = {
     "C4": ConditionTerms(_c4, _pair_c4),
     "P1": ConditionTerms(_p1, _pair_p1),
     "T1": ConditionTerms(_t1, _pair_t1),
+    "R1": ConditionTerms(_r1, _pair_r1),
+    "X1": ConditionTerms(_x1, _pair_x1),
+    "M1": ConditionTerms(m1_unrolled, m1_pair),
+    "A1": ConditionTerms(a1_unrolled, a1_pair),
+    "U1": ConditionTerms(_u1, _pair_u1),
     "J1": ConditionTerms(_j1, _pair_j1),
 }
 

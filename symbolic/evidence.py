@@ -67,12 +67,13 @@ def downgraded(model, s, a) -> list:
     return cited_by_step(model, s, a)
 
 
-def ledger_written(model, s, a, evicted: list) -> list:
+def ledger_written(model, s, a, evicted: list, blocked=None) -> list:
     """Per slot: the compaction's ledger rationale is written there (a stage that took a span writes one, after the
-    summary if the policy summarises)."""
+    summary if the policy summarises); a compaction the refusal `blocked` writes none."""
     if not model.evidence:
         return [z3.BoolVal(False)] * model.n
     took = z3.And(a.act == model.act_compact, z3.Or(evicted))
+    took = took if blocked is None or z3.is_false(blocked) else z3.And(took, z3.Not(blocked))
     offset = 1 if model.placing else 0
     return [z3.And(took, s.first_free(i - offset)) if i >= offset else z3.BoolVal(False) for i in range(model.n)]
 

@@ -7,12 +7,15 @@ from typing import List
 import z3
 
 from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, mentioned_names, read_positions, summarises)
+from prunecheck.symbolic.refusal import refusal_blocks, refused_step
 from prunecheck.symbolic.compaction import stage_trigger, stage_walk, summary_written, truncation
 from prunecheck.symbolic import evidence
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
+from prunecheck.symbolic.undo_terms import entry_fields, restored_edited, selected_target, unrolled_undo
 from prunecheck.symbolic.window_terms import before, position_terms, stage_closures
+from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD, has_tombstones, write_tombstone
 
 ACTIONS = ("append", "edit", "read", "pin", "unpin", "compact", "undo", "audit")
 # Constructors are prefixed so that SMT-LIB text stays unambiguous (`undo` is also a namespace).
@@ -39,10 +42,11 @@ def slot_sort(n: int):
     return _slot_sorts[n]
 
 
-def span_fields(n: int, masking: bool = False, placing: bool = False, names: tuple = (), cites: bool = False) -> dict:
+def span_fields(n: int, masking: bool = False, placing: bool = False, names: tuple = (),
+                tombstones: bool = False, cites: bool = False) -> dict:
     """The slot fields; `masked` only in a model whose policy masks or reads it, `place` only in one whose policy
     summarises, and `tool`, `tag` (Int: a name's code, spec/SPEC.md 1c) only for those in `names`
-    (mentioned_names), so old models stay byte-identical."""
+    (mentioned_names), `tombstone` only under `evicted: tombstone`, so old models stay byte-identical."""
     slot = slot_sort(n)[0]
     fields = {
         "used": z3.BoolSort(), "alive": z3.BoolSort(), "kind": KindSort, "ns": NamespaceSort,
@@ -54,6 +58,7 @@ def span_fields(n: int, masking: bool = False, placing: bool = False, names: tup
     }
     fields = {**fields, "masked": z3.BoolSort()} if masking else fields
     fields = {**fields, **{attr: z3.IntSort() for attr, _names in names}}
+    fields = {**fields, **TOMBSTONE_FIELD} if tombstones else fields
     fields = {**fields, **evidence.evidence_fields(n)} if cites else fields
     return {**fields, "place": z3.IntSort()} if placing else fields
 
@@ -62,14 +67,14 @@ class SymState:
     """One state: its clock (a numeral when unrolled from the empty window) and a z3 term per slot field."""
 
     def __init__(self, k, n: int, tag: str = "", clock=None, variables: bool = True, masking: bool = False,
-                 placing: bool = False, names: tuple = (), cites: bool = False):
+                 placing: bool = False, names: tuple = (), tombstones: bool = False, cites: bool = False):
         """Without `variables` the fields are left empty, for encode_init or encode_step to fill."""
         self.k, self.n, self.names = k, n, names
         if clock is None:
             clock = z3.IntVal(k) if isinstance(k, int) else z3.Int(f"{tag}clock@{k}")
         self.clock = clock
         self.fields = {name: [z3.Const(f"{tag}{name}{i}@{k}", sort) if variables else None for i in range(n)]
-                       for name, sort in span_fields(n, masking, placing, names, cites).items()}
+                       for name, sort in span_fields(n, masking, placing, names, tombstones, cites).items()}
 
     def __getattr__(self, name):
         fields = self.__dict__.get("fields")
@@ -181,6 +186,7 @@ class Model:
         self.masking = masks(policy)
         self.placing = summarises(policy)  # slots carry a window-order place (SPEC 4d)
         self.names = mentioned_names(policy) if names is None else names
+        self.tombstones = has_tombstones(self.dep)
         self.evidence = evidence.has_evidence(policy)  # citations and ledger entries (spec/SPEC.md §6d)
         self.act_edit, self.act_compact = ACT["edit"], ACT["compact"]
         self.run_appends = False  # an append may add several spans (symbolic/runs.py)
@@ -193,7 +199,7 @@ class Model:
     def state(self, k: int) -> SymState:
         """State k of an unrolling, its fields to be filled by encode_init or encode_step."""
         return SymState(k, self.n, self.tag, variables=False, masking=self.masking, placing=self.placing,
-                        names=self.names, cites=self.evidence)
+                        names=self.names, tombstones=self.tombstones, cites=self.evidence)
 
     def action(self, k) -> SymAction:
         return SymAction(k, self.n, self.tag, self.names, self.evidence)
@@ -201,13 +207,14 @@ class Model:
     def generic_state(self, label: str) -> SymState:
         """A state with every field, and the clock, a free variable: the pre-state of an induction step."""
         return SymState(label, self.n, self.tag, masking=self.masking, placing=self.placing, names=self.names,
-                        cites=self.evidence)
+                        tombstones=self.tombstones, cites=self.evidence)
 
     def encode_init(self, s: SymState) -> List:
         """The empty window: every field of every slot is its default value (no variables)."""
         defaults = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
                     NamespaceSort: NS["window"], RoleSort: R["user"], slot_sort(self.n)[0]: self.slots[0]}
-        for name, sort in span_fields(self.n, self.masking, self.placing, self.names, self.evidence).items():
+        for name, sort in span_fields(self.n, self.masking, self.placing, self.names, self.tombstones,
+                                      self.evidence).items():
             s.fields[name] = [defaults[sort]] * self.n
         return []
 
@@ -351,17 +358,20 @@ class Model:
         is_ = {name: a.act == ACT[name] for name in ACTIONS}
         self._guards(s, a, sel, is_, now, out)
         fresh = sel["target_version"] == sel["rversion"]
-        reverted = z3.And(is_["undo"], sel["present"], fresh if self.dep.undo == "versioned" else z3.BoolVal(True))
+        room = z3.Not(s.used[self.n - 2]) if self.n >= 2 else z3.BoolVal(False)
+        undo = unrolled_undo(self.dep, is_, sel, fresh, room, out)
         evicted, truncated, (written, place) = self.compaction(s, a, terms, budget)
         if self.placing:  # the summary needs a free slot, as an append does
             out.append(z3.Implies(z3.And(is_["compact"], z3.Or(evicted)), z3.Not(s.used[self.n - 1])))
-        out.extend(evidence.guards(self, s, a, evicted))
+        out.extend(evidence.guards(self, s, a, evicted))  # the runtime's guard sees the stage before the refusal
+        evicted, truncated, written = refused_step(self, s, evicted, truncated, written)
         new_kind = z3.If(a.destroy, K["diff"], K["summary"])
-        ledger, down = evidence.ledger_written(self, s, a, evicted), evidence.downgraded(self, s, a)
+        ledger = evidence.ledger_written(self, s, a, evicted, refusal_blocks(self, s))
+        down = evidence.downgraded(self, s, a)
         for i in range(self.n):
-            self._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, (evicted[i], truncated[i]),
+            self._slot_update(s, a, t, i, sel, is_, now, undo, new_kind, (evicted[i], truncated[i]),
                               (z3.And(is_["compact"], written[i]), place), (ledger[i], down[i]))
-        return StepTerms(out, reverted, fresh, evicted)
+        return StepTerms(out, undo.reverted, fresh, evicted)
 
     def _selected(self, s: SymState, a: SymAction, picks, out: list) -> dict:
         """The fields of the slot the action names (and of its record's target), one constant each, constrained by
@@ -380,6 +390,7 @@ class Model:
         sel["present"] = z3.And(sel["alive"], z3.Not(pick(s.masked, arg, "sel_masked"))) if self.masking \
             else sel["alive"]
         sel["content"] = z3.Or([sel["kind"] == c for c in CONTENT])
+        selected_target(self.dep, pick, s, sel)
         return sel
 
     def _guards(self, s: SymState, a: SymAction, sel: dict, is_: dict, now, out: list) -> None:
@@ -412,16 +423,18 @@ class Model:
         out.append(z3.Implies(is_["undo"], z3.And(sel["used"], sel["kind"] == K["record"], z3.Not(sel["undone"]))))
         out.append(z3.Implies(z3.And(is_["compact"], a.hosted), a.host >= 1))
 
-    def _slot_update(self, s: SymState, a: SymAction, t: SymState, i: int, sel: dict, is_: dict, now, reverted,
+    def _slot_update(self, s: SymState, a: SymAction, t: SymState, i: int, sel: dict, is_: dict, now, undo,
                      new_kind, removed: tuple, written: tuple = (None, None), ledger: tuple = (None, None)) -> None:
-        """Slot i's fields in t: an If chain over s per field, the first matching case winning; `written` is (the
-        summary is written at slot i, its place) for a summarising policy, `ledger` see evidence.with_ledger."""
-        dep, arg, here = self.dep, a.arg, a.arg == self.slots[i]
-        appended, record_here = z3.And(is_["append"], s.first_free(i)), z3.And(is_["edit"], s.first_free(i))
-        rationale_here = z3.And(is_["edit"], s.first_free(i - 1)) if i > 0 else z3.BoolVal(False)
+        """Slot i's fields in t: an If chain over s per field, the first matching case winning; `undo` is the step's
+        UndoTerms; `written` is (the summary is written at slot i, its place) for a summarising policy, `ledger` see
+        evidence.with_ledger."""
+        dep, here = self.dep, a.arg == self.slots[i]
+        appended, record_here = z3.And(is_["append"], s.first_free(i)), z3.And(undo.entry, s.first_free(i))
+        rationale_here = z3.And(undo.entry, s.first_free(i - 1)) if i > 0 else z3.BoolVal(False)
         rationale_here, ledger_here, down = evidence.with_ledger(self, rationale_here, ledger)
         edited_here = z3.And(is_["edit"], here)
-        restored_here = z3.And(reverted, sel["target"] == self.slots[i])
+        restored_here = z3.And(undo.undoes, sel["target"] == self.slots[i])
+        entry = entry_fields(dep, undo, a, sel)
         read_here = z3.And(is_["read"], here)
         masking = self.policy.effect in IN_PLACE
         masked_now = z3.And(is_["compact"], removed[0]) if masking else z3.BoolVal(False)
@@ -447,7 +460,7 @@ class Model:
         becomes("ns", *(tuple((c, NS["log"]) for c in cut_short) if logged else ()), (appended, NS["window"]),
                 (record_here, record_ns), (rationale_here, rationale_ns), *summary(NS["window"]),
                 *(((gone, NS["log"]),) if logged else ()), *(((moved, NS["log"]),) if moved is not None else ()))
-        becomes("tokens", (appended, a.tokens), (record_here, z3.If(a.destroy, sel["tokens"], 1)), (rationale_here, 1),
+        becomes("tokens", (appended, a.tokens), (record_here, entry["tokens"]), (rationale_here, 1),
                 *summary(z3.IntVal(self.policy.placeholder_tokens)),
                 *(((masked_now, left_tokens_term(self.policy, s.tokens[i])),) if masking else ()))
         becomes("created", (born, now))
@@ -456,14 +469,11 @@ class Model:
         becomes("pinned", (appended, False), *summary(False),
                 (z3.Or(record_here, rationale_here), z3.BoolVal(dep.pins == "host")),
                 (z3.And(is_["pin"], here), True), (z3.And(is_["unpin"], here), False))
-        becomes("edited", (born, False), (edited_here, True), (restored_here, sel["prior_edited"]))
+        becomes("edited", (born, False), (edited_here, True), (restored_here, restored_edited(dep, undo, sel)))
         becomes("version", (born, 0), (edited_here, s.version[i] + 1), (restored_here, s.version[i] + 1))
-        becomes("target", (record_here, arg))
-        becomes("rversion", (record_here, sel["version"] + 1))
-        becomes("prior_kind", (record_here, sel["kind"]))
-        becomes("prior_edited", (record_here, sel["edited"]))
-        becomes("destroy", (record_here, a.destroy))
-        becomes("undone", (z3.And(reverted, here), True))
+        for name in ("target", "rversion", "prior_kind", "prior_edited", "destroy"):
+            becomes(name, (record_here, entry[name]))
+        becomes("undone", (z3.And(undo.undoes, here), True))
         becomes("role", (appended, a.role), (z3.Or(record_here, rationale_here), R[dep.record_role]),
                 *summary(R[self.policy.summary_role]))
         if self.masking:
@@ -471,6 +481,7 @@ class Model:
         if self.placing:
             becomes("place", *summary(summary_place), (born, z3.IntVal(i)))
         write_names(becomes, self.names, dep.record_tool, a, appended, z3.Or(record_here, rationale_here), summary)
+        write_tombstone(becomes, t.fields, cut_short, born, z3.Or(gone, masked_now))
 
     # The status's terms, for condition C4 (symbolic/conditions.py) and the theorems.
 

@@ -54,6 +54,16 @@ def deferred(model, s, g: str, a=None):
     return cited_now(model, s, g, a)
 
 
+def spared(model, s, g: str, a, term, keep: bool = False):
+    """Under `justification: defer` a cited ghost is spared: kept (`keep`, term its keep) or no candidate (term the
+    candidate's conjuncts); the same term as before without defer."""
+    if not (model.evidence and model.dep.justification == "defer"):
+        return term if keep else z3.And(*term)
+    if keep:
+        return z3.Or(term, deferred(model, s, g, a))
+    return z3.And(*term, z3.Not(deferred(model, s, g, a)))
+
+
 def downgraded(model, s, g: str, a):
     """`justification: downgrade` moves a cited ghost the compaction removes (or would mask) to the log."""
     if not model.evidence or model.dep.justification != "downgrade":
@@ -61,10 +71,11 @@ def downgraded(model, s, g: str, a):
     return cited_now(model, s, g, a)
 
 
-def guards(model, s, a, is_: dict, taken: dict, selected) -> list:
+def guards(model, s, a, is_: dict, taken: dict, selected, blocked) -> list:
     """Citations name present ghosts, on an edit or a compaction; only an undo uncites; a ledger rationale at a
     ghost is allocated as a summary is (after the summary, if the policy summarises) by a compaction that wrote its
-    entry, which it did if the pair saw the stage take a ghost."""
+    entry, which it did if the pair saw the stage take a ghost (`taken`: after the refusal), and did not if the
+    refusal `blocked` it (spec/SPEC.md §6d)."""
     if not model.evidence:
         return []
     e, sp = a.evidence, s.span
@@ -73,7 +84,8 @@ def guards(model, s, a, is_: dict, taken: dict, selected) -> list:
     out += [z3.Implies(e["uncite"][g], is_["undo"]) for g in ("r", "q")]
     out.append(z3.Implies(z3.Or(selected(e["ledger_at"], "r"), selected(e["ledger_at"], "q")),
                           z3.And(is_["compact"], e["wrote"])))
-    out.append(z3.Implies(z3.And(is_["compact"], z3.Or(taken["r"], taken["q"])), e["wrote"]))
+    out.append(z3.Implies(z3.And(is_["compact"], z3.Not(blocked), z3.Or(taken["r"], taken["q"])), e["wrote"]))
+    out.append(z3.Implies(blocked, z3.Not(e["wrote"])))
     out.append(z3.Implies(e["wrote"], is_["compact"]))
     summary_at = {g: z3.And(is_["compact"], selected(a.ghost, g)) if model.summarising else z3.BoolVal(False)
                   for g in ("r", "q")}
@@ -97,7 +109,7 @@ def update(model, becomes, s, a, g: str, is_: dict, born, ledger) -> None:
     """Ghost g's `cited` and `ledger` after the step."""
     if not model.evidence:
         return
-    e, f = a.evidence, s.span[g]
+    e = a.evidence
     cites = z3.Or(z3.And(is_["edit"], e["cite"][g]), z3.And(is_["compact"], e["wrote"], e["cite"][g]))
     becomes("ledger", (ledger, True), (born, False))
     becomes("cited", (born, False), (cites, True), (z3.And(is_["undo"], e["uncite"][g]), False))

@@ -19,9 +19,12 @@ from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R
 from prunecheck.symbolic import pair_evidence
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
+from prunecheck.symbolic.refusal import refusal_choices, refused_pair
 from prunecheck.spec.policy import (IN_PLACE, POSITION_ATTRS, Attr, BoolLit, Num, Policy, masks, mentioned_names,
                                     read_positions, reads_attribute, reads_roles, summarises)
 from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term, window_env
+from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD, has_tombstones, write_tombstone
+from prunecheck.symbolic.undo_terms import entry_destroys, pair_entry, pair_undoes
 
 GHOSTS = ("r", "q")
 # Constructor names are unique across every enumeration sort, so that SMT-LIB text is unambiguous.
@@ -49,7 +52,7 @@ class PairState:
     """The clock, the window's token count as the policy sees it, and the fields of the ghost spans r and q."""
 
     def __init__(self, label: str, roles: bool = False, positions: bool = False, masked: bool = False,
-                 summaries: bool = False, names: tuple = (), evidence: bool = False):
+                 summaries: bool = False, names: tuple = (), tombstones: bool = False, evidence: bool = False):
         """roles, positions, masked: whether the state has the ghosts' roles, the positional counters with the
         window's span count, and the ghosts' masked flags; names: the tool/tag fields (codes, spec/SPEC.md 1c) with
         their mentioned names (only for a policy that needs them: the pair model of any other policy stays what it
@@ -59,7 +62,7 @@ class PairState:
         self.window_tokens = z3.Int(f"window_tokens@{label}")
         fields = {**FIELDS, **(ROLE_FIELD if roles else {}), **(MASKED_FIELD if masked else {}),
                   **(SUMMARY_FIELD if summaries else {}), **{attr: z3.IntSort() for attr, _table in names},
-                  **(pair_evidence.EVIDENCE_FIELDS if evidence else {})}
+                  **(TOMBSTONE_FIELD if tombstones else {}), **(pair_evidence.EVIDENCE_FIELDS if evidence else {})}
         self.span = {g: {name: z3.Const(f"{name}_{g}@{label}", sort) for name, sort in fields.items()}
                      for g in GHOSTS}
         self.window_spans = z3.Int(f"window_spans@{label}") if positions else None
@@ -128,6 +131,7 @@ class PairAction:
         self.dropped = {g: c(f"partner_kept_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
         self.kept = {g: c(f"kept_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
         self.lead = {g: c(f"lead_{g}", z3.BoolSort()) for g in GHOSTS} if leads else None
+        self.refusal: dict = {}  # the refusal's free choices (symbolic/refusal.py refusal_choices), if it has any
         self.evidence = pair_evidence.action_choices(label, GHOSTS, GhostSort) if evidence else {}
 
     def variables(self) -> list:
@@ -138,19 +142,24 @@ class PairAction:
         choices = (self.policy, self.chosen, self.truncate) + (
             (self.partner, self.dropped, self.kept) if self.partner is not None else ())
         choices += (self.lead,) if self.lead is not None else ()
-        return scalars + [d[g] for d in choices for g in GHOSTS] + pair_evidence.choice_variables(self.evidence, GHOSTS)
+        return (scalars + [d[g] for d in choices for g in GHOSTS] + list(self.refusal.values())
+                + pair_evidence.choice_variables(self.evidence, GHOSTS))
 
 
 class PairStep:
     """One encoded abstract step: constraints, and the terms the step conditions refer to."""
 
-    def __init__(self, constraints, reverted_r, fresh, compact_removes_record_r, compaction=(None, None, None)):
+    def __init__(self, constraints, reverted_r, fresh, compact_removes_record_r, compaction=(None, None, None),
+                 post=None, absent_undo_r=z3.BoolVal(False), blocked=None):
         self.constraints = constraints
         self.reverted_r = reverted_r
+        self.absent_undo_r = absent_undo_r  # the undo of r's record writes its target although it is not present
         self.fresh = fresh
         self.compact_removes_record_r = compact_removes_record_r
         # the pre-state, "the step compacts", and per ghost: taken by the stage (not by the host's truncation)
         self.pre, self.compacts, self.taken = compaction
+        self.post = post  # the post-state, for the step conditions that compare fields (M1, A1, X1)
+        self.blocked = blocked  # the compaction is blocked (SPEC §6e)
 
 
 def free_view(policy: Policy) -> Policy:
@@ -187,15 +196,16 @@ class PairModel:
         # the policy abstracted the candidates are free anyway, and the model stays that of its free shape).
         ranked = policy.rank is not None and policy.budget is not None
         self.walked = ranked if free_policy else stage_target(policy) is not None
-        self.evidence = pair_evidence.has_evidence(policy)  # citations and ledger entries (spec/SPEC.md §6d)
-        self.act_compact = ACT["compact"]
+        self.evidence, self.act_compact = pair_evidence.has_evidence(policy), ACT["compact"]  # spec/SPEC.md §6d
 
     def state(self, label: str) -> PairState:
         """A state with this model's fields (roles, positions and masks only when the policy needs them)."""
-        return PairState(label, self.roles, self.positions, self.masking, self.summaries, self.names, self.evidence)
+        return PairState(label, self.roles, self.positions, self.masking, self.summaries, self.names,
+                         has_tombstones(self.dep), self.evidence)
 
     def action(self, label: str) -> PairAction:
-        return PairAction(label, self.roles, self.together, self.leads, self.names, self.evidence)
+        return refusal_choices(self.dep, PairAction(label, self.roles, self.together, self.leads, self.names,
+                                                    self.evidence), label)
 
     def encode_init(self, s: PairState) -> List:
         out = [s.clock == 0] + window_bounds(s)
@@ -250,26 +260,29 @@ class PairModel:
         return out
 
     def candidate(self, s: PairState, g: str, a: PairAction = None):
-        if self.evidence and self.dep.justification == "defer":  # a cited ghost is spared (spec/SPEC.md §6d)
-            return z3.And(s.in_window(g), self.evict(s, g, a), z3.Not(pair_evidence.deferred(self, s, g, a)))
-        return z3.And(s.in_window(g), self.evict(s, g, a))
+        return pair_evidence.spared(self, s, g, a, (s.in_window(g), self.evict(s, g, a)))
 
     def encode_step(self, s: PairState, a: PairAction, t: PairState) -> PairStep:
         now = s.clock + 1
         is_ = {name: a.act == ACT[name] for name in ACTIONS}
         sp = s.span
+        merges_here = z3.Or(a.ghost == G_OTHER, *(z3.And(_selected(a.ghost, g), s.present(g)) for g in GHOSTS))
+        is_["entry"] = pair_entry(self.dep, is_, a, merges_here)  # an edit's or a merge's record and rationale
         out = self._guards(s, a, t, is_, now)
-        # Which undo reverts: the ghost's own record when present and fresh enough; any other edit freely.
-        reverted = {g: z3.And(is_["undo"], _selected(a.ghost, g), s.present(g),
-                              a.fresh if self.dep.undo == "versioned" else z3.BoolVal(True)) for g in GHOSTS}
+        # Which undo reverts (C3) and which writes its target: the ghost's own record per the deployment's options
+        # (spec/SPEC.md §4e); any other edit's freely.
+        undoes = {g: pair_undoes(self.dep, is_, _selected(a.ghost, g), s.present(g), a.fresh) for g in GHOSTS}
+        reverted = {g: undoes[g][1] for g in GHOSTS}
         any_revert = z3.Or(reverted["r"], reverted["q"], z3.And(is_["undo"], a.ghost == G_OTHER))
         target_tokens = z3.If(a.target == G_R, sp["r"]["tokens"], z3.If(a.target == G_Q, sp["q"]["tokens"],
                                                                           a.other_tokens))
-        taken = self.taken(s, a)
-        out += pair_evidence.guards(self, s, a, is_, taken, _selected)
+        taken, blocked = refused_pair(self, s, a, self.taken(s, a), out,
+                                      (is_["compact"], {g: _selected(a.ghost, g) for g in GHOSTS}))
+        out += pair_evidence.guards(self, s, a, is_, taken, _selected, blocked)
         removes = {g: self._ghost_update(s, a, t, g, is_, now, out, (reverted[g], any_revert, taken[g]),
                                          target_tokens) for g in GHOSTS}
-        return PairStep(out, reverted["r"], a.fresh, removes["r"], (s, is_["compact"], taken))
+        absent = z3.And(reverted["r"], z3.Not(s.present("r")))
+        return PairStep(out, undoes["r"][0], a.fresh, removes["r"], (s, is_["compact"], taken), t, absent, blocked)
 
     def is_pair(self, s: PairState):
         """r and q (= r+1) are a tool call and its result; without roles in the model, any two content spans may be."""
@@ -324,9 +337,7 @@ class PairModel:
     def kept(self, s: PairState, g: str, a: PairAction):
         """The stage's `keep` on ghost g: a free choice when the policy is abstracted, false without a keep; under
         `justification: defer` a cited ghost is kept too."""
-        if self.evidence and self.dep.justification == "defer":
-            return z3.Or(self._kept(s, g, a), pair_evidence.deferred(self, s, g, a))
-        return self._kept(s, g, a)
+        return pair_evidence.spared(self, s, g, a, self._kept(s, g, a), keep=True)
 
     def _kept(self, s: PairState, g: str, a: PairAction):
         if self.free_policy:
@@ -355,9 +366,9 @@ class PairModel:
         out.append(z3.Implies(z3.And(allocates, a.ghost == G_R), z3.Not(sp["r"]["used"])))
         out.append(z3.Implies(z3.And(allocates, a.ghost == G_Q),
                               z3.And(sp["r"]["used"], z3.Not(sp["q"]["used"]))))
-        out.append(z3.Implies(z3.And(is_["edit"], z3.Or(a.alloc == A_REC_R, a.alloc == A_RAT_R)),
+        out.append(z3.Implies(z3.And(is_["entry"], z3.Or(a.alloc == A_REC_R, a.alloc == A_RAT_R)),
                               z3.Not(sp["r"]["used"])))
-        out.append(z3.Implies(z3.And(is_["edit"], a.alloc == A_REC_Q), z3.And(sp["r"]["used"], z3.Not(sp["q"]["used"]))))
+        out.append(z3.Implies(z3.And(is_["entry"], a.alloc == A_REC_Q), z3.And(sp["r"]["used"], z3.Not(sp["q"]["used"]))))
         for g in GHOSTS:
             f = sp[g]
             out.append(z3.Implies(z3.And(is_["edit"], _selected(a.target, g)),
@@ -381,9 +392,9 @@ class PairModel:
         dep, f, n = self.dep, s.span[g], t.span[g]
         reverted, any_revert, evicted = undo
         appended = z3.And(is_["append"], _selected(a.ghost, g))
-        record_here = z3.And(is_["edit"], a.alloc == (A_REC_R if g == "r" else A_REC_Q))
-        rationale_here = z3.And(is_["edit"], a.alloc == A_REC_R) if g == "q" else \
-            z3.And(is_["edit"], a.alloc == A_RAT_R)
+        record_here = z3.And(is_["entry"], a.alloc == (A_REC_R if g == "r" else A_REC_Q))
+        rationale_here = z3.And(is_["entry"], a.alloc == A_REC_R) if g == "q" else \
+            z3.And(is_["entry"], a.alloc == A_RAT_R)
         written = (z3.And(is_["compact"], _selected(a.ghost, g)),) if self.summarising else ()  # a summary at g
         rationale_here, ledger = pair_evidence.with_ledger(self, a, is_, g, _selected, rationale_here)
         born = z3.Or(appended, record_here, rationale_here, *written)
@@ -413,7 +424,7 @@ class PairModel:
                 (rationale_here, NS["log"] if dep.rationale == "decision_log" else NS["window"]),
                 *(((gone, NS["log"]),) if logged else ()), *(((moved, NS["log"]),) if moved is not None else ()))
         becomes("tokens", (appended, a.tokens), *summary(z3.IntVal(self.policy.placeholder_tokens)),
-                (record_here, z3.If(a.destroy, target_tokens, 1)),
+                (record_here, z3.If(entry_destroys(dep, is_, a), target_tokens, 1)),
                 (rationale_here, 1), *(((masked_now, left_tokens_term(self.policy, f["tokens"])),) if masking else ()))
         becomes("created", (born, now))
         becomes("last_read", (born, now), (read_here, now))
@@ -433,6 +444,7 @@ class PairModel:
         if self.summaries:
             becomes("summary", *summary(True), (born, False))
         write_names(becomes, self.names, dep.record_tool, a, appended, z3.Or(record_here, rationale_here), summary)
+        write_tombstone(becomes, f, tuple(z3.And(c, a.truncate[g]) for c in written), born, z3.Or(gone, masked_now))
         return removes_record
 
     def _removes(self, s: PairState, a: PairAction, g: str, is_: dict, taken: tuple, moved=None):
@@ -443,11 +455,11 @@ class PairModel:
         evicted, truncated = taken
         f = s.span[g]
         in_place = self.policy.effect in IN_PLACE
-        if not in_place and self.dep.evicted == "destroyed":
+        if not in_place and self.dep.evicted != "logged":
             return z3.And(is_["compact"], self_is_record(f), f["alive"], z3.Or(evicted, truncated))
         lost = ([evicted] if in_place else []) + \
             ([truncated if in_place else z3.Or(evicted, truncated)]
-             if self.dep.evicted == "destroyed" else [])
+             if self.dep.evicted != "logged" else [])
         if not lost:
             return z3.BoolVal(False)
         return z3.And(is_["compact"], self_is_record(f), s.present(g), z3.Or(lost))

@@ -6,6 +6,7 @@ import z3
 from z3.z3 import _to_expr_ref
 from z3.z3core import Z3_substitute
 
+from prunecheck.spec.refusal import refusal_key
 from prunecheck.symbolic.terms import Frac
 
 LABEL = "template"
@@ -50,7 +51,7 @@ def template_key(model) -> tuple:
             policy.budget is not None, model.accelerate, model.repeat_domain, model.clock_targets,
             stage_key(policy), policy.effect, policy.placeholder_tokens, model.masking, policy.pairs,
             policy.keep if policy.pairs == "together" or policy.start_on is not None else None, policy.summary_role,
-            policy.start_on) + ((model.names,) if model.names else ())
+            policy.start_on) + ((model.names,) if model.names else ()) + refusal_key(policy)
 
 
 def stage_key(policy) -> tuple:

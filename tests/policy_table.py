@@ -4,7 +4,7 @@ from prunecheck.checker.language.loader import expected_verdicts
 
 from conftest import EXAMPLES
 
-HOLD = {"C1": "holds", "C2": "holds", "C3": "holds", "C4": "holds", "P1": "holds"}
+HOLD = {"C1": "holds", "C2": "holds", "C3": "holds", "C4": "holds", "P1": "holds", "R1": "holds"}
 WINDOW = "deployment: {records: window, pins: self}\n"
 INLINE = {
     # Positions (spec/SPEC.md §1b); verdicts measured with both engines (tests/test_positions.py compares them).
@@ -23,7 +23,7 @@ INLINE = {
         "name: late-violation\n"
         "evict: kind == 'record' and age > 20\n"
         "deployment: {records: window, pins: self}\n",
-        {"C1": "violated", "C2": "violated", "C3": "holds", "C4": "holds", "P1": "holds"},
+        {"C1": "violated", "C2": "violated", "C3": "holds", "C4": "holds", "P1": "holds", "R1": "violated"},
     ),
 }
 

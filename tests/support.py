@@ -14,7 +14,7 @@ from prunecheck.checker.engines.certificate import Status, confirm_certificate
 from prunecheck.checker.engines.explicit import DEFAULT_TOKENS, domains_for, explore
 from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
 from prunecheck.checker.result import Verdict
-from prunecheck.checker.engines.replay import decode_state, tracked_names
+from prunecheck.checker.engines.replay import as_modelled, decode_state
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.spec.conditions import applicable, state_violations, violations
 from prunecheck.spec.errors import PolicySyntaxError
@@ -212,9 +212,9 @@ def pin_action(model, a, action):
     return out
 
 
-def agree(policy, actions, with_lemmas):
+def agree(policy, actions, with_lemmas, n=N):
     """The model, pinned to actions (with its proved lemmas), reaches the runtime's states and violations."""
-    model = Model(policy, N)
+    model = Model(policy, n)
     invariant = inductive_lemmas(model, HOUR, RLIMIT) if with_lemmas else None
     solver = z3.Solver()
     states, syms, steps = [model.state(0)], [], []
@@ -234,9 +234,9 @@ def agree(policy, actions, with_lemmas):
     assert decode_state(m, states[0]) == state
     assert not state_violations(policy, state)
     for k, action in enumerate(actions, start=1):
-        transition = step(policy, state, action, N)
+        transition = step(policy, state, action, n)
         state = transition.after
-        assert decode_state(m, states[k]) == tracked_names(policy, state), f"state {k} after {action}"
+        assert decode_state(m, states[k]) == as_modelled(policy, state), f"state {k} after {action}"
         expected = violations(policy, transition)
         symbolic = {c: violation_at(model, c, states, syms, steps, k) for c in applicable(policy)}
         got = {c for c, term in symbolic.items() if z3.is_true(m.eval(term, model_completion=True))}
@@ -291,6 +291,19 @@ TARGETED = [
      (Append("message", 1, "tool_call"), Append("message", 2, "tool_result"), Edit(0, "transform"), Compact(1))),
     ("evict: true\nrank: 0 - tokens\nbudget: 3\npairs: together", Deployment(),
      (Append("message", 2, "tool_call"), Append("message", 2, "tool_result"), Append("message", 1), Compact())),
+    # evicted: tombstone: evicted, masked, truncated and cut-short summaries keep a tombstone, which an undo leaves;
+    # under destroyed a truncation loses content without evidence (M1)
+    ("evict: kind == 'summary'", Deployment(evicted="tombstone", evidence="on"),
+     (Append("message", 2), Edit(0, "transform"), Compact(), Undo(1), Compact(1))),
+    ("evict: kind in ['record', 'summary']\neffect: mask", Deployment(records="window", evicted="tombstone",
+                                                                   evidence="on"),
+     (Append("message", 3), Edit(0, "transform"), Compact(), Undo(1), Compact(1))),
+    ("evict: kind == 'tool_output'\neffect: summarise", Deployment(evicted="tombstone", evidence="on"),
+     (Append("tool_output", 2), Compact(1))),
+    ("evict: false", Deployment(evidence="on"), (Append("message", 2), Compact(1))),
+    # a record evicted under tombstone is gone (C2), as under destroyed: a tombstone is no record
+    ("evict: kind == 'record'", Deployment(records="window", evicted="tombstone"),
+     (Append("message", 1), Edit(0, "transform"), Compact())),
 ]
 
 
@@ -352,8 +365,10 @@ def assert_itf_py_reads_our_states(policy, transitions, document):
         assert values["step"] == state.step
         shown = [{k: v for k, v in dataclasses.asdict(s).items()
                   if (masks(policy) or k != "masked") and (k != "place" or s.place != s.id)
-                  and not (k in ("tool", "tag") and v == "")} for s in state.spans]
-        assert _itf_records(values["spans"]) == shown  # `masked` only with masks, `place` only a summary's, names if set
+                  and not (k in ("tool", "tag") and v == "") and (k not in ("tombstone", "confabulated") or v)}
+                 for s in state.spans]
+        # `masked` only with masks, `place` only a summary's, names if set, a tombstone or `confabulated` if true
+        assert _itf_records(values["spans"]) == shown
         # an edit's `cites` only when it cites something (spec/SPEC.md §6d)
         assert _itf_records(values["edits"]) == [{k: v for k, v in dataclasses.asdict(e).items()
                                                   if k != "cites" or v} for e in state.edits]

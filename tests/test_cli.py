@@ -35,13 +35,13 @@ def test_violated_policy_exits_1_with_a_table_and_trace():
 def test_safe_policy_is_proved_and_exits_0():
     code, out, _ = run("check", SAFE, "--depth", "4")
     assert code == 0
-    assert out.count("  holds ") == 5 and "certificate re-checked by cvc5" in out and "verdict: holds" in out
+    assert out.count("  holds ") == 6 and "certificate re-checked by cvc5" in out and "verdict: holds" in out
 
 
 def test_without_proofs_a_safe_policy_is_unknown_and_exits_3():
     code, out, _ = run("check", SAFE, "--depth", "4", "--no-prove")
     assert code == 3
-    assert "violated" not in out and "holds" not in out and out.count("bounded search only") == 5
+    assert "violated" not in out and "holds" not in out and out.count("bounded search only") == 6
 
 
 def test_json_document_records_what_reproduces_the_verdict():
@@ -72,7 +72,7 @@ def test_itf_traces_replay_and_tampering_is_detected(tmp_path):
     code, _, err = run("check", SEED, "--depth", "4", "--out", str(tmp_path))
     assert code == 1 and "wrote" in err
     files = sorted(tmp_path.glob("*.itf.json"))
-    assert sorted(f.name.split(".")[1] for f in tmp_path.glob("*.cert.json")) == ["C3", "P1"]
+    assert sorted(f.name.split(".")[1] for f in tmp_path.glob("*.cert.json")) == ["C3", "P1", "R1"]
     assert [f.name.split(".")[1] for f in files] == ["C1", "C2", "C4"]
     doc = json.loads(files[0].read_text())
     assert doc["#meta"]["format"] == "ITF" and doc["vars"] and doc["states"][0]["mbt::actionTaken"] == "init"
@@ -204,7 +204,7 @@ def test_same_policy_and_flags_give_the_same_traces_whatever_the_hash_seed():
 
 def test_a_memory_limit_is_honoured_and_reported_as_unknown():
     code, out, err = run("check", SEED, "--memory", "1", "--no-prove")
-    assert code == 3 and err == "" and out.count("solver memory limit of 1 MB reached") == 5
+    assert code == 3 and err == "" and out.count("solver memory limit of 1 MB reached") == 6
     code, out, _ = run("check", SEED, "--no-prove", "--depth", "3")
     assert code == 1 and "C1  violated" in out  # the limit was lifted after the first check
 

@@ -61,24 +61,28 @@ def agree_unrestricted(policy, depth, states=STATES):
 # 100 policies per default run keep CI within its budget; the slow variants and benchmarks/differential_sweep.py
 # go further. Each family is drawn by two tests (derandomized per test, so they draw different policies), which lets
 # the two test workers share it instead of one worker finishing a minute after the other.
+@pytest.mark.long
 @settings(max_examples=20)
 @given(st.sampled_from(POLICIES), deployments)
 def test_engines_agree_on_table_policies(text, deployment):
     agree(model_policy(text, deployment))
 
 
+@pytest.mark.long
 @settings(max_examples=20)
 @given(st.sampled_from(POLICIES), deployments)
 def test_engines_agree_on_more_table_policies(text, deployment):
     agree(model_policy(text, deployment))
 
 
+@pytest.mark.long
 @settings(max_examples=30)
 @given(policies(max_depth=3))
 def test_engines_agree_on_generated_policies(policy):
     agree(policy)
 
 
+@pytest.mark.long
 @settings(max_examples=30)
 @given(policies(max_depth=3))
 def test_engines_agree_on_more_generated_policies(policy):
@@ -162,3 +166,16 @@ def test_a_restricted_model_has_its_own_step_template():
     targeted = step_template(Model(policy, 3, accelerate=True, repeat_domain=(1,), clock_targets=(14,)))
     assert len({id(free), id(restricted), id(targeted)}) == 3
     assert step_template(Model(policy, 3, accelerate=True, repeat_domain=(1, 14))) is restricted
+
+
+# Undo's options (spec/SPEC.md §4e): the explicit engine runs the runtime's merge and reconstruction; the symbolic
+# search must find the same violations (U1's too) at the same lengths.
+UNDO_OPTIONS = (Deployment(undo="merge"), Deployment(records="window", missing_record="reconstruct"),
+                Deployment(records="window", undo="merge", missing_record="reconstruct", audit="policy"))
+
+
+@pytest.mark.parametrize("deployment", UNDO_OPTIONS)
+def test_engines_agree_under_undos_options(deployment):
+    found = agree(model_policy("evict: kind == 'record' or edited", deployment), depth=5, spans=5)
+    assert ("U1" in found) == (deployment.missing_record == "reconstruct")
+    assert found.get("U1", (None,))[0] in (None, Verdict.VIOLATED)

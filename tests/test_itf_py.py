@@ -10,7 +10,7 @@ from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.outputs.itf import read_trace_file, trace_document
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.engines.replay import replay
-from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Read
+from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Read, Undo
 
 from conftest import CLI_BOUNDS
 from policy_table import EXAMPLES
@@ -95,3 +95,15 @@ def test_traces_in_the_old_option_form_still_replay_and_explain(tmp_path):
             outputs.append(out.getvalue())
         assert outputs[0] == outputs[1]
     assert "reproduces as recorded" in outputs[0] or "violated at step" in outputs[0]
+
+
+def test_a_confabulated_span_and_a_merge_entry_are_read_by_itf_py():
+    policy = parse_policy_text("name: p\nevict: kind == 'record'\ndeployment: {records: window, undo: merge, "
+                               "missing_record: reconstruct}\n", "p.yaml")
+    actions = (Append("message", 2), Edit(0, "destroy"), Edit(0, "transform"), Undo(1), Compact(), Undo(5))
+    transitions = replay(policy, actions, 8)
+    document = json.loads(json.dumps(trace_document(policy, policy_document(policy), transitions, {})))
+    assert document["states"][4]["edits"][2]["mode"] == "merge"
+    assert document["states"][6]["spans"][0]["confabulated"] is True
+    assert "confabulated" not in document["states"][5]["spans"][0]
+    assert_itf_py_reads_our_states(policy, transitions, document)

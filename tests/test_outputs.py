@@ -168,7 +168,7 @@ def test_out_names_never_collide_for_policies_sharing_a_name(policies, tmp_path)
     code, _, err = run(policies / "flawed.yaml", policies / "same_name.yaml", "--out", out_dir,
                        "--emit-pytest", emitted)
     assert code == 1
-    _check_out_names(out_dir, err.replace(f"wrote {emitted}", "emitted "), 10)
+    _check_out_names(out_dir, err.replace(f"wrote {emitted}", "emitted "), 12)
     assert len({p.name.split(".")[0] for p in out_dir.iterdir()}) == 2
     modules = [line for line in err.splitlines() if line.startswith(f"wrote {emitted}")]
     assert len(modules) == len(set(modules)) == len(list(emitted.glob("test_*.py"))) == 5  # C1, C2, C4; C2, C4
@@ -180,7 +180,7 @@ def test_out_works_with_jobs_and_directories_even_for_identical_files(policies, 
     out_dir = tmp_path / "out"
     code, out, err = run(policies, "--jobs", "2", "--out", out_dir, "--no-cache")
     assert code == 1 and "4 policies" in out
-    _check_out_names(out_dir, err, 20)
+    _check_out_names(out_dir, err, 24)
     assert len({p.name.split(".")[0] for p in out_dir.iterdir()}) == 4
     sources = {json.loads(p.read_text())["#meta"]["source"] for p in out_dir.glob("*.itf.json")}
     assert sources == {str(policies / "flawed.yaml"), str(policies / "again" / "flawed.yaml"),

@@ -114,9 +114,9 @@ def test_the_explicit_and_symbolic_engines_agree_on_t1(text, violated):
             assert s.trace.length() == e.trace.length()
 
 
-def test_t1_is_absent_from_the_reports_of_the_ten_examples():
+def test_t1_is_absent_from_the_reports_of_the_eleven_examples():
     examples = sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".yaml", ".json", ".py"))
-    assert len(examples) == 10
+    assert len(examples) == 11
     for path in examples:
         policy = load_policy(path)
         assert "T1" not in applicable(policy)
@@ -154,7 +154,8 @@ def test_sarif_lists_the_t1_rule_only_when_a_checked_policy_uses_pairs(tmp_path)
         main(["check", str(tmp_path / name), "--format", "sarif", "--depth", "2", "--spans", "3", "--no-cache",
               *CLI_BOUNDS], out, io.StringIO())
         rules[name] = [r["id"] for r in json.loads(out.getvalue())["runs"][0]["tool"]["driver"]["rules"]]
-    assert rules == {"old.yaml": ["C1", "C2", "C3", "C4", "P1"], "new.yaml": ["C1", "C2", "C3", "C4", "P1", "T1"]}
+    assert rules == {"old.yaml": ["C1", "C2", "C3", "C4", "P1", "R1"],
+                     "new.yaml": ["C1", "C2", "C3", "C4", "P1", "T1", "R1"]}
 
 
 def test_host_truncation_never_counts_against_t1():

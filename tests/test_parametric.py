@@ -1,10 +1,12 @@
 """The parametric model over-approximates the runtime: every run, projected on every pair (r, r+1), is a run of it."""
 
+import pytest
 import z3
 from hypothesis import given, settings
 
 from prunecheck.spec.actions import ACTION_TYPES, expand
-from prunecheck.spec.conditions import STATE_CONDITIONS, state_violations, transition_violations
+from prunecheck.spec.conditions import (STATE_CONDITIONS, lost_content, rewritten_log_entries, state_violations,
+                                       transition_violations)
 from prunecheck.spec.policy import (ATTRS, EFFECTS, ORDERS, PAIRS, POSITION_ATTRS, ROLES, SUMMARY_ROLES, Deployment,
                                     name_code, read_attributes, read_positions, summarises)
 from prunecheck.symbolic.conditions import pair_violation
@@ -16,23 +18,25 @@ from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, Pin, State, Undo, addressable, enabled, enabled_actions, is_candidate, is_pair, positions,
     present, status, step,
 )
+from prunecheck.spec.refusal import named
 from prunecheck.symbolic.pair_evidence import EVIDENCE_FIELDS
 from prunecheck.symbolic.terms import ENUM_CODES
+from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD
 
 from support import NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, SUMMARY_POLICIES, TARGETED, model_policy, runs
 
 
 def _span_values(state: State, i: int, names: tuple = ()) -> dict:
     if i >= len(state.spans):
-        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD, **SUMMARY_FIELD, **dict(names),
-                                        **EVIDENCE_FIELDS}}
+        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD, **SUMMARY_FIELD, **TOMBSTONE_FIELD,
+                                        **dict(names), **EVIDENCE_FIELDS}}
     span = state.span(i)
     edit = state.edit(i)
     return {"used": True, "alive": span.alive, "kind": ENUM_CODES["kind"][span.kind],
             "ns": ENUM_CODES["namespace"][span.namespace], "tokens": span.tokens, "created": span.created,
             "last_read": span.last_read, "reads": span.reads, "pinned": span.pinned, "edited": span.edited,
             "version": span.version, "undone": bool(edit and edit.undone), "role": ENUM_CODES["role"][span.role],
-            "masked": span.masked, "summary": span.place != span.id,
+            "masked": span.masked, "summary": span.place != span.id, "tombstone": span.tombstone,
             # evidence: on (spec/SPEC.md §6d): some live entry cites it; it is a compaction's ledger rationale
             "cited": i in state.cited_ids(), "ledger": any(e.rationale == i for e in state.entries),
             **{attr: name_code(table, getattr(span, attr)) for attr, table in names}}
@@ -81,8 +85,16 @@ def _check_projection(policy, actions):
                 solver.add(pair_violation(model, "C2", post, pair_step))
             if "C3" in concrete and getattr(t.action, "edit", None) == r:
                 solver.add(pair_violation(model, "C3", post, pair_step))
+            if "U1" in concrete and getattr(t.action, "edit", None) == r:
+                solver.add(pair_violation(model, "U1", post, pair_step))
             if "T1" in concrete and _splits(t, r):
                 solver.add(pair_violation(model, "T1", post, pair_step))
+            if r in lost_content(t.before, t.after):  # M1 at r: the pair's M1 term must be true at ghost r
+                solver.add(pair_violation(model, "M1", post, pair_step))
+            if r in rewritten_log_entries(t.before, t.after):
+                solver.add(pair_violation(model, "A1", post, pair_step))
+            if "X1" in concrete and _changes(t, r):
+                solver.add(pair_violation(model, "X1", post, pair_step))
             assert solver.check() == z3.sat, f"step {k + 1} {t.action} does not project on pair ({r}, {r + 1})"
             after = state_violations(policy, t.after)
             holds = z3.Solver()
@@ -90,8 +102,8 @@ def _check_projection(policy, actions):
             live_r = t.after.edit(r) is not None and not t.after.edit(r).undone
             for condition in STATE_CONDITIONS:
                 bad = pair_violation(model, condition, post, pair_step)
-                concrete_here = condition in after and condition in AT_RECORD and live_r and _at_r(condition, policy,
-                                                                                                  t.after, r)
+                concrete_here = (condition in after and condition in AT_RECORD and (live_r or condition == "R1")
+                                 and _at_r(condition, policy, t.after, r))
                 at_ghost = condition in after and condition in AT_GHOST and AT_GHOST[condition](t.after, r)
                 if concrete_here or at_ghost:
                     holds.push()
@@ -107,11 +119,18 @@ def _splits(t, r) -> bool:
             and (r in t.evicted) != (r + 1 in t.evicted))
 
 
+def _changes(t, r) -> bool:
+    """The step changes a span of the pair (r, r + 1), the clock aside."""
+    return any(i < len(t.after.spans) and (i >= len(t.before.spans) or t.before.span(i) != t.after.span(i))
+               for i in (r, r + 1))
+
+
 # Per state condition: the runtime violates it at record r (and its rationale r + 1), so the pair (r, r + 1) must.
 AT_RECORD = {
     "C1": lambda policy, state, r: state.span(r).alive and is_candidate(policy, state, state.span(r)),
     "C4": lambda policy, state, r: not present(state.span(r)) and status(policy, state) == REVERSIBLE,
     "P1": lambda policy, state, r: not present(state.span(r + 1)),
+    "R1": lambda policy, state, r: r < len(state.spans) and named(policy, state, state.span(r)),  # any recovery span
 }
 
 
@@ -139,6 +158,23 @@ def test_every_run_projects_onto_every_pair(run):
 
 def test_targeted_runs_project_onto_every_pair():
     for text, deployment, actions in TARGETED:
+        _check_projection(model_policy(text, deployment), actions)
+
+
+# Undo's options (spec/SPEC.md §4e): a merge writes a new record and rationale on an undo step (here at r or q) and
+# is itself undone; a reconstruction restores a target whose record is gone (U1 at the record).
+UNDO_RUNS = (
+    ("evict: kind == 'record'", Deployment(records="window", missing_record="reconstruct"),
+     (Append("message", 2), Edit(0, "destroy"), Compact(1), Undo(1))),
+    ("evict: kind == 'record'", Deployment(undo="merge"),
+     (Append("message", 2), Edit(0, "destroy"), Edit(0, "transform"), Undo(1), Undo(5), Undo(3))),
+    ("evict: kind == 'record'", Deployment(records="window", undo="merge", missing_record="reconstruct"),
+     (Append("message", 1), Edit(0, "transform"), Edit(0, "destroy"), Undo(1), Compact(), Undo(5))),
+)
+
+
+def test_runs_under_undos_options_project_onto_every_pair():
+    for text, deployment, actions in UNDO_RUNS:
         _check_projection(model_policy(text, deployment), actions)
 
 
@@ -173,6 +209,7 @@ POSITION_TARGETED = [
 def test_targeted_runs_of_policies_reading_positions_project_onto_every_pair():
     for text, deployment, actions in POSITION_TARGETED:
         _check_projection(model_policy(text, deployment), actions)
+@pytest.mark.long
 @settings(max_examples=25)
 @given(runs(policies=STAGE_POLICIES))
 def test_runs_of_stage_policies_project_onto_every_pair(run):
@@ -288,6 +325,35 @@ def test_the_projected_runs_take_every_action():
                if isinstance(a, Append))
     run = Append("message", 1, "tool_call", 2, 3)
     assert [(a.role, a.tokens, a.times) for a in expand(run)] == [("tool_call", 1, 1), ("tool_result", 3, 1)] * 2
+
+
+# The refusal's free choices (SPEC §6e): a named recovery span outside the pair blocks an atomic compaction (r's
+# record names nothing of the pair), and a sequential walk keeps the candidates before the named record and not
+# those after it.
+REFUSAL_TARGETED = [
+    ("evict: kind == 'record' or kind == 'message'", Deployment(refusal="atomic"),
+     (Append("message", 1), Append("diff", 1), Edit(0, "transform"), Compact(), Compact(1), Audit())),
+    ("evict: namespace == 'undo' or kind == 'summary' or kind == 'diff'", Deployment(refusal="sequential"),
+     (Append("message", 1), Append("file_body", 1), Edit(0, "transform"), Append("diff", 2), Append("diff", 1),
+      Compact(), Compact())),
+    ("evict: namespace == 'log' or tokens >= 2", Deployment(refusal="sequential", records="window"),
+     (Append("message", 2), Append("message", 1), Edit(1, "destroy"), Append("tool_output", 3), Compact())),
+]
+
+
+def test_targeted_runs_of_refusing_deployments_project_onto_every_pair():
+    for text, deployment, actions in REFUSAL_TARGETED:
+        policy = model_policy(text, deployment)
+        blocked = [step(policy, s, a).outcome for s, a in _states(policy, actions) if isinstance(a, Compact)]
+        assert "blocked" in blocked, text
+        _check_projection(policy, actions)
+
+
+def _states(policy, actions):
+    state = State()
+    for action in actions:
+        yield state, action
+        state = step(policy, state, action).after
 
 
 # Runs under evidence: on (spec/SPEC.md §6d) exercising every free choice of the pair model's evidence: a citation by

@@ -407,7 +407,23 @@ CHECKED_BLOCKS = {
     "the cache rejection sample, reproduced": lambda b: "cache entry rejected" in b.text,
     "the baseline recipe, run": lambda b: b.lang == "" and "--write-baseline" in b.text,
     "the layout tree, compared with the packages": lambda b: b.lang == "text" and "prunecheck (root)" in b.text,
+    "the MCP client configuration, started": lambda b: b.lang == "json" and "mcpServers" in b.text,
 }
+
+
+def test_the_mcp_client_configuration_starts_the_server():
+    """The README's `mcpServers` entry, as a client would launch it: the console script serves prunecheck's tools."""
+    import asyncio
+
+    mcp = pytest.importorskip("mcp")
+    (entry,) = json.loads(block_with("json", "mcpServers").text)["mcpServers"].values()
+    command = shutil.which(entry["command"])
+    assert command, f"the configuration's command {entry['command']!r} is not on PATH"
+
+    async def tools():
+        async with mcp.Client(mcp.StdioServerParameters(command=command, args=entry["args"])) as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+    assert asyncio.run(tools()) == {"check", "explain", "repair", "diff", "certify"}
 
 
 def test_the_layout_tree_names_every_package_and_only_packages():

@@ -16,8 +16,8 @@ from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import CONTENT_KINDS, DEPLOYMENT_CHOICES, Deployment
 from prunecheck.spec.runtime import (
     REVERSIBLE, UNKNOWN, ActionRefused, Append, Audit, Compact, Edit, EditInfo, Pin, Read, Span, State, Undo,
-    Unpin, addressable, candidates, effective_budget, enabled, enabled_actions, host_budgets, span_env, status, step,
-    undo, slots_needed, stage_taken,
+    Unpin, addressable, candidates, effective_budget, enabled, enabled_actions, host_budgets, present, span_env,
+    status, step, undo, slots_needed, stage_taken, citing,
 )
 
 SAFE = Deployment()
@@ -459,10 +459,11 @@ def with_safe_fixed_runs(test):
 @with_safe_fixed_runs
 @given(runs(deployment=st.just(SAFE)))
 def test_safe_deployment_never_violates_a_condition(run):
+    # R1 judges the policy's text, not the deployment: a policy that names the undo region violates it anywhere.
     policy, _, transitions = run
     assert not state_violations(policy, State())
     for transition in transitions:
-        assert violations(policy, transition) == frozenset(), transition.action
+        assert violations(policy, transition) - {"R1"} == frozenset(), transition.action
 
 
 @settings(max_examples=150)
@@ -508,11 +509,14 @@ def test_budgeted_compaction_leaves_the_window_within_budget(run):
             # removed from the window: dead, or (evicted: logged) alive in the log
             assert {s.id for s in t.before.spans if addressable(s) and not addressable(t.after.span(s.id))} == \
                 t.evicted | t.truncated
+            if t.outcome == "blocked":  # the refusal stopped it (X1's business): nothing truncated
+                assert not t.truncated
+                continue
             limit = effective_budget(policy, t.action.budget)
             if limit is not None:
                 assert t.after.window_tokens() <= limit
-            else:
-                assert not t.truncated and t.evicted == set(candidates(policy, t.before))
+            else:  # the compaction's own citations count while it runs (defer spares them)
+                assert not t.truncated and t.evicted == set(candidates(policy, citing(t.before, t.action.cites)))
 
 
 @settings(max_examples=150)
@@ -534,11 +538,12 @@ def test_status_matches_the_gap(run):
             assert t.after == replace(t.before, step=t.before.step + 1)
 
 
-def _closed_form(policy, state, host=None):
-    """SPEC section 4's closed form of compaction (what the z3 model encodes): (evicted, truncated)."""
+def _closed_form(policy, state, host=None, cites=()):
+    """SPEC section 4's closed form of compaction (what the z3 model encodes): (evicted, truncated); under evidence:
+    on with `rationale: window` the ledger rationale joins the window, newest, before the truncation (SPEC §6d)."""
     spans, budget, total = state.spans, policy.budget, state.window_tokens()
     limit = budget if host is None else min(host, budget if budget is not None else host)
-    chosen = set(candidates(policy, state))
+    chosen = set(candidates(policy, citing(state, cites)))
     if policy.rank is not None and budget is not None:
         rank = {i: evaluate(policy.rank, span_env(policy, state, spans[i])) for i in chosen}
 
@@ -551,9 +556,12 @@ def _closed_form(policy, state, host=None):
         evicted = chosen
     rest = total - sum(spans[i].tokens for i in evicted)
     remaining = [s.id for s in spans if addressable(s) and s.id not in evicted]
+    tokens = {i: spans[i].tokens for i in remaining}
+    if evicted and policy.deployment.evidence == "on" and policy.deployment.rationale == "window":
+        remaining, tokens[len(spans)], rest = remaining + [len(spans)], 1, rest + 1
     truncated = set()
     if limit is not None:
-        truncated = {i for i in remaining if rest - sum(spans[j].tokens for j in remaining if j < i) > limit}
+        truncated = {i for i in remaining if rest - sum(tokens[j] for j in remaining if j < i) > limit}
     return evicted, truncated
 
 
@@ -562,9 +570,10 @@ def _closed_form(policy, state, host=None):
 @given(runs())
 def test_compaction_matches_the_closed_form(run):
     policy, _, transitions = run
-    compactions = [t for t in transitions if t.action.name == "compact"]
+    # A blocked compaction (SPEC §6e) is the refusal's, not section 4's.
+    compactions = [t for t in transitions if t.action.name == "compact" and t.outcome != "blocked"]
     for t in compactions:
-        assert (set(t.evicted), set(t.truncated)) == _closed_form(policy, t.before, t.action.budget)
+        assert (set(t.evicted), set(t.truncated)) == _closed_form(policy, t.before, t.action.budget, t.action.cites)
 
 
 @settings(max_examples=100)
@@ -591,11 +600,21 @@ def test_a_host_budget_is_an_integer_of_at_least_one():
 
 def _expected_undo_outcome(policy, state, edit_id):
     info = state.edit(edit_id)
-    if not state.span(info.record).alive:
-        return "irreversible"
-    if policy.deployment.undo == "versioned" and state.span(info.target).version != info.version:
-        return "merge required"
+    if not present(state.span(info.record)):
+        return "reconstructed" if policy.deployment.missing_record == "reconstruct" else "irreversible"
+    if state.span(info.target).version != info.version:
+        return {"versioned": "merge required", "blind": "reverted", "merge": "merged"}[policy.deployment.undo]
     return "reverted"
+
+
+def _check_written_target(t, info):
+    """A revert, merge or reconstruction restores the prior kind, alive and unmasked, one version on."""
+    target = t.after.span(info.target)
+    edited = True if t.outcome == "merged" else info.prior_edited
+    assert (target.kind, target.edited, target.alive, target.masked) == (info.prior_kind, edited, True, False)
+    assert target.version == t.before.span(info.target).version + 1
+    assert target.confabulated or t.outcome != "reconstructed"
+    assert t.after.edit(info.record).undone
 
 
 @settings(max_examples=150)
@@ -607,15 +626,12 @@ def test_every_undo_outcome_follows_the_rules(run):
         if t.action.name != "undo":
             continue
         before, after, edit_id = t.before, t.after, t.action.edit
-        assert t.outcome in ("reverted", "irreversible", "merge required")
         assert t.outcome == _expected_undo_outcome(policy, before, edit_id)
-        if t.outcome == "reverted":
-            info = before.edit(edit_id)
-            target = after.span(info.target)
-            assert (target.kind, target.edited, target.alive) == (info.prior_kind, info.prior_edited, True)
-            assert target.version == before.span(info.target).version + 1
-            assert after.edit(edit_id).undone
+        if t.outcome in ("reverted", "merged", "reconstructed"):
+            _check_written_target(t, before.edit(edit_id))
             assert undo(policy, before, edit_id) == after
+            added = len(after.spans) - len(before.spans)
+            assert added == (2 if t.outcome == "merged" else 0)
         else:
             assert after == replace(before, step=before.step + 1)
             error = IrreversibleEditError if t.outcome == "irreversible" else MergeRequired
@@ -648,6 +664,11 @@ class RuntimeMachine(RuleBasedStateMachine):
         self.last = transition
         self.state = transition.after
         return transition
+
+    def _undoable(self):
+        """The live edits whose undo is enabled (a merge needs two free slots)."""
+        return [e.record for e in self.state.live_edits() if enabled(self.policy, self.state, Undo(e.record),
+                                                                     self.MAX_SPANS)]
 
     def _ids(self, make):
         return [i for i in range(len(self.state.spans)) if enabled(self.policy, self.state, make(i), self.MAX_SPANS)]
@@ -708,10 +729,10 @@ class RuntimeMachine(RuleBasedStateMachine):
         if self.policy.budget is not None:
             assert transition.after.window_tokens() <= self.policy.budget
 
-    @precondition(lambda self: self.state.live_edits())
+    @precondition(lambda self: self._undoable())
     @rule(data=st.data())
     def undo(self, data):
-        edit_id = data.draw(st.sampled_from([e.record for e in self.state.live_edits()]))
+        edit_id = data.draw(st.sampled_from(self._undoable()))
         expected = _expected_undo_outcome(self.policy, self.state, edit_id)
         assert self._do(Undo(edit_id)).outcome == expected
 
@@ -724,18 +745,22 @@ class RuntimeMachine(RuleBasedStateMachine):
 
     @invariant()
     def safe_deployment_keeps_every_condition(self):
-        if self.policy.deployment == SAFE:
-            assert not state_violations(self.policy, self.state)
+        if self.policy.deployment == SAFE:  # R1 judges the policy's text (it may name the region), not the deployment
+            assert not state_violations(self.policy, self.state) - {"R1"}
             if self.last is not None:
-                assert not violations(self.policy, self.last)
+                assert not violations(self.policy, self.last) - {"R1"}
                 assert _alive_records(self.last.after) >= _alive_records(self.last.before)
 
     @invariant()
     def absence_is_a_hard_error(self):
         for info in self.state.live_edits():
             if not self.state.span(info.record).alive:
-                with pytest.raises(IrreversibleEditError):
-                    undo(self.policy, self.state, info.record)
+                if self.policy.deployment.missing_record == "refuse":
+                    with pytest.raises(IrreversibleEditError):
+                        undo(self.policy, self.state, info.record)
+                else:  # the seed's confabulation, which U1 reports
+                    transition = step(self.policy, self.state, Undo(info.record))
+                    assert transition.outcome == "reconstructed" and "U1" in transition_violations(transition)
 
     @invariant()
     def stale_records_are_merges_under_versioned_undo(self):
@@ -744,9 +769,13 @@ class RuntimeMachine(RuleBasedStateMachine):
                 if self.policy.deployment.undo == "versioned":
                     with pytest.raises(MergeRequired):
                         undo(self.policy, self.state, info.record)
-                else:
+                elif self.policy.deployment.undo == "blind":
                     transition = step(self.policy, self.state, Undo(info.record))
                     assert transition.outcome == "reverted" and "C3" in transition_violations(transition)
+                else:  # merge: a new edit, never a revert
+                    transition = step(self.policy, self.state, Undo(info.record))
+                    assert transition.outcome == "merged" and "C3" not in transition_violations(transition)
+                    assert transition.after.edits[-1].mode == "merge" and not transition.after.edits[-1].undone
 
     @invariant()
     def independent_status_is_unknown_exactly_on_a_gap(self):

@@ -344,7 +344,8 @@ def options_from_args(args) -> CheckOptions:
                         memory_mb=getattr(args, "memory", None), rlimit=getattr(args, "rlimit", None),
                         deployment=load_deployment(deployment) if deployment else None,
                         counterexamples=getattr(args, "max_counterexamples", None),
-                        cache_unknown=getattr(args, "cache_unknown", None))
+                        cache_unknown=getattr(args, "cache_unknown", None),
+                        recovery_peak=getattr(args, "recovery_peak", None))
 
 
 def run_batch_cli(args, stdout, stderr) -> int:

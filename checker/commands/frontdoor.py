@@ -27,6 +27,7 @@ EXIT_MEANINGS = {
     "diff": {0: "equivalent (proved)", 1: "different (replayed witnesses)", 3: "no difference found within the bounds"},
     "prove": {0: "every theorem is proved", 1: "some theorem is not proved"},
     "schema": {0: "the schema is printed"},
+    "mcp": {0: "the server stopped: its client closed the connection (a bad call is a tool error, never an exit)"},
 }
 
 def exit_code_epilog(command: Optional[str]) -> str:

@@ -191,8 +191,10 @@ def _pair_invariant(m_old: Model, m_new: Model, plain: bool, timeout: float, rli
     m_new.encode_init(init_new)
     at_init = {name for name, term in _pair_lemmas(m_old, m_new, init_old, init_new) if z3.is_true(z3.simplify(term))}
     clock = z3.Int("pair_clock@pre")
-    pre_old = SymState("pre", n, "old_", clock, masking=m_old.masking, placing=m_old.placing, names=m_old.names)
-    pre_new = SymState("pre", n, "new_", clock, masking=m_new.masking, placing=m_new.placing, names=m_new.names)
+    pre_old = SymState("pre", n, "old_", clock, masking=m_old.masking, placing=m_old.placing, names=m_old.names,
+                       tombstones=m_old.tombstones)
+    pre_new = SymState("pre", n, "new_", clock, masking=m_new.masking, placing=m_new.placing, names=m_new.names,
+                       tombstones=m_new.tombstones)
     post_old, post_new = m_old.state("post"), m_new.state("post")
     a = SymAction("pre", n, "pair_", m_old.names)
     step = m_old.encode_step(pre_old, a, post_old).constraints + m_new.encode_step(pre_new, a, post_new).constraints

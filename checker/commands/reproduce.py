@@ -126,11 +126,13 @@ def safe_demonstration(out: TextIO) -> bool:
                f"undo of edit 1 (record #{e1}) restores span #{trace} to kind '{restored.span(trace).kind}' at v"
                f"{restored.span(trace).version}", restored.span(trace).kind == "stack_trace")
     report = check(policy, BOUNDS)
-    worst = report.verdict
     proved = [r.condition for r in report.results if r.verdict == Verdict.HOLDS]
     ok &= _row(out, "below the boundary, self-editing is genuinely reversible",
                f"checker: {', '.join(proved)} hold for every depth and window size (certificates re-checked by "
-               f"cvc5); verdict {worst}", worst == Verdict.HOLDS)
+               f"cvc5)", set(proved) >= {"C1", "C2", "C3", "C4", "P1"})
+    # The seed refuses the naming itself (SPEC §6e): R1 reports it instead of filtering it silently.
+    ok &= _row(out, "a policy that names the undo region as a candidate is refused, not silently filtered",
+               _checker_line(report, "R1"), report.result("R1").verdict == Verdict.VIOLATED)
     return ok
 
 

@@ -86,7 +86,8 @@ def decode_state(model: z3.ModelRef, s: SymState) -> State:
         names = {attr: name_of(table, f[attr]) for attr, table in s.names}
         spans.append(Span(i, f["kind"], f["ns"], f["tokens"], f["created"], f["last_read"],
                           f["reads"], f["pinned"], f["edited"], f["version"], f["alive"], f["role"],
-                          masked=f.get("masked", False), place=f.get("place", i), **names))
+                          masked=f.get("masked", False), place=f.get("place", i),
+                          tombstone=f.get("tombstone", False), **names))
         cites = tuple(j for j in range(s.n) if f.get(f"cite{j}", False))
         if f["kind"] == "record":
             edits.append(EditInfo(i, i + 1, f["target"], "destroy" if f["destroy"] else "transform",
@@ -132,12 +133,21 @@ def tracked_names(policy: Policy, state: State) -> State:
     return state if spans == state.spans else replace(state, spans=spans)
 
 
+def as_modelled(policy: Policy, state: State) -> State:
+    """The state as the models track it: names as tracked_names; no `confabulated` flag and a merge's entry as a
+    transform's (a 1-token record): no condition reads either (spec/SPEC.md §4e)."""
+    state = tracked_names(policy, state)
+    spans = tuple(replace(s, confabulated=False) if s.confabulated else s for s in state.spans)
+    edits = tuple(replace(e, mode="transform") if e.mode == "merge" else e for e in state.edits)
+    return state if (spans, edits) == (state.spans, state.edits) else replace(state, spans=spans, edits=edits)
+
+
 def confirm(policy: Policy, actions: Sequence, condition: str, max_spans: int,
             symbolic_states: Optional[Sequence[State]] = None) -> List[Transition]:
     """Replay a symbolic counterexample; it must violate `condition` exactly at its last step, else ReplayMismatch."""
     transitions = replay(policy, actions, max_spans)
     if symbolic_states is not None:
-        runtime_states = [tracked_names(policy, s) for s in [State()] + [t.after for t in transitions]]
+        runtime_states = [as_modelled(policy, s) for s in [State()] + [t.after for t in transitions]]
         for index, (sym, real) in enumerate(zip(symbolic_states, runtime_states)):
             if sym != real:
                 raise ReplayMismatch(f"state {index} differs between the z3 model and the runtime: "

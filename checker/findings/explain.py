@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Dict, List, Optional, Sequence
 
-from prunecheck.spec.conditions import DESCRIPTIONS
+from prunecheck.spec.conditions import DESCRIPTIONS, lost_content, rewritten_log_entries
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import (NAME_ATTRS, NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
                                     uses_pairs)
@@ -14,6 +14,7 @@ from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, EditInfo, Pin, Read, State, Transition, Undo, Unpin, addressable, is_candidate, is_pair, present, span_env, triggered, window_env,
 )
 from prunecheck.spec.actions import action_text, paired
+from prunecheck.spec.refusal import control_kinds, named_spans
 
 from prunecheck.checker.language.locate import deployment_location, expression_start, key_locations
 from prunecheck.checker.language.printer import to_text
@@ -214,7 +215,8 @@ def step_label(policy: Policy, t: Transition) -> str:
     if isinstance(a, (Pin, Unpin)):
         return f"#{a.span} ({_role(after, a.span)}) {'pinned' if isinstance(a, Pin) else 'unpinned'}"
     if isinstance(a, Compact):
-        parts = []
+        parts = [f"blocked (refusal: {policy.deployment.refusal}), the policy names "
+                 + ", ".join(f"#{i}" for i in named_spans(policy, before))] if t.outcome == "blocked" else []
         if policy.when is not None and not triggered(policy, before):
             parts.append(f"the trigger `{to_text(policy.when)}` is false, the policy takes nothing")
         if t.evicted:
@@ -229,18 +231,29 @@ def step_label(policy: Policy, t: Transition) -> str:
                                      for i in sorted(t.truncated)))
         return "compaction: " + ("; ".join(parts) if parts else "nothing removed")
     if isinstance(a, Undo):
-        info = before.edit(a.edit)
-        if t.outcome == "reverted":
-            return f"undo of edit {a.edit}: #{info.target} reverted to {info.prior_kind}"
-        if t.outcome == "irreversible":
-            return f"undo of edit {a.edit}: irreversible, record #{a.edit} is {_absence(before, a.edit)}"
-        return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
+        return _undo_label(t)
     if isinstance(a, Audit):
         if a.times != 1:
             return f"{a.times} audits in a row (steps {before.step + 1}-{after.step}, the clock is now {after.step}): " \
                    f"status says '{t.outcome}'"
         return f"audit: status says '{t.outcome}'"
     return repr(a)
+
+
+def _undo_label(t: Transition) -> str:
+    a, before, merge = t.action, t.before, t.after.edits[-1]
+    info = before.edit(a.edit)
+    if t.outcome == "reverted":
+        return f"undo of edit {a.edit}: #{info.target} reverted to {info.prior_kind}"
+    if t.outcome == "irreversible":
+        return f"undo of edit {a.edit}: irreversible, record #{a.edit} is {_absence(before, a.edit)}"
+    if t.outcome == "merged":
+        return (f"undo of edit {a.edit}: #{info.target} was re-edited, merged as new edit {merge.record} "
+                f"(record #{merge.record}, rationale #{merge.rationale})")
+    if t.outcome == "reconstructed":
+        return (f"undo of edit {a.edit}: record #{a.edit} is {_absence(before, a.edit)}, #{info.target} "
+                f"reconstructed as {info.prior_kind} from what is left (confabulated)")
+    return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
 
 
 def _absence(state: State, span_id: int) -> str:
@@ -357,6 +370,55 @@ def _t1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
             "model's API rejects the orphan", points)
 
 
+def _m1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    span_id = lost_content(t.before, t.after)[0]
+    taken = span_id in t.evicted
+    how = _taken_words(policy) if taken else _truncation_words(policy, t)
+    verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if taken else "removes"
+    points = (predicate_points(policy, t.before, span_id) + stage_points(policy, t.before) if taken else ()) + (
+        _setting(policy, "evicted", where, "leaves no tombstone and no copy in the log of what a compaction destroys"),)
+    return (f"the compaction {verb} #{span_id} ({_role(t.before, span_id)}; {how}) and keeps no evidence of it: no "
+            "tombstone, no place in the log", points)
+
+
+def _a1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    span_id = rewritten_log_entries(t.before, t.after)[0]
+    return (f"{step_label(policy, t)} rewrites decision-log entry #{span_id} ({_role(t.before, span_id)})",
+            (_setting(policy, "rationale", where, "keeps the decision log in the log namespace"),))
+
+
+def _u1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    info = t.before.edit(t.action.edit)
+    index = _removal(transitions, info.record)
+    points = (_setting(policy, "missing_record", where, "an undo without its record restores from what is left"),)
+    if index is not None:
+        points += _removal_points(policy, transitions, index, info.record, where, "records")
+    return (f"undo of edit {info.record} {t.outcome} #{info.target} although record #{info.record} is "
+            f"{_absence(t.before, info.record)}: the restored content is invented", points)
+
+
+def _r1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    after = transitions[-1].after
+    span = after.span(named_spans(policy, after)[0])
+    env = span_env(policy, after, span)
+    points = tuple(_atom_point(atom, env) for atom in deciding_atoms(policy.evict, env, True))
+    kinds = " or ".join(control_kinds(policy))
+    return (f"`evict` names {span.kind} #{span.id} (in the {span.namespace} namespace): it is true on it, and false "
+            f"on the same span in the window as a {kinds}, so it selects the recovery span for what it is", points)
+
+
+def _x1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    gone = ", ".join(f"#{i}" for i in sorted(t.evicted)) or "spans"
+    refused = named_spans(policy, t.before)
+    return (f"the compaction is blocked on recovery span #{refused[0]}, but it has already taken {gone}: a blocked "
+            "compaction is not atomic", (_setting(policy, "refusal", where, "walks the candidates and stops at the "
+                                                   "first named recovery span, keeping what it took"),))
+
+
 def _j1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     t = transitions[-1]
     lost = min(c for c in t.after.cited_ids() if not present(t.after.span(c)))
@@ -374,6 +436,7 @@ def _j1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
 # Per condition of spec/conditions.py: (policy, transitions ending in the violation, key locations) -> (summary,
 # points), the summary and the places in the policy's text that cause_of puts in its Cause.
 EXPLAINERS = {"C1": _c1_cause, "C2": _c2_cause, "C3": _c3_cause, "C4": _c4_cause, "P1": _p1_cause, "T1": _t1_cause,
+              "R1": _r1_cause, "X1": _x1_cause, "M1": _m1_cause, "A1": _a1_cause, "U1": _u1_cause,
               "J1": _j1_cause}
 
 
@@ -394,13 +457,16 @@ def explain(policy: Policy, actions: Sequence, condition: str, max_spans: Option
     return explanation_of(policy, replay(policy, actions, max_spans), condition)
 
 
-def explanation_lines(policy: Policy, explanation: Explanation, indent: str = "        ", located: bool = True) -> list:
-    """The explanation as text: numbered steps with what they changed, then the cause with file positions (with
-    located=False, the policy's source alone: its positions are in no file a user can open)."""
+def explanation_lines(policy: Policy, explanation: Explanation, indent: str = "        ", located: bool = True,
+                      statuses: Sequence[str] = ()) -> list:
+    """The explanation as text: numbered steps with what they changed (and the status after each, where `statuses`
+    gives them), then the cause with file positions (with located=False, the policy's source alone: its positions are
+    in no file a user can open)."""
 
     lines = [f"{indent}{DESCRIPTIONS[explanation.condition]}; counterexample:"]
     for index, (action, label) in enumerate(zip(explanation.actions, explanation.steps), start=1):
-        lines.append(f"{indent}{index}. {action_text(action, keywords=True)}  -- {label}")
+        after = f"  [status: {statuses[index - 1]}]" if statuses else ""
+        lines.append(f"{indent}{index}. {action_text(action, keywords=True)}  -- {label}{after}")
     cause = explanation.cause
     lines.append(f"{indent}why: {cause.summary}")
     for p in cause.points:

@@ -8,6 +8,7 @@ from typing import Optional
 from prunecheck.spec.policy import Policy
 
 from prunecheck.checker.engines.replay import replay
+from prunecheck.checker.findings.decision import Decision, decision_of
 from prunecheck.checker.findings.explain import Explanation, explanation_of
 from prunecheck.checker.result import Report, Trace
 
@@ -32,11 +33,17 @@ class Finding:
 
 @dataclass(frozen=True)
 class Findings:
-    """A checked policy, its report, and a Finding per counterexample of the report, in the report's order."""
+    """A checked policy, its report, a Finding per counterexample of the report, in the report's order, and the seed's
+    decision procedure answered from the report (computed here when not given)."""
 
     policy: Policy
     report: Report
     items: tuple = ()
+    decision: Optional[Decision] = None
+
+    def __post_init__(self):
+        if self.decision is None:
+            object.__setattr__(self, "decision", decision_of(self.report))
 
     def first(self, condition: str) -> Optional[Finding]:
         """The finding of the condition's own counterexample (its result's trace), if it has one."""

@@ -8,6 +8,7 @@ import unicodedata
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from prunecheck.spec.errors import PrunecheckError
+from prunecheck.spec.conditions import CHANGES_TARGET
 from prunecheck.spec.runtime import Transition, is_candidate
 from prunecheck.spec.actions import action_text
 
@@ -85,9 +86,10 @@ def edit_graph(policy, transitions: Sequence[Transition]) -> "nx.DiGraph":
         if t.action.name == "undo":
             attrs = graph.nodes[edit_node(t.action.edit)]
             attrs["undo_attempts"] += ((index, t.outcome),)
-            if t.outcome == "reverted":
+            if t.outcome in CHANGES_TARGET:  # reverted, or merged or reconstructed (spec/SPEC.md §4e)
                 attrs["undone"] = index
-                if t.before.span(attrs["target"]).version != t.before.edit(t.action.edit).version:
+                if t.outcome == "reverted" and \
+                        t.before.span(attrs["target"]).version != t.before.edit(t.action.edit).version:
                     attrs["stale_revert"] = index
                 target = graph.nodes[span_node(attrs["target"])]
                 if not t.before.span(attrs["target"]).alive:

@@ -196,7 +196,10 @@ def _digest(doc) -> str:
 
 def cacheable(report: Report, unknown: bool = False) -> bool:
     """No `unknown` unless asked for (it depends on the time limits, which are in the key, and on the machine, which
-    is not), and the JSON form reads back as an equal Report."""
+    is not), and the JSON form reads back as an equal Report; never a report with a recovery peak (it would not
+    read back)."""
+    if report.recovery_peak is not None:
+        return False
     if not unknown and any(r.verdict == Verdict.UNKNOWN for r in report.results):
         return False
     try:

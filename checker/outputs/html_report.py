@@ -14,8 +14,9 @@ from prunecheck.checker.findings.finding import Finding, Findings
 from prunecheck.checker.findings.graph import GraphvizMissing, RenderError, edit_graph, graph_dot, picture
 from prunecheck.checker.language.locate import source_lines
 from prunecheck.checker.language.printer import policy_yaml
+from prunecheck.checker.outputs.decision_doc import answer_text, basis_text, consequence_text
 from prunecheck.checker.outputs.reasons import reason_text
-from prunecheck.checker.outputs.render import bounds_text, deployment_text, run_text
+from prunecheck.checker.outputs.render import bounds_text, deployment_text, peak_text, run_text
 from prunecheck.spec.actions import action_text
 from prunecheck.checker.result import Report
 
@@ -45,6 +46,8 @@ pre.policy .ln { display: inline-block; min-width: 2.5em; color: #888; user-sele
 pre.policy, pre.dot { background: #f7f7f7; border: 1px solid #ddd; padding: .6em; overflow-x: auto; font-size: 13px; }
 footer { color: #777; margin-top: 2em; font-size: 12px; }
 nav.index li.error { color: #8e24aa; }
+table.decision { border-collapse: collapse; } table.decision th, table.decision td { border: 1px solid #ccc;
+       padding: .3em .6em; text-align: left; vertical-align: top; } table.decision th { background: #f2f2f2; }
 """
 _PROLOG = re.compile(r"\A.*?(?=<svg\b)", re.DOTALL)
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -189,6 +192,9 @@ def _report_html(findings: Findings, index: int, step_labels, triage=None) -> st
             f"{int(report.spans)} spans · verdict <span class=\"verdict\">{escape(str(report.verdict))}</span>"
             f'<br><span class="deployment">deployment {escape(deployment_text(report))}</span>'
             f'<br><span class="bounds">bounds {escape(bounds_text(report))}</span>')
+    if report.recovery_peak is not None:
+        meta += f'<br><span class="peak">recovery set: {escape(peak_text(report.recovery_peak))}</span>'
+
     stats = [f'<li data-condition="{escape(r.condition)}">{escape(r.condition)}: '
              f"{escape('; '.join(run_text(run) for run in r.stats.runs))}</li>" for r in report.results if r.stats.runs]
     return "\n".join([
@@ -199,11 +205,22 @@ def _report_html(findings: Findings, index: int, step_labels, triage=None) -> st
         '<table class="results">',
         "<thead><tr><th>condition</th><th>verdict</th><th>depth</th><th>reason</th></tr></thead>",
         "<tbody>", *rows, "</tbody>", "</table>",
+        _decision_html(findings.decision),
         LEGEND if sections else "",
         *sections,
         _source_html(policy, lines, f"p{index}", located),
         "</section>",
     ])
+
+
+def _decision_html(decision) -> str:
+    """The seed's four questions answered (checker/findings/decision.py), a table, and the consequence."""
+    rows = "".join(f'<tr data-question="{a.question.id}"><td>{a.question.id}</td><td>{escape(a.question.words)}</td>'
+                   f'<td class="answer">{escape(answer_text(a))}</td><td>{escape(basis_text(a))}</td></tr>'
+                   for a in decision.answers)
+    return ('<h3>Decision</h3><table class="decision"><thead><tr><th>#</th><th>the seed\'s question</th>'
+            f"<th>answer</th><th>rests on</th></tr></thead><tbody>{rows}</tbody></table>"
+            f'<p class="consequence">consequence: {escape(consequence_text(decision))}</p>')
 
 
 def _index_html(reports, errors) -> str:

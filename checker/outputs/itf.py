@@ -55,10 +55,12 @@ def _entry(entry) -> dict:
 
 def _span(span: Span, masking: bool) -> dict:
     # `masked` only for a policy that masks or reads it, `place` only where it is not the id (a summary's), and a
-    # tool name or tag only when set, so that other policies' traces stay as they were.
+    # tool name or tag only when set, a tombstone or `confabulated` only when true, so that other policies' traces
+    # stay as they were.
     return {key: _value(getattr(span, key)) for key in span.__dataclass_fields__
             if (masking or key != "masked") and (key != "place" or span.place != span.id)
-            and not (key in NAME_ATTRS and getattr(span, key) == "")}
+            and not (key in NAME_ATTRS and getattr(span, key) == "")
+            and (key not in ("tombstone", "confabulated") or getattr(span, key))}
 
 
 def _state(policy, state: State, action_name: str, args: dict, outcome: str, bad) -> dict:

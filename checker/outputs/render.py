@@ -7,11 +7,12 @@ from typing import Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS
 from prunecheck.spec.policy import NAME_ATTRS, reads_roles
-from prunecheck.spec.runtime import State, Transition, status
+from prunecheck.spec.runtime import State, Transition, claim_status, status
 from prunecheck.spec.actions import action_args, action_text
 
+from prunecheck.checker.outputs.decision_doc import decision_json, decision_lines
 from prunecheck.checker.outputs.reasons import reason_text
-from prunecheck.checker.result import EngineRun, Method, Outcome, Report, Result, Search
+from prunecheck.checker.result import EngineRun, Method, Outcome, RecoveryPeak, Report, Result, Search
 
 
 def span_line(span, roles: bool = False) -> str:
@@ -27,6 +28,8 @@ def span_line(span, roles: bool = False) -> str:
         flags.append("edited")
     if span.place != span.id:  # a summary stands where the oldest span it replaced stood (spec/SPEC.md 4d)
         flags.append(f"at place {span.place}")
+    if span.tombstone:
+        flags.append("tombstone")
     return (f"#{span.id} {span.kind:<11}{role} tokens={span.tokens} created={span.created} last_read={span.last_read} "
             f"reads={span.reads} v{span.version} [{' '.join(flags)}]")
 
@@ -37,8 +40,13 @@ def state_lines(policy, state: State) -> list:
     for e in state.edits:
         lines.append(f"edit {e.record}: {e.mode} of #{e.target} at v{e.version}, record #{e.record}, "
                      f"rationale #{e.rationale}{' (undone)' if e.undone else ''}")
-    lines.append(f"status: {status(policy, state)}")
+    lines.append(f"status: {status_text(policy, state)}")
     return lines
+
+
+def status_text(policy, state: State) -> str:
+    """The closure status C4 reads, and the first seed's claim status beside it (spec/SPEC.md §4e)."""
+    return f"{status(policy, state)} (the seed's claim: {claim_status(policy, state)})"
 
 
 def step_lines(policy, transitions: Sequence[Transition]) -> list:
@@ -166,7 +174,39 @@ def report_text(report: Report, findings=None, triage=None) -> str:
             lines.append(f"        {variants_text(r, report.spans, report.depth)}")
     accepted = [c for c, _a in triage.accepted] if triage is not None else []
     lines.append(f"  verdict: {report.verdict}" + (f" (accepted: {', '.join(accepted)})" if accepted else ""))
+    lines.extend(f"  {line}" for line in decision_lines(_decision(report, findings)))
+    if report.recovery_peak is not None:
+        lines.append(f"  recovery set: {peak_text(report.recovery_peak)}")
     return "\n".join(lines)
+
+
+def _decision(report: Report, findings):
+    """The decision the findings hold, or the report's when there are none (the cache writes a bare report)."""
+    from prunecheck.checker.findings.decision import decision_of
+
+    return findings.decision if findings is not None else decision_of(report)
+
+
+def peak_text(peak: RecoveryPeak) -> str:
+    """`at most 3 records, 5 tokens (depth 12, 6 spans, tokens {1, 2}; bounded, not a proof)`."""
+    figures = f"{peak.records} record{'s' if peak.records != 1 else ''}" + (
+        "" if peak.tokens is None else f", {peak.tokens} token{'s' if peak.tokens != 1 else ''}")
+    domain = "any" if peak.token_domain is None else "{" + ", ".join(map(str, peak.token_domain)) + "}"
+    bounds = f"depth {peak.depth}, {peak.spans} spans, tokens {domain}"
+    if peak.tokens is None:
+        bounds += "; records counted by bounded queries, tokens not counted"
+    if not peak.complete:
+        return f"reached {figures}, the search stopped at a limit ({bounds}; bounded, not a proof)"
+    return f"at most {figures} ({bounds}; bounded, not a proof)"
+
+
+def peak_json(peak: RecoveryPeak) -> dict:
+    """The JSON report's `recovery_peak` (report_schema's `$defs/report`)."""
+    return {"records": peak.records, "tokens": peak.tokens, "complete": peak.complete, "engine": str(peak.engine),
+            "bounds": {"depth": peak.depth, "spans": peak.spans,
+                       "tokens": None if peak.token_domain is None else list(peak.token_domain)},
+            "witness": [{"action": a.name, "args": action_args(a)} for a in peak.witness],
+            "summary": peak_text(peak)}
 
 
 def variants_json(result: Result, spans: int, depth: int) -> dict:
@@ -210,4 +250,6 @@ def report_json(report: Report, findings=None) -> dict:
         "deployment_overridden": list(report.overridden),
         "versions": dict(report.versions),
         "stats": stats_json(report),
+        "decision": decision_json(_decision(report, findings)),
+        **({"recovery_peak": peak_json(report.recovery_peak)} if report.recovery_peak is not None else {}),
     }

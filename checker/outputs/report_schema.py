@@ -106,6 +106,30 @@ def _stats() -> dict:
     return _closed({"bounds": bounds, "conditions": conditions})
 
 
+def _decision() -> dict:
+    """decision_doc.decision_json: the first seed's four questions answered, and the consequence."""
+    from prunecheck.checker.findings.decision import QUESTIONS, Answer, Consequence, Note
+
+    basis = _closed({"condition": TEXT, "verdict": {"enum": _verdicts() + ["not checked"]}})
+    question = _closed({"id": {"enum": [q.id for q in QUESTIONS]}, "question": {"enum": [q.words for q in QUESTIONS]},
+                        "answer": {"enum": [a.value for a in Answer]}, "note": {"enum": [""] + [n.value for n in Note]},
+                        "because": {"type": "array", "items": basis},
+                        "settings": {"type": "object", "propertyNames": {"enum": list(DEPLOYMENT_KEYS)},
+                                     "additionalProperties": TEXT}})
+    return _closed({"questions": {"type": "array", "items": question, "minItems": len(QUESTIONS),
+                                  "maxItems": len(QUESTIONS)},
+                    "consequence": {"enum": [c.value for c in Consequence]}, "at": TEXT, "reason": TEXT})
+
+
+def _recovery_peak() -> dict:
+    """render.peak_json: the recovery set's peak size within bounds (--recovery-peak)."""
+    domain = {"type": ["array", "null"], "items": COUNT}
+    return _closed({"records": COUNT, "tokens": {"type": ["integer", "null"], "minimum": 0},
+                    "complete": {"type": "boolean"}, "engine": {"enum": ["bmc", "explicit"]},
+                    "bounds": _closed({"depth": COUNT, "spans": COUNT, "tokens": domain}),
+                    "witness": {"$ref": "#/$defs/trace"}, "summary": TEXT})
+
+
 def _report() -> dict:
     deployment = _closed({**{key: {"enum": list(values)} for key, values in DEPLOYMENT_CHOICES.items()},
                           **{key: {"type": "string"} for key in DEPLOYMENT_NAMES}},
@@ -116,8 +140,9 @@ def _report() -> dict:
         "policy": TEXT, "verdict": {"enum": _verdicts()}, "conditions": conditions, "source": TEXT,
         "policy_hash": HASH, "depth": COUNT, "spans": COUNT, "deployment": deployment,
         "deployment_overridden": {"type": "array", "items": {"enum": list(DEPLOYMENT_KEYS)}, "uniqueItems": True},
-        "versions": {"$ref": "#/$defs/versions"}, "stats": _stats(),
-    })
+        "versions": {"$ref": "#/$defs/versions"}, "stats": _stats(), "decision": _decision(),
+        "recovery_peak": _recovery_peak(),
+    }, optional=("recovery_peak",))
 
 
 def report_schema() -> dict:

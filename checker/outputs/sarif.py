@@ -14,6 +14,7 @@ from prunecheck.spec.actions import action_text
 from prunecheck.checker.findings.finding import Finding, Findings
 from prunecheck.checker.language.locate import key_locations
 from prunecheck.checker.outputs.accept import fingerprint
+from prunecheck.checker.outputs.decision_doc import decision_json
 from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.result import Report, Verdict
 
@@ -142,6 +143,8 @@ def sarif_log(checked: Sequence[Findings], errors: Sequence[Tuple[str, str]] = (
                                          "policy_hash": rep.policy_hash, "deployment": dict(rep.deployment),
                                          "deployment_overridden": list(rep.overridden),
                                          "holds": [r.condition for r in rep.results if r.verdict == Verdict.HOLDS]}
-                                        for p, rep in ((f.policy, f.report) for f in checked)]},
+                                        for p, rep in ((f.policy, f.report) for f in checked)],
+                           "decision": [{"policy": f.policy.name, "source": f.policy.source,
+                                         **decision_json(f.decision)} for f in checked]},
         }],
     }

@@ -1,0 +1,83 @@
+"""The policy language as the MCP server publishes it: the policy JSON Schema and the vocabulary, one example each."""
+
+from __future__ import annotations
+
+from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
+from prunecheck.spec.policy import (BOOL, DEPLOYMENT_CHOICES, DEPLOYMENT_NAMES, ENUM_VALUES, FUNCTIONS, NUM,
+                                    SPAN_ATTRS, WINDOW_ATTRS, Deployment)
+
+from prunecheck.checker.language.loader import TOP_KEYS
+from prunecheck.checker.language.policy_schema import policy_schema
+
+# One fragment per top-level key, each a valid policy once merged over {"name": ..., "evict": ...}.
+KEY_EXAMPLES = {
+    "name": {"name": "keep-recent"},
+    "description": {"description": "Evict old tool output."},
+    "evict": {"evict": "kind == 'tool_output' and age > 5"},
+    "rank": {"rank": "recency * frequency"},
+    "budget": {"budget": 4000},
+    "keep": {"keep": "role == 'system'"},
+    "when": {"when": "window_tokens > 100000"},
+    "until": {"until": "window_tokens <= 50000"},
+    "order": {"order": "newest"},
+    "effect": {"effect": "mask"},
+    "placeholder_tokens": {"effect": "cut", "placeholder_tokens": 200},
+    "summary_role": {"effect": "summarise", "summary_role": "assistant"},
+    "pairs": {"pairs": "together"},
+    "start_on": {"start_on": "user"},
+    "deployment": {"deployment": {"records": "undo_region", "pins": "host"}},
+    "expect": {"expect": {"C1": "holds"}},
+    "accept": {"accept": [{"condition": "C2", "reason": "the host never imposes a budget"}]},
+}
+OPERATOR_EXAMPLES = {
+    "+ - * /": "tokens + age * 2 - idle / 2 > 10",
+    "< <= > >= == !=": "age >= 3 and reads != 0",
+    "and or not": "not pinned and (idle > 3 or reads == 0)",
+    "in [...]": "kind in ['tool_output', 'diff']",
+    "a if c else b": "(tokens if edited else 0) > 100",
+    **{f"{name}(...)": f"{name}(tokens, 500) > 100" if name != "abs" else "abs(age - idle) > 2"
+       for name in FUNCTIONS},
+}
+
+
+def attribute_example(name: str, kind: str) -> dict:
+    """A policy fragment whose `evict` uses the attribute (`budget` needs the policy's own budget set)."""
+    if kind == BOOL:
+        return {"evict": f"not {name}"}
+    if kind in ENUM_VALUES:
+        return {"evict": f"{name} == '{ENUM_VALUES[kind][-1]}'"}
+    if kind != NUM:
+        return {"evict": f"{name} == 'edit'"}
+    if name == "budget":
+        return {"evict": "window_tokens > budget", "budget": 4000}
+    return {"evict": f"{name} < 0.5" if name in ("recency", "frequency") else f"{name} > 2"}
+
+
+def vocabulary() -> dict:
+    """Every key, attribute, operator, deployment key and condition of the language, each with one example: a
+    policy fragment, valid once merged over a policy's `name` and `evict`."""
+    schema = policy_schema()["properties"]
+    return {
+        "keys": {k: {"description": schema[k].get("description", ""), "example": KEY_EXAMPLES[k]} for k in TOP_KEYS},
+        "span_attributes": {name: {"type": kind, "example": attribute_example(name, kind),
+                                   **({"values": list(ENUM_VALUES[kind])} if kind in ENUM_VALUES else {})}
+                            for name, (kind, _) in SPAN_ATTRS.items()},
+        "window_attributes": {name: {"type": kind, "example": attribute_example(name, kind)}
+                              for name, (kind, _) in WINDOW_ATTRS.items()},
+        "operators": {op: {"example": {"evict": text}} for op, text in OPERATOR_EXAMPLES.items()},
+        "deployment": {**{key: {"values": list(values), "default": getattr(Deployment(), key),
+                                "example": {"deployment": {key: values[-1]}}}
+                          for key, values in DEPLOYMENT_CHOICES.items()},
+                       **{key: {"values": "any name", "default": default, "example": {"deployment": {key: "edit"}}}
+                          for key, default in DEPLOYMENT_NAMES.items()}},
+        "conditions": {c: DESCRIPTIONS[c] for c in CONDITIONS},
+    }
+
+
+def language_document() -> dict:
+    """The `prunecheck://policy-language` resource: the schema `prunecheck schema policy` prints and the vocabulary."""
+    return {"schema": policy_schema(), "vocabulary": vocabulary(),
+            "forms": {".yaml/.yml": "YAML", ".json": "JSON", ".py": "restricted Python: parsed, never run"}}
+
+
+__all__ = ["KEY_EXAMPLES", "OPERATOR_EXAMPLES", "vocabulary", "language_document", "attribute_example"]
