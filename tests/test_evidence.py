@@ -2,6 +2,7 @@
 runtime, in the unrolled model and the explicit engine, in trace files and in the cache."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import assume, given, settings
@@ -323,3 +324,37 @@ def test_several_citations_are_found_by_the_unrestricted_search_and_replayed():
     assert found.verdict == Verdict.VIOLATED and len(found.trace.actions[-1].cites) > 1
     (restricted,) = check_bounded(p, 3, 3, ("C2",), token_domain=(1, 2), **BOUNDS)
     assert restricted.verdict == Verdict.UNKNOWN
+
+
+# With the other slices of issue 16 (spec/SPEC.md §6d, last paragraph): the demo's policy names e1's record.
+DEMO = "evict: kind == 'summary' or namespace == 'undo'"
+BLOCKED_RUN = (Append("stack_trace", 3), Edit(0, "transform"), Compact(cites=(0,)), Undo(1), Compact())
+
+
+@pytest.mark.parametrize("justification", ["unchecked", "downgrade", "defer"])
+def test_a_blocked_sequential_compaction_writes_no_entry_and_honours_its_own_citations(justification):
+    p = policy(justification, text=DEMO, refusal="sequential")
+    blocked = run(p, BLOCKED_RUN[:3])[-1]
+    assert blocked.outcome == "blocked" and blocked.after.entries == () and len(blocked.after.spans) == 3
+    span = blocked.after.span(0)
+    assert {"unchecked": not span.alive, "downgrade": span.alive and span.namespace == "log",
+            "defer": span.alive and span.namespace == "window"}[justification]
+    assert blocked.evicted == (frozenset() if justification == "defer" else {0})
+    # The models mirror it, state by state and condition by condition (J1, X1 and R1 among them).
+    agree(p, BLOCKED_RUN, with_lemmas=False)
+
+
+def test_an_atomic_refusal_under_evidence_still_changes_nothing():
+    p = policy("downgrade", text=DEMO, refusal="atomic")
+    blocked = run(p, BLOCKED_RUN[:3])[-1]
+    assert blocked.outcome == "blocked" and blocked.after == replace(blocked.before, step=blocked.before.step + 1)
+    agree(p, BLOCKED_RUN, with_lemmas=False)
+
+
+def test_a_downgraded_span_gets_no_tombstone_and_a_merge_cites_nothing():
+    p = policy("downgrade", evicted="tombstone", undo="merge")
+    t = run(p, TURN_112)[-1]
+    assert t.after.span(1).namespace == "log" and not t.after.span(1).tombstone and t.after.span(0).tombstone
+    merged = run(p, (Append("message", 1), Append("message", 1), Edit(0, "transform", cites=(1,)),
+                     Edit(0, "destroy"), Undo(2)))[-1]
+    assert merged.outcome == "merged" and merged.after.edits[-1].mode == "merge" and merged.after.edits[-1].cites == ()
