@@ -9,10 +9,10 @@ from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.actions import (REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, expand,
                                      steps_of)
 from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy, name_problem
-from prunecheck.spec.state import (REVERSIBLE, UNKNOWN, Span, EditInfo, LedgerEntry, State, deferred, effective_budget, ActionRefused,
-                                   Transition, window_env, window_in_order, window_spans, span_env, positions,
-                                   addressable, present, is_candidate, candidates, status, with_span, answers_call,
-                                   is_call, is_pair, partner, kept, PROVISIONAL, claim_status)
+from prunecheck.spec.state import (REVERSIBLE, UNKNOWN, Span, EditInfo, LedgerEntry, State, deferred, effective_budget,
+                                   ActionRefused, Transition, window_env, window_in_order, window_spans, span_env,
+                                   positions, addressable, present, is_candidate, candidates, status, with_span,
+                                   answers_call, is_call, is_pair, partner, kept, PROVISIONAL, claim_status)
 from prunecheck.spec.compaction import (stage_order, triggered, pair_closure, stage_taken, removed, take,
                                         summary_span, staged_state, truncated_ids, compact_transition, host_budgets,
                                         citing, slots_needed)

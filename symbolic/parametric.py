@@ -393,8 +393,7 @@ class PairModel:
         reverted, any_revert, evicted = undo
         appended = z3.And(is_["append"], _selected(a.ghost, g))
         record_here = z3.And(is_["entry"], a.alloc == (A_REC_R if g == "r" else A_REC_Q))
-        rationale_here = z3.And(is_["entry"], a.alloc == A_REC_R) if g == "q" else \
-            z3.And(is_["entry"], a.alloc == A_RAT_R)
+        rationale_here = z3.And(is_["entry"], a.alloc == (A_REC_R if g == "q" else A_RAT_R))
         written = (z3.And(is_["compact"], _selected(a.ghost, g)),) if self.summarising else ()  # a summary at g
         rationale_here, ledger = pair_evidence.with_ledger(self, a, is_, g, _selected, rationale_here)
         born = z3.Or(appended, record_here, rationale_here, *written)
