@@ -54,10 +54,17 @@ def _ledger_p1(model, g) -> list:
     return [evidence.ledger_rationale_lost(model, g)] if model.evidence else []
 
 
+def _downgrades(model) -> bool:
+    return model.evidence and model.dep.justification == "downgrade"
+
+
 def _t1(model, s, a, t, step):
+    removed = step.evicted
     if model.policy.effect in IN_PLACE:
-        return z3.BoolVal(False)  # a masked or cut span stays in the window: it splits no pair
-    split = [z3.And(s.is_pair(i), s.in_window(i), s.in_window(i + 1), z3.Xor(step.evicted[i], step.evicted[i + 1]))
+        if not _downgrades(model):
+            return z3.BoolVal(False)  # a masked or cut span stays in the window: it splits no pair
+        removed = evidence.moved(model, s, a, step.evicted)  # a downgraded mask or cut moves the span to the log
+    split = [z3.And(s.is_pair(i), s.in_window(i), s.in_window(i + 1), z3.Xor(removed[i], removed[i + 1]))
              for i in range(model.n - 1)]
     return z3.And(a.act == ACT["compact"], z3.Or(split))
 
@@ -109,8 +116,9 @@ def _pair_p1(model, s):
 
 
 def _pair_t1(model, step):
-    if model.policy.effect in IN_PLACE:
+    if model.policy.effect in IN_PLACE and not (model.evidence and model.dep.justification == "downgrade"):
         return z3.BoolVal(False)  # a masked or cut span stays in the window: it splits no pair
+    # Under downgrade a cited mask or cut is a move; "taken" over-approximates "moved" (sound for a proof).
     s, taken = step.pre, step.taken
     return z3.And(step.compacts, model.is_pair(s), s.in_window("r"), s.in_window("q"), z3.Xor(taken["r"], taken["q"]))
 

@@ -358,3 +358,13 @@ def test_a_downgraded_span_gets_no_tombstone_and_a_merge_cites_nothing():
     merged = run(p, (Append("message", 1), Append("message", 1), Edit(0, "transform", cites=(1,)),
                      Edit(0, "destroy"), Undo(2)))[-1]
     assert merged.outcome == "merged" and merged.after.edits[-1].mode == "merge" and merged.after.edits[-1].cites == ()
+
+
+def test_a_downgraded_cut_of_a_tool_call_splits_its_pair_in_both_engines():
+    # Found by test_engines_agree_on_generated_policies: a cut stays in the window, but a cited span's cut under
+    # downgrade is a move to the log, which takes the call out of the window and leaves its result (T1).
+    p = policy("downgrade", text="evict: role == 'tool_call'\neffect: cut\nplaceholder_tokens: 2")
+    actions = (Append("message", 1, "tool_call"), Append("message", 1, "tool_result"), Compact(cites=(0,)))
+    assert "T1" in {c for c in applicable(p)} and run(p, actions)[-1].after.span(0).namespace == "log"
+    agree(p, actions, with_lemmas=False)
+    engines_agree(p, depth=3, tokens=(1,), spans=3)
