@@ -224,6 +224,8 @@ class Domains:
     roles: tuple = ("user",)  # an append's roles: those the policy names plus one unnamed
     # An append's tool names and tags, per attribute the policy reads: ((attribute, (name, ...)), ...); "" otherwise.
     names: tuple = ()
+    # evidence: on (spec/SPEC.md §6d): an edit's or a compaction's citations are none or one present span.
+    cites: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Theorems about the model, one per module; THEOREMS lists them in the order `prunecheck prove` runs them."""
 
-from prunecheck.proofs import (absence, append_only, atomic_refusal, host_budget, lattice, merge, reversible, self_pins,
-                               separation, tombstones)
+from prunecheck.proofs import (absence, append_only, atomic_refusal, downgrade, host_budget, lattice, merge, reversible,
+                               self_pins, separation, tombstones)
 
 THEOREMS = (separation, self_pins, host_budget, reversible, lattice, absence, tombstones, append_only, merge,
-            atomic_refusal)
+            atomic_refusal, downgrade)

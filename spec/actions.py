@@ -27,13 +27,23 @@ class Append:
         return f"Append({', '.join(f'{k}={getattr(self, k)!r}' for k in shown)})"
 
 
+def _quiet_repr(action) -> str:
+    # cites at its default (none) is left out, so that printed traces stay what they were before it.
+    shown = [k for k in action.__dataclass_fields__ if k != "cites" or action.cites != ()]
+    return f"{type(action).__name__}({', '.join(f'{k}={getattr(action, k)!r}' for k in shown)})"
+
+
 @dataclass(frozen=True)
 class Edit:
     """Summarise (`transform`) or replace-and-discard (`destroy`) a content span, writing a record and a rationale."""
 
     target: int
     mode: str
+    cites: tuple = ()  # the span ids its rationale cites (evidence: on; spec/SPEC.md §6d), ascending
     name = "edit"
+
+    def __repr__(self) -> str:
+        return _quiet_repr(self)
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,11 @@ class Compact:
     budget and the host's (`budget`, None when the host imposes none; it may differ at every compaction)."""
 
     budget: Optional[int] = None
+    cites: tuple = ()  # the span ids the compaction's rationale cites (evidence: on; spec/SPEC.md §6d), ascending
     name = "compact"
+
+    def __repr__(self) -> str:
+        return _quiet_repr(self)
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,7 @@ def action_args(action: Action) -> dict:
     budget, a read or audit done once."""
     return {key: getattr(action, key) for key in action.__dataclass_fields__
             if not (isinstance(action, Compact) and getattr(action, key) is None)
+            and not (key == "cites" and getattr(action, key) == ())
             and not (key == "times" and getattr(action, key) == 1)
             and not (key == "result_tokens" and getattr(action, key) == 0)
             and not (key == "role" and getattr(action, key) == "user")
@@ -105,7 +120,7 @@ def action_args(action: Action) -> dict:
 
 
 # What action_args leaves out at its default; always passed by name.
-OPTIONAL_ARGS = ("role", "budget", "times", "result_tokens", "tool", "tag")
+OPTIONAL_ARGS = ("role", "budget", "times", "result_tokens", "tool", "tag", "cites")
 
 
 def action_text(action: Action, keywords: bool = False) -> str:

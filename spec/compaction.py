@@ -10,8 +10,8 @@ from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import IN_PLACE, Policy, left_tokens
 from prunecheck.spec.refusal import blocked, named_spans, sequential_taken
 from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
-from prunecheck.spec.state import (Span, State, Transition, addressable, candidates, effective_budget, kept, partner,
-                                   span_env, window_env, window_in_order, window_spans, with_span)
+from prunecheck.spec.state import (LedgerEntry, Span, State, Transition, addressable, candidates, effective_budget,
+                                   kept, partner, span_env, window_env, window_in_order, window_spans, with_span)
 
 def stage_order(policy: Policy, state: State, chosen) -> list:
     """The candidates in the order the stage walks them: by (rank, id), else oldest or newest first."""
@@ -55,24 +55,53 @@ def stage_taken(policy: Policy, state: State) -> tuple:
     return taken, tokens
 
 
-def removed(policy: Policy, span: Span) -> Span:
-    """A span a compaction removes from the window: dead, or (evicted: logged) alive in the log; under
-    `evicted: tombstone` dead with a tombstone."""
-    if policy.deployment.evicted == "logged":
+def removed(policy: Policy, span: Span, cited: bool = False) -> Span:
+    """A span a compaction removes from the window: dead, or (evicted: logged) alive in the log; a cited span under
+    `justification: downgrade` goes to the log whatever `evicted` says (spec/SPEC.md §6d); under `evicted: tombstone`
+    a dead span gets a tombstone (§6f)."""
+    if policy.deployment.evicted == "logged" or (cited and downgrades(policy)):
         return replace(span, namespace="log")
     return replace(span, alive=False, tombstone=span.tombstone or policy.deployment.evicted == "tombstone")
 
 
+def downgrades(policy: Policy) -> bool:
+    return policy.deployment.justification == "downgrade"
+
+
 def take(policy: Policy, state: State, taken) -> State:
-    """The stage's effect on the spans it takes: removed from the window, or masked or cut in place."""
+    """The stage's effect on the spans it takes: removed from the window, or masked or cut in place (with a tombstone
+    under `evicted: tombstone`); a cited span under `justification: downgrade` is moved to the log instead."""
+    cited = state.cited_ids()
     for span_id in taken:
         span = state.span(span_id)
-        if policy.effect in IN_PLACE:
+        if policy.effect in IN_PLACE and not (span_id in cited and downgrades(policy)):
             state = with_span(state, replace(span, masked=True, tokens=left_tokens(policy, span.tokens),
                                              tombstone=span.tombstone or policy.deployment.evicted == "tombstone"))
         else:
-            state = with_span(state, removed(policy, span))
+            state = with_span(state, removed(policy, span, span_id in cited))
     return state
+
+
+def citing(state: State, cites: tuple) -> State:
+    """`state` as a compaction citing `cites` sees it: its own citations count as cited while it runs (a pending
+    ledger entry, never stored: its rationale id is not yet known)."""
+    return replace(state, entries=state.entries + (LedgerEntry(-1, cites),)) if cites else state
+
+
+def ledger_entry(policy: Policy, before: State, after: State, cites: tuple, taken, now: int) -> State:
+    """Under `evidence: on`, a compaction whose stage took a span writes its ledger entry: a rationale span (as an
+    edit's) and a LedgerEntry with the action's citations (spec/SPEC.md §6d)."""
+    if policy.deployment.evidence != "on" or not taken:
+        return after
+    dep, rid = policy.deployment, len(after.spans)
+    rationale = Span(rid, "rationale", "log" if dep.rationale == "decision_log" else "window", 1, now, now,
+                     pinned=dep.pins == "host", role=dep.record_role, tool=dep.record_tool)
+    return replace(after, spans=after.spans + (rationale,), entries=before.entries + (LedgerEntry(rid, cites),))
+
+
+def slots_needed(policy: Policy) -> int:
+    """The span slots a compaction whose stage takes something writes: a summary, a ledger entry's rationale."""
+    return (policy.effect == "summarise") + (policy.deployment.evidence == "on")
 
 
 def summary_span(policy: Policy, state: State, taken, now: int) -> Span:
@@ -88,6 +117,9 @@ def staged_state(policy: Policy, state: State, now: int) -> tuple:
     and that state's window tokens."""
     taken, tokens = stage_taken(policy, state)
     staged = take(policy, state, taken)
+    if downgrades(policy) and policy.effect in IN_PLACE:
+        # The walk planned with the mask's accounting; a downgraded (moved) span left the window entirely.
+        tokens = staged.window_tokens()
     if policy.effect == "summarise" and taken:
         staged = replace(staged, spans=staged.spans + (summary_span(policy, state, taken, now),))
         tokens += policy.placeholder_tokens
@@ -112,13 +144,15 @@ def truncated_ids(state: State, tokens: int, limit: Optional[int]) -> list:
 def refused_compaction(policy: Policy, state: State, action: Compact, now: int) -> Optional[Transition]:
     """A compaction that names a recovery span under refusal: atomic or sequential (SPEC §6e), outcome "blocked";
     None when it proceeds. Atomic changes nothing but the clock; sequential takes what the demo's walk took before it
-    met the first named span, and truncates nothing."""
+    met the first named span, and truncates nothing. Either writes no ledger entry (the compaction did not complete);
+    its citations count while it runs, as a completed one's do (spec/SPEC.md §6d)."""
     if not blocked(policy, state):
         return None
     if policy.deployment.refusal == "atomic":
         return Transition(state, action, replace(state, step=now), "blocked")
-    taken = sequential_taken(state, stage_taken(policy, state)[0], named_spans(policy, state))
-    after = take(policy, state, taken)
+    seen = citing(state, action.cites)
+    taken = sequential_taken(state, stage_taken(policy, seen)[0], named_spans(policy, state))
+    after = replace(take(policy, seen, taken), entries=state.entries)
     if policy.effect == "summarise" and taken:
         after = replace(after, spans=after.spans + (summary_span(policy, state, taken, now),))
     return Transition(state, action, replace(after, step=now), "blocked", frozenset(taken))
@@ -128,22 +162,34 @@ def compact_transition(policy: Policy, state: State, action: Compact, now: int) 
     refused = refused_compaction(policy, state, action, now)
     if refused is not None:
         return refused
-    evicted, staged, tokens = staged_state(policy, state, now)
+    evicted, staged, tokens, cited = prepared(policy, state, action.cites, now)
     truncated = truncated_ids(staged, tokens, effective_budget(policy, action.budget))
     after = staged
     for span_id in truncated:
-        after = with_span(after, removed(policy, after.span(span_id)))
+        after = with_span(after, removed(policy, after.span(span_id), span_id in cited))
     return Transition(state, action, replace(after, step=now), "ok", frozenset(evicted), frozenset(truncated))
 
 
-def host_budgets(policy: Policy, state: State) -> tuple:
+def prepared(policy: Policy, state: State, cites: tuple, now: int) -> tuple:
+    """What the host's truncation starts from: the stage's taken ids, the state it leaves with its summary and
+    ledger entry written (both before truncation, which may take them), that state's window tokens, and the spans
+    cited while the compaction runs (its own citations too)."""
+    evicted, staged, tokens = staged_state(policy, citing(state, cites), now)
+    cited = staged.cited_ids()
+    written = ledger_entry(policy, state, replace(staged, entries=state.entries), cites, evicted, now)
+    if len(written.spans) > len(staged.spans) and addressable(written.spans[-1]):
+        tokens += written.spans[-1].tokens
+    return evicted, written, tokens, cited
+
+
+def host_budgets(policy: Policy, state: State, cites: tuple = ()) -> tuple:
     """Host budgets whose compactions differ from compact() and from each other, one per distinct outcome (the
     largest budget of each), largest first: every compact(budget=H) from `state` has the outcome of one of them
     or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed.
     None while the refusal blocks every compaction (SPEC §6e): a blocked compaction truncates nothing."""
     if blocked(policy, state):
         return ()
-    _taken, staged, rest = staged_state(policy, state, state.step + 1)
+    _taken, staged, rest, _cited = prepared(policy, state, cites, state.step + 1)
     remaining = [s.tokens for s in sorted(staged.spans, key=window_order) if addressable(s)]
     tops = {rest - sum(remaining[:k]) - 1 for k in range(len(remaining))}
     if policy.budget is not None:

@@ -58,7 +58,8 @@ def _c4(policy: Policy, state: State) -> bool:
 
 
 def _p1(policy: Policy, state: State) -> bool:
-    return any(not present(state.span(e.rationale)) for e in state.live_edits())
+    # A compaction's ledger entry (evidence: on) is an entry that is never undone: its rationale is held to P1 too.
+    return any(not present(state.span(e.rationale)) for e in state.live_edits() + state.entries)
 
 
 def _t1(transition: Transition) -> bool:
@@ -131,6 +132,10 @@ def _refuses(policy: Policy) -> bool:
     return policy.deployment.refusal != "silent"
 
 
+def _j1(policy: Policy, state: State) -> bool:
+    return any(not present(state.span(c)) for c in state.cited_ids())
+
+
 _FIRST_SEED = "seed 000_33fda43b115e94e6, condition of validity"
 _SECOND_SEED = "seed 004_c989c62c2c56fca8, condition of validity"
 
@@ -201,6 +206,15 @@ CONDITION_TABLE = (
               "it routes around",
         description="no undo without its record: no undo changes its target while the edit's record is not present",
         rule="NoUndoWithoutRecord", violated=_u1, applies=_reconstructs),
+    Condition(
+        id="J1", scope=Scope.STATE, source="seed 004_c989c62c2c56fca8, decision boundary",
+        words="The operational rule: **before any destructive edit, ask whether the justification for the edit "
+              "survives the edit.** If the justification lives in the span being removed, the edit must be downgraded "
+              "to a transformation with an external pointer, or deferred until the justification is relocated. "
+              "Concretely — do not prune a span that contains the reason another...",
+        description="justification survives: no span a live edit or compaction cites is removed while it is live "
+                    "(moved to the log counts as kept)",
+        rule="JustificationSurvives", violated=_j1, applies=evidence_on),
 )
 
 BY_ID = {c.id: c for c in CONDITION_TABLE}

@@ -9,12 +9,13 @@ from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.actions import (REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, expand,
                                      steps_of)
 from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy, name_problem
-from prunecheck.spec.state import (REVERSIBLE, UNKNOWN, Span, EditInfo, State, effective_budget, ActionRefused,
-                                   Transition, window_env, window_in_order, window_spans, span_env, positions,
-                                   addressable, present, is_candidate, candidates, status, with_span, answers_call,
-                                   is_call, is_pair, partner, kept, PROVISIONAL, claim_status)
+from prunecheck.spec.state import (REVERSIBLE, UNKNOWN, Span, EditInfo, LedgerEntry, State, deferred, effective_budget,
+                                   ActionRefused, Transition, window_env, window_in_order, window_spans, span_env,
+                                   positions, addressable, present, is_candidate, candidates, status, with_span,
+                                   answers_call, is_call, is_pair, partner, kept, PROVISIONAL, claim_status)
 from prunecheck.spec.compaction import (stage_order, triggered, pair_closure, stage_taken, removed, take,
-                                        summary_span, staged_state, truncated_ids, compact_transition, host_budgets)
+                                        summary_span, staged_state, truncated_ids, compact_transition, host_budgets,
+                                        citing, slots_needed)
 
 # The runtime is the one place callers import the window's vocabulary from; state and compaction hold its parts.
 __all__ = ["REVERSIBLE", "UNKNOWN", "Span", "EditInfo", "State", "effective_budget", "ActionRefused", "Transition",
@@ -22,7 +23,8 @@ __all__ = ["REVERSIBLE", "UNKNOWN", "Span", "EditInfo", "State", "effective_budg
            "is_candidate", "candidates", "status", "with_span", "answers_call", "is_call", "is_pair", "partner",
            "kept", "stage_order", "triggered", "pair_closure", "stage_taken", "removed", "take", "summary_span",
            "staged_state", "truncated_ids", "compact_transition", "host_budgets", "enabled", "step", "undo",
-           "enabled_actions", "PROVISIONAL", "claim_status"]
+           "enabled_actions", "PROVISIONAL", "claim_status", "LedgerEntry", "deferred", "citing", "slots_needed",
+           "cite_choices"]
 
 
 def _require(condition: bool, why: str) -> None:
@@ -64,6 +66,7 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
         _require(addressable(target) and target.kind in CONTENT_KINDS, "edit targets a live content span in the window")
         _require(action.mode in ("transform", "destroy"), f"unknown edit mode {action.mode!r}")
         _require(room is None or room >= 2, "no span slots left for record and rationale")
+        _require_cites(policy, state, action.cites)
     elif isinstance(action, Read):
         _require(_exists(state, action.span) and state.span(action.span).alive, "read of an absent span")
     elif isinstance(action, (Pin, Unpin)):
@@ -81,10 +84,23 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
     elif isinstance(action, Compact):
         host = action.budget
         _require(host is None or (type(host) is int and host >= 1), "a host budget is an integer >= 1")
-        if policy.effect == "summarise" and room is not None and room < 1:
-            _require(not stage_taken(policy, state)[0], "no span slot left for the summary")
+        _require_cites(policy, state, action.cites)
+        if room is not None and room < slots_needed(policy):
+            _require(not stage_taken(policy, citing(state, action.cites))[0],
+                     "no span slot left for the summary or the ledger entry")
     elif not isinstance(action, Audit):
         raise ActionRefused(f"not an action: {action!r}")
+
+
+def _require_cites(policy: Policy, state: State, cites) -> None:
+    """An entry cites present spans (they are older than it), by ascending distinct ids, only under evidence: on."""
+    _require(isinstance(cites, tuple), "cites is a tuple of span ids")
+    if not cites:
+        return
+    _require(policy.deployment.evidence == "on", "citations need evidence: on")
+    _require(all(_exists(state, c) and type(c) is int for c in cites), "cites a span that does not exist")
+    _require(list(cites) == sorted(set(cites)), "cites lists distinct span ids in ascending order")
+    _require(all(present(state.span(c)) for c in cites), "cites a span that is not present")
 
 
 def _merges(policy: Policy, state: State, info: EditInfo) -> bool:
@@ -109,7 +125,7 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
                              edited=True, version=target.version + 1)
         record_tokens = 1 if action.mode == "transform" else target.tokens
         after = _write_entry(policy, with_span(state, new_target), target, new_target.version, action.mode,
-                             record_tokens, now)
+                             record_tokens, now, action.cites)
         return Transition(state, action, after, "ok")
     if isinstance(action, Read):
         now = state.step + action.times
@@ -176,8 +192,9 @@ def _mark_undone(state: State, info: EditInfo) -> State:
 
 
 def _write_entry(policy: Policy, state: State, before: Span, version: int, mode: str, record_tokens: int,
-                 now: int) -> State:
-    """An edit's record and rationale (two new spans) and its ledger entry, `before` being the target before it."""
+                 now: int, cites: tuple = ()) -> State:
+    """An edit's record and rationale (two new spans) and its entry with its citations (a merge cites nothing),
+    `before` being the target before it."""
     host = policy.deployment.pins == "host"
     record_id, rationale_id = len(state.spans), len(state.spans) + 1
     record_ns = "undo" if policy.deployment.records == "undo_region" else "window"
@@ -185,7 +202,7 @@ def _write_entry(policy: Policy, state: State, before: Span, version: int, mode:
     role, tool = policy.deployment.record_role, policy.deployment.record_tool
     record = Span(record_id, "record", record_ns, record_tokens, now, now, pinned=host, role=role, tool=tool)
     rationale = Span(rationale_id, "rationale", rationale_ns, 1, now, now, pinned=host, role=role, tool=tool)
-    info = EditInfo(record_id, rationale_id, before.id, mode, version, before.kind, before.edited)
+    info = EditInfo(record_id, rationale_id, before.id, mode, version, before.kind, before.edited, cites=cites)
     return replace(state, step=now, spans=state.spans + (record, rationale), edits=state.edits + (info,))
 
 
@@ -200,6 +217,14 @@ def undo(policy: Policy, state: State, edit_id: int) -> State:
     return transition.after
 
 
+def cite_choices(policy: Policy, state: State) -> tuple:
+    """The citations the explicit engine explores: none, and (evidence: on) each single present span. A violation of
+    J1 needs one cited span; a policy reading `cited` non-monotonically may need more (the reason names the domain)."""
+    if policy.deployment.evidence != "on":
+        return ((),)
+    return ((),) + tuple((s.id,) for s in state.spans if present(s))
+
+
 def enabled_actions(policy: Policy, state: State, max_spans: Optional[int] = None, token_choices=(1,),
                     repeats=(1,), roles=("user",), tools=("",), tags=("",)) -> tuple:
     """Every enabled action in `state`, appends drawn from CONTENT_KINDS x token_choices x roles x tools x tags, reads
@@ -207,9 +232,12 @@ def enabled_actions(policy: Policy, state: State, max_spans: Optional[int] = Non
     of a host budget (see host_budgets)."""
     options = [Append(kind, tokens, role, tool=tool, tag=tag) for kind in CONTENT_KINDS for tokens in token_choices
                for role in roles for tool in tools for tag in tags]
+    citations = cite_choices(policy, state)
     for span in state.spans:
-        options += [Edit(span.id, "transform"), Edit(span.id, "destroy"), Pin(span.id), Unpin(span.id)]
-        options += [Read(span.id, times) for times in repeats]
-    options += [Undo(e.record) for e in state.edits] + [Compact()]
-    options += [Compact(host) for host in host_budgets(policy, state)] + [Audit(times) for times in repeats]
+        options += [Edit(span.id, mode, c) for c in citations for mode in ("transform", "destroy")]
+        options += [Pin(span.id), Unpin(span.id)] + [Read(span.id, times) for times in repeats]
+    options += [Undo(e.record) for e in state.edits]
+    for c in citations:
+        options += [Compact(None, c)] + [Compact(host, c) for host in host_budgets(policy, state, c)]
+    options += [Audit(times) for times in repeats]
     return tuple(a for a in options if enabled(policy, state, a, max_spans))

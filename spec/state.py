@@ -63,6 +63,19 @@ class EditInfo:
     prior_kind: str
     prior_edited: bool
     undone: bool = False
+    cites: tuple = ()  # the span ids its rationale cites (spec/SPEC.md §6d)
+
+    def __repr__(self) -> str:
+        return _quiet_repr(self, "cites", ())
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """A compaction's entry in the decision log (evidence: on): its rationale span and what that cites. It has no
+    record and is never undone, so it is kept apart from the edits (spec/SPEC.md §6d)."""
+
+    rationale: int
+    cites: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,10 @@ class State:
     step: int = 0
     spans: tuple = ()
     edits: tuple = ()
+    entries: tuple = ()  # the compactions' LedgerEntry records, oldest first (evidence: on)
+
+    def __repr__(self) -> str:
+        return _quiet_repr(self, "entries", ())
 
     def span(self, span_id: int) -> Span:
         return self.spans[span_id]
@@ -87,6 +104,16 @@ class State:
 
     def window_tokens(self) -> int:
         return sum(s.tokens for s in self.spans if s.alive and s.namespace == "window")
+
+    def cited_ids(self) -> frozenset:
+        """The spans some live entry cites: a not-undone edit, or a compaction (never undone)."""
+        return frozenset(c for e in self.live_edits() + self.entries for c in e.cites)
+
+
+def _quiet_repr(obj, key: str, default) -> str:
+    # `key` at its default is left out, so that every state and edit without evidence edges prints as before.
+    shown = [k for k in obj.__dataclass_fields__ if k != key or getattr(obj, k) != default]
+    return f"{type(obj).__name__}({', '.join(f'{k}={getattr(obj, k)!r}' for k in shown)})"
 
 
 def effective_budget(policy: Policy, host: Optional[int]) -> Optional[int]:
@@ -188,6 +215,8 @@ def is_candidate(policy: Policy, state: State, span: Span) -> bool:
     """In the window, selected by `evict` and not protected by `keep`."""
     if not addressable(span):
         return False
+    if deferred(policy, state, span):
+        return False
     env = span_env(policy, state, span)
     return bool(evaluate(policy.evict, env)) and not (policy.keep is not None and evaluate(policy.keep, env))
 
@@ -254,5 +283,12 @@ def partner(state: State, span_id: int) -> Optional[int]:
 
 
 def kept(policy: Policy, state: State, span: Span) -> bool:
-    """The stage's `keep` holds on span (false without a keep)."""
+    """The stage's `keep` holds on span (false without a keep), or `justification: defer` spares it."""
+    if deferred(policy, state, span):
+        return True
     return policy.keep is not None and bool(evaluate(policy.keep, span_env(policy, state, span)))
+
+
+def deferred(policy: Policy, state: State, span: Span) -> bool:
+    """`justification: defer` keeps a cited span out of the stage (the host's truncation may still take it)."""
+    return policy.deployment.justification == "defer" and span.id in state.cited_ids()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import z3
 
 from prunecheck.spec.policy import IN_PLACE
+from prunecheck.symbolic import evidence
 from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.terms import ExprEncoder, Frac, left_tokens_term, window_env
 from prunecheck.symbolic.window_terms import before, place_term
@@ -64,6 +65,11 @@ def truncation(model, s, a, evicted: list, summary: tuple, budget) -> list:
         # Masked or cut spans stay in the window, with what is left of them, for the host's truncation.
         remaining = [s.in_window(i) for i in range(n)]
         left = [z3.If(evicted[i], left_tokens_term(model.policy, s.tokens[i]), s.tokens[i]) for i in range(n)]
+        if model.evidence and model.dep.justification == "downgrade":
+            # A cited span the stage took went to the log whole (spec/SPEC.md §6d): out of the window.
+            moved = evidence.moved(model, s, a, evicted)
+            rest = rest - z3.Sum([z3.If(moved[i], left[i], 0) for i in range(n)])
+            remaining = [z3.And(r, z3.Not(m)) for r, m in zip(remaining, moved)]
     else:
         remaining = [z3.And(s.in_window(i), z3.Not(evicted[i])) for i in range(n)]
         left = s.tokens
@@ -75,6 +81,7 @@ def truncation(model, s, a, evicted: list, summary: tuple, budget) -> list:
         remaining = [z3.Or(remaining[i], written[i]) for i in range(n)]
         left = [z3.If(written[i], tokens, left[i]) for i in range(n)]
         places = [z3.If(written[i], place, s.place[i]) for i in range(n)]
+    rest, remaining, left, places = evidence.ledger_in_window(model, s, a, evicted, (rest, remaining, left, places))
     truncated = []
     for i in range(n):
         older = z3.Sum([z3.IntVal(0)] + [z3.If(remaining[j], left[j], 0) for j in range(i)]) if places is None \

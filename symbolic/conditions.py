@@ -9,6 +9,7 @@ import z3
 
 from prunecheck.spec.conditions import BY_ID, Scope
 from prunecheck.spec.policy import IN_PLACE
+from prunecheck.symbolic import evidence, pair_evidence
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.evidence_terms import a1_pair, a1_unrolled, m1_pair, m1_unrolled
 from prunecheck.symbolic.undo_terms import reconstructs
@@ -46,13 +47,24 @@ def _c4(model, t):
 
 def _p1(model, t):
     return model.at(t, "P1", lambda g: z3.Or([z3.And(g.live_edit(i), z3.Not(g.present(i + 1)))
-                                              for i in range(model.n - 1)]))
+                                              for i in range(model.n - 1)] + _ledger_p1(model, g)))
+
+
+def _ledger_p1(model, g) -> list:
+    return [evidence.ledger_rationale_lost(model, g)] if model.evidence else []
+
+
+def _downgrades(model) -> bool:
+    return model.evidence and model.dep.justification == "downgrade"
 
 
 def _t1(model, s, a, t, step):
+    removed = step.evicted
     if model.policy.effect in IN_PLACE:
-        return z3.BoolVal(False)  # a masked or cut span stays in the window: it splits no pair
-    split = [z3.And(s.is_pair(i), s.in_window(i), s.in_window(i + 1), z3.Xor(step.evicted[i], step.evicted[i + 1]))
+        if not _downgrades(model):
+            return z3.BoolVal(False)  # a masked or cut span stays in the window: it splits no pair
+        removed = evidence.moved(model, s, a, step.evicted)  # a downgraded mask or cut moves the span to the log
+    split = [z3.And(s.is_pair(i), s.in_window(i), s.in_window(i + 1), z3.Xor(removed[i], removed[i + 1]))
              for i in range(model.n - 1)]
     return z3.And(a.act == ACT["compact"], z3.Or(split))
 
@@ -62,6 +74,12 @@ def _u1(model, s, a, t, step):
         return z3.BoolVal(False)  # without a present record the undo is irreversible: it changes nothing
     absent = [z3.And(a.arg == model.slots[i], z3.Not(s.present(i))) for i in range(model.n)]
     return z3.And(a.act == ACT["undo"], z3.Or(absent))
+
+
+def _j1(model, t):
+    if not model.evidence:
+        return z3.BoolVal(False)  # nothing cites without evidence: on (J1 does not apply there)
+    return model.at(t, "J1", lambda g: evidence.j1_violated(model, g))
 
 
 # The pair model (symbolic/parametric.py): r ranges over every span id, so checking r alone covers every span.
@@ -92,12 +110,15 @@ def _pair_c4(model, s):
 
 
 def _pair_p1(model, s):
+    if model.evidence:  # a compaction's ledger rationale at r is held to P1 too (spec/SPEC.md §6d)
+        return z3.Or(z3.And(s.live_edit("r"), z3.Not(s.present("q"))), pair_evidence.ledger_lost(model, s))
     return z3.And(s.live_edit("r"), z3.Not(s.present("q")))
 
 
 def _pair_t1(model, step):
-    if model.policy.effect in IN_PLACE:
+    if model.policy.effect in IN_PLACE and not (model.evidence and model.dep.justification == "downgrade"):
         return z3.BoolVal(False)  # a masked or cut span stays in the window: it splits no pair
+    # Under downgrade a cited mask or cut is a move; "taken" over-approximates "moved" (sound for a proof).
     s, taken = step.pre, step.taken
     return z3.And(step.compacts, model.is_pair(s), s.in_window("r"), s.in_window("q"), z3.Xor(taken["r"], taken["q"]))
 
@@ -127,6 +148,10 @@ def _pair_x1(model, step):
     return z3.And(step.blocked, pair_changed(step.pre, step.post))
 
 
+def _pair_j1(model, s):
+    return pair_evidence.j1(model, s)
+
+
 TERMS = {
     "C1": ConditionTerms(_c1, _pair_c1),
     "C2": ConditionTerms(_c2, _pair_c2),
@@ -139,6 +164,7 @@ TERMS = {
     "M1": ConditionTerms(m1_unrolled, m1_pair),
     "A1": ConditionTerms(a1_unrolled, a1_pair),
     "U1": ConditionTerms(_u1, _pair_u1),
+    "J1": ConditionTerms(_j1, _pair_j1),
 }
 
 

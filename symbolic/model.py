@@ -7,8 +7,9 @@ from typing import List
 import z3
 
 from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, mentioned_names, read_positions, summarises)
-from prunecheck.symbolic.refusal import refused_step
+from prunecheck.symbolic.refusal import refusal_blocks, refused_step
 from prunecheck.symbolic.compaction import stage_trigger, stage_walk, summary_written, truncation
+from prunecheck.symbolic import evidence
 from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
@@ -42,7 +43,7 @@ def slot_sort(n: int):
 
 
 def span_fields(n: int, masking: bool = False, placing: bool = False, names: tuple = (),
-                tombstones: bool = False) -> dict:
+                tombstones: bool = False, cites: bool = False) -> dict:
     """The slot fields; `masked` only in a model whose policy masks or reads it, `place` only in one whose policy
     summarises, and `tool`, `tag` (Int: a name's code, spec/SPEC.md 1c) only for those in `names`
     (mentioned_names), `tombstone` only under `evicted: tombstone`, so old models stay byte-identical."""
@@ -58,6 +59,7 @@ def span_fields(n: int, masking: bool = False, placing: bool = False, names: tup
     fields = {**fields, "masked": z3.BoolSort()} if masking else fields
     fields = {**fields, **{attr: z3.IntSort() for attr, _names in names}}
     fields = {**fields, **TOMBSTONE_FIELD} if tombstones else fields
+    fields = {**fields, **evidence.evidence_fields(n)} if cites else fields
     return {**fields, "place": z3.IntSort()} if placing else fields
 
 
@@ -65,14 +67,14 @@ class SymState:
     """One state: its clock (a numeral when unrolled from the empty window) and a z3 term per slot field."""
 
     def __init__(self, k, n: int, tag: str = "", clock=None, variables: bool = True, masking: bool = False,
-                 placing: bool = False, names: tuple = (), tombstones: bool = False):
+                 placing: bool = False, names: tuple = (), tombstones: bool = False, cites: bool = False):
         """Without `variables` the fields are left empty, for encode_init or encode_step to fill."""
         self.k, self.n, self.names = k, n, names
         if clock is None:
             clock = z3.IntVal(k) if isinstance(k, int) else z3.Int(f"{tag}clock@{k}")
         self.clock = clock
         self.fields = {name: [z3.Const(f"{tag}{name}{i}@{k}", sort) if variables else None for i in range(n)]
-                       for name, sort in span_fields(n, masking, placing, names, tombstones).items()}
+                       for name, sort in span_fields(n, masking, placing, names, tombstones, cites).items()}
 
     def __getattr__(self, name):
         fields = self.__dict__.get("fields")
@@ -131,8 +133,9 @@ def _setter(s: SymState, t: SymState, i: int):
 class SymAction:
     """The variables choosing the action taken from state k."""
 
-    def __init__(self, k: int, n: int, tag: str = "", names: tuple = ()):
-        self.names = names  # mentioned_names: an append's tool and tag codes exist only for these attributes
+    def __init__(self, k: int, n: int, tag: str = "", names: tuple = (), cites: bool = False):
+        self.names = names
+        self.cites = evidence.action_cites(k, n, tag) if cites else []  # spec/SPEC.md §6d  # mentioned_names: an append's tool and tag codes exist only for these attributes
         self.act = z3.Const(f"{tag}act@{k}", ActionSort)
         self.arg = z3.Const(f"{tag}arg@{k}", slot_sort(n)[0])
         self.kind = z3.Const(f"{tag}akind@{k}", KindSort)
@@ -150,7 +153,7 @@ class SymAction:
     def variables(self) -> list:
         """The action's variables, in the fixed order the step template substitutes them."""
         return ([self.act, self.arg, self.kind, self.tokens, self.destroy, self.hosted, self.host, self.times,
-                 self.role] + [getattr(self, attr) for attr, _table in self.names])
+                 self.role] + [getattr(self, attr) for attr, _table in self.names] + self.cites)
 
 
 class StepTerms:
@@ -184,6 +187,8 @@ class Model:
         self.placing = summarises(policy)  # slots carry a window-order place (SPEC 4d)
         self.names = mentioned_names(policy) if names is None else names
         self.tombstones = has_tombstones(self.dep)
+        self.evidence = evidence.has_evidence(policy)  # citations and ledger entries (spec/SPEC.md §6d)
+        self.act_edit, self.act_compact = ACT["edit"], ACT["compact"]
         self.run_appends = False  # an append may add several spans (symbolic/runs.py)
         self.slots = slot_sort(n)[1]
         self._policy_terms: dict = {}
@@ -194,21 +199,22 @@ class Model:
     def state(self, k: int) -> SymState:
         """State k of an unrolling, its fields to be filled by encode_init or encode_step."""
         return SymState(k, self.n, self.tag, variables=False, masking=self.masking, placing=self.placing,
-                        names=self.names, tombstones=self.tombstones)
+                        names=self.names, tombstones=self.tombstones, cites=self.evidence)
 
     def action(self, k) -> SymAction:
-        return SymAction(k, self.n, self.tag, self.names)
+        return SymAction(k, self.n, self.tag, self.names, self.evidence)
 
     def generic_state(self, label: str) -> SymState:
         """A state with every field, and the clock, a free variable: the pre-state of an induction step."""
         return SymState(label, self.n, self.tag, masking=self.masking, placing=self.placing, names=self.names,
-                        tombstones=self.tombstones)
+                        tombstones=self.tombstones, cites=self.evidence)
 
     def encode_init(self, s: SymState) -> List:
         """The empty window: every field of every slot is its default value (no variables)."""
         defaults = {z3.BoolSort(): z3.BoolVal(False), z3.IntSort(): z3.IntVal(0), KindSort: K["message"],
                     NamespaceSort: NS["window"], RoleSort: R["user"], slot_sort(self.n)[0]: self.slots[0]}
-        for name, sort in span_fields(self.n, self.masking, self.placing, self.names, self.tombstones).items():
+        for name, sort in span_fields(self.n, self.masking, self.placing, self.names, self.tombstones,
+                                      self.evidence).items():
             s.fields[name] = [defaults[sort]] * self.n
         return []
 
@@ -270,14 +276,24 @@ class Model:
         return [attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w, budget, spans,
                               position_terms(s, i, read), self.names) for i in range(self.n)]
 
-    def kept_terms(self, s: SymState, budget) -> list:
-        """Per slot: the stage's `keep` in s (false without one), for the pair closure."""
-        if self.policy.keep is None:
-            return [z3.BoolVal(False)] * self.n
-        return [ExprEncoder(env).encode(self.policy.keep) for env in self.slot_envs(s, budget)]
+    def kept_terms(self, s: SymState, budget, a=None) -> list:
+        """Per slot: the stage's `keep` in s (false without one), for the pair closure; under `justification: defer`
+        a cited slot is kept too."""
+        kept = [z3.BoolVal(False)] * self.n if self.policy.keep is None else \
+            [ExprEncoder(env).encode(self.policy.keep) for env in self.slot_envs(s, budget)]
+        return self.spared(s, a, kept, keep=True)
+
+    def spared(self, s: SymState, a, terms: list, keep: bool = False) -> list:
+        """terms per slot with `justification: defer` sparing cited slots: kept (keep) or no candidate; unchanged
+        without it."""
+        if not (self.evidence and self.dep.justification == "defer"):
+            return terms
+        deferred = evidence.deferred(self, s, a)
+        return [z3.Or(t, d) if keep else z3.And(t, z3.Not(d)) for t, d in zip(terms, deferred)]
 
     def candidate(self, s: SymState, i: int):
-        return z3.And(s.in_window(i), self.policy_terms(s)[i][0])
+        term = z3.And(s.in_window(i), self.policy_terms(s)[i][0])
+        return self.spared(s, None, [term] * self.n)[i]
 
     def compaction(self, s: SymState, a: SymAction, terms=None, budget=None):
         """Per slot: (evicted by the policy, truncated to the effective budget), and the summary written (per slot:
@@ -289,7 +305,7 @@ class Model:
         n = self.n
         terms = self.policy_terms(s) if terms is None else terms
         budget = self.policy.budget if budget is None else budget
-        cand = [z3.And(s.in_window(i), terms[i][0]) for i in range(n)]
+        cand = self.spared(s, a, [z3.And(s.in_window(i), terms[i][0]) for i in range(n)])
         total = s.window_tokens()
         ranks = [t[1] for t in terms]
 
@@ -315,7 +331,8 @@ class Model:
         else:
             evicted = cand
         if self.policy.pairs == "together" or self.policy.start_on is not None:
-            evicted = stage_closures(s, self.policy, evicted, self.kept_terms(s, budget), stage_trigger(self, s, budget))
+            evicted = stage_closures(s, self.policy, evicted, self.kept_terms(s, budget, a),
+                                     stage_trigger(self, s, budget))
         summary = summary_written(self, s, evicted)
         return evicted, truncation(self, s, a, evicted, summary, budget), summary
 
@@ -346,11 +363,14 @@ class Model:
         evicted, truncated, (written, place) = self.compaction(s, a, terms, budget)
         if self.placing:  # the summary needs a free slot, as an append does
             out.append(z3.Implies(z3.And(is_["compact"], z3.Or(evicted)), z3.Not(s.used[self.n - 1])))
+        out.extend(evidence.guards(self, s, a, evicted))  # the runtime's guard sees the stage before the refusal
         evicted, truncated, written = refused_step(self, s, evicted, truncated, written)
         new_kind = z3.If(a.destroy, K["diff"], K["summary"])
+        ledger = evidence.ledger_written(self, s, a, evicted, refusal_blocks(self, s))
+        down = evidence.downgraded(self, s, a)
         for i in range(self.n):
             self._slot_update(s, a, t, i, sel, is_, now, undo, new_kind, (evicted[i], truncated[i]),
-                              (z3.And(is_["compact"], written[i]), place))
+                              (z3.And(is_["compact"], written[i]), place), (ledger[i], down[i]))
         return StepTerms(out, undo.reverted, fresh, evicted)
 
     def _selected(self, s: SymState, a: SymAction, picks, out: list) -> dict:
@@ -404,14 +424,14 @@ class Model:
         out.append(z3.Implies(z3.And(is_["compact"], a.hosted), a.host >= 1))
 
     def _slot_update(self, s: SymState, a: SymAction, t: SymState, i: int, sel: dict, is_: dict, now, undo,
-                     new_kind, removed: tuple, written: tuple = (None, None)) -> None:
+                     new_kind, removed: tuple, written: tuple = (None, None), ledger: tuple = (None, None)) -> None:
         """Slot i's fields in t: an If chain over s per field, the first matching case winning; `undo` is the step's
-        UndoTerms; `written` is (the summary is written at slot i, its place) for a summarising policy."""
-        dep, arg = self.dep, a.arg
-        here = arg == self.slots[i]
-        appended = z3.And(is_["append"], s.first_free(i))
-        record_here = z3.And(undo.entry, s.first_free(i))
+        UndoTerms; `written` is (the summary is written at slot i, its place) for a summarising policy, `ledger` see
+        evidence.with_ledger."""
+        dep, here = self.dep, a.arg == self.slots[i]
+        appended, record_here = z3.And(is_["append"], s.first_free(i)), z3.And(undo.entry, s.first_free(i))
         rationale_here = z3.And(undo.entry, s.first_free(i - 1)) if i > 0 else z3.BoolVal(False)
+        rationale_here, ledger_here, down = evidence.with_ledger(self, rationale_here, ledger)
         edited_here = z3.And(is_["edit"], here)
         restored_here = z3.And(undo.undoes, sel["target"] == self.slots[i])
         entry = entry_fields(dep, undo, a, sel)
@@ -420,6 +440,7 @@ class Model:
         masked_now = z3.And(is_["compact"], removed[0]) if masking else z3.BoolVal(False)
         gone = z3.And(is_["compact"], removed[1] if masking else z3.Or(*removed))
         logged = dep.evicted == "logged"
+        masked_now, gone, moved = evidence.downgrade_removal(self, masked_now, gone, down)
         summary_here, summary_place = written
         summaries = () if summary_here is None or not self.placing else (summary_here,)
         born = z3.Or(appended, record_here, rationale_here, *summaries)
@@ -429,15 +450,16 @@ class Model:
         becomes = _setter(s, t, i)
         summary = lambda value: tuple((c, value) for c in summaries)  # noqa: E731
         # A summary the host truncates in the step that writes it is gone (dead, or in the log) at once.
-        cut_short = tuple(z3.And(c, removed[1]) for c in summaries)
+        cut_short = tuple(z3.And(c, removed[1]) for c in summaries) + evidence.ledger_cut(self, ledger_here, removed[1])
         becomes("used", (born, True))
         becomes("alive", *(() if logged else tuple((c, False) for c in cut_short)), (born, True),
                 (restored_here, True), *(() if logged else ((gone, False),)))
+        evidence.update_slot(self, becomes, a, i, born, record_here, ledger_here)
         becomes("kind", (appended, a.kind), (record_here, K["record"]), (rationale_here, K["rationale"]),
                 *summary(K["summary"]), (edited_here, new_kind), (restored_here, sel["prior_kind"]))
         becomes("ns", *(tuple((c, NS["log"]) for c in cut_short) if logged else ()), (appended, NS["window"]),
                 (record_here, record_ns), (rationale_here, rationale_ns), *summary(NS["window"]),
-                *(((gone, NS["log"]),) if logged else ()))
+                *(((gone, NS["log"]),) if logged else ()), *(((moved, NS["log"]),) if moved is not None else ()))
         becomes("tokens", (appended, a.tokens), (record_here, entry["tokens"]), (rationale_here, 1),
                 *summary(z3.IntVal(self.policy.placeholder_tokens)),
                 *(((masked_now, left_tokens_term(self.policy, s.tokens[i])),) if masking else ()))

@@ -17,6 +17,7 @@ import z3
 
 from prunecheck.spec.stage import stage_target
 from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R
+from prunecheck.symbolic import pair_evidence
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
 from prunecheck.symbolic.refusal import refusal_choices, refused_pair
 from prunecheck.spec.policy import (IN_PLACE, POSITION_ATTRS, Attr, BoolLit, Num, Policy, masks, mentioned_names,
@@ -51,7 +52,7 @@ class PairState:
     """The clock, the window's token count as the policy sees it, and the fields of the ghost spans r and q."""
 
     def __init__(self, label: str, roles: bool = False, positions: bool = False, masked: bool = False,
-                 summaries: bool = False, names: tuple = (), tombstones: bool = False):
+                 summaries: bool = False, names: tuple = (), tombstones: bool = False, evidence: bool = False):
         """roles, positions, masked: whether the state has the ghosts' roles, the positional counters with the
         window's span count, and the ghosts' masked flags; names: the tool/tag fields (codes, spec/SPEC.md 1c) with
         their mentioned names (only for a policy that needs them: the pair model of any other policy stays what it
@@ -61,7 +62,7 @@ class PairState:
         self.window_tokens = z3.Int(f"window_tokens@{label}")
         fields = {**FIELDS, **(ROLE_FIELD if roles else {}), **(MASKED_FIELD if masked else {}),
                   **(SUMMARY_FIELD if summaries else {}), **{attr: z3.IntSort() for attr, _table in names},
-                  **(TOMBSTONE_FIELD if tombstones else {})}
+                  **(TOMBSTONE_FIELD if tombstones else {}), **(pair_evidence.EVIDENCE_FIELDS if evidence else {})}
         self.span = {g: {name: z3.Const(f"{name}_{g}@{label}", sort) for name, sort in fields.items()}
                      for g in GHOSTS}
         self.window_spans = z3.Int(f"window_spans@{label}") if positions else None
@@ -100,7 +101,7 @@ class PairAction:
     """The choices of one abstract step: the action, which ghost it touches, and the unobserved outcomes."""
 
     def __init__(self, label: str, roles: bool = False, together: bool = False, leads: bool = False,
-                 names: tuple = ()):
+                 names: tuple = (), evidence: bool = False):
         """together (`pairs: together`): also choose whether the partner outside the pair of r (its call r-1) and of
         q (its result q+1) was taken; leads (`start_on`): whether each ghost is among the leading spans it takes;
         names: an append's tool and tag codes, for these attributes only."""
@@ -131,6 +132,7 @@ class PairAction:
         self.kept = {g: c(f"kept_{g}", z3.BoolSort()) for g in GHOSTS} if together else None
         self.lead = {g: c(f"lead_{g}", z3.BoolSort()) for g in GHOSTS} if leads else None
         self.refusal: dict = {}  # the refusal's free choices (symbolic/refusal.py refusal_choices), if it has any
+        self.evidence = pair_evidence.action_choices(label, GHOSTS, GhostSort) if evidence else {}
 
     def variables(self) -> list:
         scalars = [self.act, self.ghost, self.alloc, self.target, self.restore, self.kind, self.tokens,
@@ -140,7 +142,8 @@ class PairAction:
         choices = (self.policy, self.chosen, self.truncate) + (
             (self.partner, self.dropped, self.kept) if self.partner is not None else ())
         choices += (self.lead,) if self.lead is not None else ()
-        return scalars + [d[g] for d in choices for g in GHOSTS] + list(self.refusal.values())
+        return (scalars + [d[g] for d in choices for g in GHOSTS] + list(self.refusal.values())
+                + pair_evidence.choice_variables(self.evidence, GHOSTS))
 
 
 class PairStep:
@@ -193,14 +196,16 @@ class PairModel:
         # the policy abstracted the candidates are free anyway, and the model stays that of its free shape).
         ranked = policy.rank is not None and policy.budget is not None
         self.walked = ranked if free_policy else stage_target(policy) is not None
+        self.evidence, self.act_compact = pair_evidence.has_evidence(policy), ACT["compact"]  # spec/SPEC.md §6d
 
     def state(self, label: str) -> PairState:
         """A state with this model's fields (roles, positions and masks only when the policy needs them)."""
         return PairState(label, self.roles, self.positions, self.masking, self.summaries, self.names,
-                         has_tombstones(self.dep))
+                         has_tombstones(self.dep), self.evidence)
 
     def action(self, label: str) -> PairAction:
-        return refusal_choices(self.dep, PairAction(label, self.roles, self.together, self.leads, self.names), label)
+        return refusal_choices(self.dep, PairAction(label, self.roles, self.together, self.leads, self.names,
+                                                    self.evidence), label)
 
     def encode_init(self, s: PairState) -> List:
         out = [s.clock == 0] + window_bounds(s)
@@ -255,7 +260,7 @@ class PairModel:
         return out
 
     def candidate(self, s: PairState, g: str, a: PairAction = None):
-        return z3.And(s.in_window(g), self.evict(s, g, a))
+        return pair_evidence.spared(self, s, g, a, (s.in_window(g), self.evict(s, g, a)))
 
     def encode_step(self, s: PairState, a: PairAction, t: PairState) -> PairStep:
         now = s.clock + 1
@@ -273,6 +278,7 @@ class PairModel:
                                                                           a.other_tokens))
         taken, blocked = refused_pair(self, s, a, self.taken(s, a), out,
                                       (is_["compact"], {g: _selected(a.ghost, g) for g in GHOSTS}))
+        out += pair_evidence.guards(self, s, a, is_, taken, _selected, blocked)
         removes = {g: self._ghost_update(s, a, t, g, is_, now, out, (reverted[g], any_revert, taken[g]),
                                          target_tokens) for g in GHOSTS}
         absent = z3.And(reverted["r"], z3.Not(s.present("r")))
@@ -329,7 +335,11 @@ class PairModel:
         return z3.BoolVal(not self.summarising)
 
     def kept(self, s: PairState, g: str, a: PairAction):
-        """The stage's `keep` on ghost g: a free choice when the policy is abstracted, false without a keep."""
+        """The stage's `keep` on ghost g: a free choice when the policy is abstracted, false without a keep; under
+        `justification: defer` a cited ghost is kept too."""
+        return pair_evidence.spared(self, s, g, a, self._kept(s, g, a), keep=True)
+
+    def _kept(self, s: PairState, g: str, a: PairAction):
         if self.free_policy:
             return a.kept[g]
         if self.policy.keep is None:
@@ -383,12 +393,11 @@ class PairModel:
         reverted, any_revert, evicted = undo
         appended = z3.And(is_["append"], _selected(a.ghost, g))
         record_here = z3.And(is_["entry"], a.alloc == (A_REC_R if g == "r" else A_REC_Q))
-        rationale_here = z3.And(is_["entry"], a.alloc == A_REC_R) if g == "q" else \
-            z3.And(is_["entry"], a.alloc == A_RAT_R)
+        rationale_here = z3.And(is_["entry"], a.alloc == (A_REC_R if g == "q" else A_RAT_R))
         written = (z3.And(is_["compact"], _selected(a.ghost, g)),) if self.summarising else ()  # a summary at g
+        rationale_here, ledger = pair_evidence.with_ledger(self, a, is_, g, _selected, rationale_here)
         born = z3.Or(appended, record_here, rationale_here, *written)
-        edited_here = z3.And(is_["edit"], _selected(a.target, g))
-        read_here = z3.And(is_["read"], _selected(a.ghost, g))
+        edited_here, read_here = z3.And(is_["edit"], _selected(a.target, g)), z3.And(is_["read"], _selected(a.ghost, g))
         restored = z3.And(any_revert, _selected(a.restore, g))
         # The host may impose any budget at any compaction, so truncation is a free choice with or without a
         # policy budget.
@@ -397,7 +406,8 @@ class PairModel:
         truncated = z3.And(f["alive"], f["ns"] == NS["window"], *(() if masking else (z3.Not(evicted),)), a.truncate[g])
         masked_now = z3.And(is_["compact"], evicted) if masking else z3.BoolVal(False)
         gone = z3.And(is_["compact"], truncated if masking else z3.Or(evicted, truncated))
-        removes_record = self._removes(s, a, g, is_, (evicted, truncated)) if g == "r" else None
+        masked_now, gone, moved = pair_evidence.removal(self, s, a, g, masked_now, gone)
+        removes_record = self._removes(s, a, g, is_, (evicted, truncated), moved) if g == "r" else None
         becomes = _setter(f, n, out)
         summary = lambda value: tuple((c, value) for c in written)  # noqa: E731
         # A summary may be truncated by the host in the compaction that writes it (a.truncate of its ghost).
@@ -411,7 +421,7 @@ class PairModel:
                 (appended, NS["window"]),
                 (record_here, NS["undo"] if dep.records == "undo_region" else NS["window"]),
                 (rationale_here, NS["log"] if dep.rationale == "decision_log" else NS["window"]),
-                *(((gone, NS["log"]),) if logged else ()))
+                *(((gone, NS["log"]),) if logged else ()), *(((moved, NS["log"]),) if moved is not None else ()))
         becomes("tokens", (appended, a.tokens), *summary(z3.IntVal(self.policy.placeholder_tokens)),
                 (record_here, z3.If(entry_destroys(dep, is_, a), target_tokens, 1)),
                 (rationale_here, 1), *(((masked_now, left_tokens_term(self.policy, f["tokens"])),) if masking else ()))
@@ -424,6 +434,7 @@ class PairModel:
         becomes("edited", (born, False), (edited_here, True), (restored, a.prior_edited))
         becomes("version", (born, 0), (edited_here, f["version"] + 1), (restored, f["version"] + 1))
         becomes("undone", (born, False), (reverted, True))
+        pair_evidence.update(self, becomes, s, a, g, is_, born, ledger)
         if self.roles:
             becomes("role", (appended, a.role), (z3.Or(record_here, rationale_here), R[dep.record_role]),
                     *summary(R[self.policy.summary_role]))
@@ -435,8 +446,11 @@ class PairModel:
         write_tombstone(becomes, f, tuple(z3.And(c, a.truncate[g]) for c in written), born, z3.Or(gone, masked_now))
         return removes_record
 
-    def _removes(self, s: PairState, a: PairAction, g: str, is_: dict, taken: tuple):
-        """The term "this compaction makes ghost g's present record not present" (killed, or masked in place)."""
+    def _removes(self, s: PairState, a: PairAction, g: str, is_: dict, taken: tuple, moved=None):
+        """The term "this compaction makes ghost g's present record not present" (killed, or masked in place; not
+        when `moved` to the log by a downgrade)."""
+        if moved is not None:
+            return z3.And(self._removes(s, a, g, is_, taken), z3.Not(moved))
         evicted, truncated = taken
         f = s.span[g]
         in_place = self.policy.effect in IN_PLACE

@@ -35,6 +35,13 @@ def names_any(model, t):
     return model.at(t, "R1", lambda g: z3.Or(named_slots(model, g)))
 
 
+def refusal_blocks(model, s):
+    """A compaction from s is blocked (spec.refusal.blocked): false under refusal: silent."""
+    if model.dep.refusal == "silent":
+        return z3.BoolVal(False)
+    return z3.Or(model.at(s, "named", lambda g: named_slots(model, g)))
+
+
 def refused_step(model, s, evicted: list, truncated: list, written: list) -> tuple:
     """spec.compaction.refused_compaction on a compaction's per-slot terms (taken by the stage, truncated, summary
     written there): unchanged under refusal: silent; when s names a recovery span, atomic takes and truncates

@@ -60,9 +60,9 @@ class RunState(SymState):
     """A state whose slots also carry `count`, the number of equal spans each stands for (1 but for appended runs)."""
 
     def __init__(self, k, n: int, counts: tuple, tag: str = "", variables: bool = True, masking: bool = False,
-                 placing: bool = False, names: tuple = (), tombstones: bool = False):
+                 placing: bool = False, names: tuple = (), tombstones: bool = False, cites: bool = False):
         super().__init__(k, n, tag, variables=variables, masking=masking, placing=placing, names=names,
-                         tombstones=tombstones)
+                         tombstones=tombstones, cites=cites)
         self.counts = counts
         self.fields["count"] = [z3.Int(f"{tag}count{i}@{k}") if variables else None for i in range(n)]
         # Slot i is half of a run of pairs: its calls (the results in slot i+1) or its results (the calls in i-1).
@@ -83,8 +83,8 @@ class RunAction(SymAction):
     """An action of the model with runs: besides SymAction's, an append's `result` tokens (0: no pairs; m >= 1: a
     run of `pairs` calls each followed by its result of m tokens, `times` = 2·pairs real steps)."""
 
-    def __init__(self, k, n: int, tag: str = "", names: tuple = ()):
-        super().__init__(k, n, tag, names)
+    def __init__(self, k, n: int, tag: str = "", names: tuple = (), cites: bool = False):
+        super().__init__(k, n, tag, names, cites)
         self.result = z3.Int(f"{tag}aresult@{k}")
         self.pairs = z3.Int(f"{tag}apairs@{k}")
 
@@ -99,14 +99,14 @@ class RunModel(Model):
 
     def state(self, k) -> RunState:
         return RunState(k, self.n, self.counts, self.tag, variables=False, masking=self.masking, placing=self.placing,
-                        names=self.names, tombstones=self.tombstones)
+                        names=self.names, tombstones=self.tombstones, cites=self.evidence)
 
     def generic_state(self, label: str) -> RunState:
         return RunState(label, self.n, self.counts, self.tag, masking=self.masking, placing=self.placing,
-                        names=self.names, tombstones=self.tombstones)
+                        names=self.names, tombstones=self.tombstones, cites=self.evidence)
 
     def action(self, k) -> RunAction:
-        return RunAction(k, self.n, self.tag, self.names)
+        return RunAction(k, self.n, self.tag, self.names, self.evidence)
 
     def encode_init(self, s: RunState) -> list:
         out = super().encode_init(s)
@@ -168,10 +168,13 @@ class RunModel(Model):
                 z3.Implies(paired, z3.And([append, a.role == R["tool_call"], a.times == 2 * a.pairs, room,
                                            z3.Or([a.pairs == c for c in self.counts])] + results))]
 
-    def _slot_update(self, s, a, t, i, sel, is_, now, reverted, new_kind, removed, written=(None, None)) -> None:
-        super()._slot_update(s, a, t, i, sel, is_, now, reverted, new_kind, removed, written)
-        edit_here = z3.And(is_["edit"], z3.Or(s.first_free(i), s.first_free(i - 1) if i > 0 else z3.BoolVal(False)))
+    def _slot_update(self, s, a, t, i, sel, is_, now, undo, new_kind, removed, written=(None, None),
+                     ledger=(None, None)) -> None:
+        super()._slot_update(s, a, t, i, sel, is_, now, undo, new_kind, removed, written, ledger)
+        # An entry's record and rationale (an edit's or, under undo: merge, a merge's) stand for one span each.
+        edit_here = z3.And(undo.entry, z3.Or(s.first_free(i), s.first_free(i - 1) if i > 0 else z3.BoolVal(False)))
         one = edit_here if written[0] is None or not self.placing else z3.Or(edit_here, written[0])  # a summary: 1
+        one = z3.Or(one, ledger[0]) if self.evidence else one  # a compaction's ledger rationale: 1 (SPEC §6d)
         first = z3.And(is_["append"], s.first_free(i))
         second = z3.And(is_["append"], a.result >= 1, s.first_free(i - 1)) if i > 0 else z3.BoolVal(False)
         t.fields["count"][i] = z3.If(first, z3.If(a.result >= 1, a.pairs, a.times),
@@ -180,6 +183,7 @@ class RunModel(Model):
         results = {"used": True, "alive": True, "kind": a.kind, "ns": NS["window"],
                    "tokens": a.result, "created": now, "last_read": now, "reads": 0, "pinned": False,
                    "edited": False, "version": 0, "role": R["tool_result"], "masked": False, "tombstone": False,
+                   "ledger": False, **{f"cite{j}": False for j in range(self.n)},
                    **{attr: getattr(a, attr) for attr, _table in self.names}}  # a result names its call's tool
         for name, value in results.items():
             if name in t.fields:

@@ -214,6 +214,8 @@ def pin_action(model, a, action):
     if isinstance(action, Compact):
         out.append(a.hosted == (action.budget is not None))
         out.extend([a.host == action.budget] if action.budget is not None else [])
+    # an edit's or compaction's citations (evidence: on; spec/SPEC.md §6d): none in a model without evidence
+    out += [c == (j in getattr(action, "cites", ())) for j, c in enumerate(a.cites)]
     return out
 
 
@@ -374,7 +376,9 @@ def assert_itf_py_reads_our_states(policy, transitions, document):
                  for s in state.spans]
         # `masked` only with masks, `place` only a summary's, names if set, a tombstone or `confabulated` if true
         assert _itf_records(values["spans"]) == shown
-        assert _itf_records(values["edits"]) == [dataclasses.asdict(e) for e in state.edits]
+        # an edit's `cites` only when it cites something (spec/SPEC.md §6d)
+        assert _itf_records(values["edits"]) == [{k: v for k, v in dataclasses.asdict(e).items()
+                                                  if k != "cites" or v} for e in state.edits]
         assert values["status"] == status(policy, state) and values["outcome"] == outcome
         assert values["violations"] == bad
         assert values["mbt::actionTaken"] == action

@@ -15,10 +15,11 @@ from prunecheck.symbolic.parametric import (
     DEFAULTS, FIELDS, GHOSTS, MASKED_FIELD, ROLE_FIELD, SUMMARY_FIELD, PairModel, PairState,
 )
 from prunecheck.spec.runtime import (
-    REVERSIBLE, Append, Audit, Compact, Edit, Pin, State, Undo, addressable, enabled_actions, is_candidate, is_pair, positions,
+    REVERSIBLE, Append, Audit, Compact, Edit, Pin, State, Undo, addressable, enabled, enabled_actions, is_candidate, is_pair, positions,
     present, status, step,
 )
 from prunecheck.spec.refusal import named
+from prunecheck.symbolic.pair_evidence import EVIDENCE_FIELDS
 from prunecheck.symbolic.terms import ENUM_CODES
 from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD
 
@@ -28,7 +29,7 @@ from support import NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, SUMMA
 def _span_values(state: State, i: int, names: tuple = ()) -> dict:
     if i >= len(state.spans):
         return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD, **SUMMARY_FIELD, **TOMBSTONE_FIELD,
-                                        **dict(names)}}
+                                        **dict(names), **EVIDENCE_FIELDS}}
     span = state.span(i)
     edit = state.edit(i)
     return {"used": True, "alive": span.alive, "kind": ENUM_CODES["kind"][span.kind],
@@ -36,6 +37,8 @@ def _span_values(state: State, i: int, names: tuple = ()) -> dict:
             "last_read": span.last_read, "reads": span.reads, "pinned": span.pinned, "edited": span.edited,
             "version": span.version, "undone": bool(edit and edit.undone), "role": ENUM_CODES["role"][span.role],
             "masked": span.masked, "summary": span.place != span.id, "tombstone": span.tombstone,
+            # evidence: on (spec/SPEC.md §6d): some live entry cites it; it is a compaction's ledger rationale
+            "cited": i in state.cited_ids(), "ledger": any(e.rationale == i for e in state.entries),
             **{attr: name_code(table, getattr(span, attr)) for attr, table in names}}
 
 
@@ -99,8 +102,10 @@ def _check_projection(policy, actions):
             live_r = t.after.edit(r) is not None and not t.after.edit(r).undone
             for condition in STATE_CONDITIONS:
                 bad = pair_violation(model, condition, post, pair_step)
-                concrete_here = condition in after and (live_r or condition == "R1") and _at_r(condition, policy, t.after, r)
-                if concrete_here:
+                concrete_here = (condition in after and condition in AT_RECORD and (live_r or condition == "R1")
+                                 and _at_r(condition, policy, t.after, r))
+                at_ghost = condition in after and condition in AT_GHOST and AT_GHOST[condition](t.after, r)
+                if concrete_here or at_ghost:
                     holds.push()
                     holds.add(bad)
                     assert holds.check() == z3.sat, f"{condition} at record {r} is not a violation of the pair model"
@@ -129,12 +134,20 @@ AT_RECORD = {
 }
 
 
+# Per state condition violated at span r itself, not at a record: J1 at a cited span that is not present, P1 at a
+# compaction's ledger rationale that is not present (spec/SPEC.md §6d).
+AT_GHOST = {
+    "J1": lambda state, r: r in state.cited_ids() and not present(state.span(r)),
+    "P1": lambda state, r: any(e.rationale == r for e in state.entries) and not present(state.span(r)),
+}
+
+
 def _at_r(condition, policy, state, r):
     return AT_RECORD[condition](policy, state, r)
 
 
 def test_every_state_condition_has_a_projection_witness():
-    assert set(AT_RECORD) == set(STATE_CONDITIONS)
+    assert set(AT_RECORD) | set(AT_GHOST) == set(STATE_CONDITIONS)
 
 
 @settings(max_examples=30)
@@ -340,3 +353,42 @@ def _states(policy, actions):
     for action in actions:
         yield state, action
         state = step(policy, state, action).after
+
+
+# Runs under evidence: on (spec/SPEC.md §6d) exercising every free choice of the pair model's evidence: a citation by
+# an edit and by a compaction (kept only if it writes its entry), an undo that clears a citation, a ledger rationale
+# allocated at a ghost (after a summary too), and each justification's removal (downgrade to the log, defer).
+EVIDENCE_RUNS = (
+    ("evict: kind == 'tool_output'", (Append("tool_output", 2), Append("tool_output", 2), Append("message", 1),
+                                      Compact(cites=(1,)), Compact(1, cites=(2,)))),
+    ("evict: false", (Append("message", 2), Append("message", 1), Edit(1, "transform", cites=(0,)), Compact(1),
+                      Undo(2), Compact(cites=(0,)))),
+    ("evict: kind == 'message'\neffect: mask\nplaceholder_tokens: 1",
+     (Append("message", 2), Append("tool_output", 1), Compact(cites=(0,)), Append("message", 1), Compact(1))),
+    ("evict: kind == 'tool_output'\neffect: summarise\nplaceholder_tokens: 1",
+     (Append("tool_output", 2), Append("message", 1), Edit(1, "destroy", cites=(0,)), Compact(cites=(1,)),
+      Compact(1))),
+    ("evict: age > 1", (Append("message", 1), Append("message", 1), Compact(cites=(0,)), Audit(), Audit(), Compact(),
+                        Compact(1))),
+)
+
+
+def test_targeted_evidence_runs_project_onto_every_pair():
+    for text, actions in EVIDENCE_RUNS:
+        for justification in ("unchecked", "downgrade", "defer"):
+            for rationale in ("decision_log", "window"):
+                deployment = Deployment(evidence="on", justification=justification, rationale=rationale,
+                                        records="window")
+                policy = model_policy(text, deployment)
+                _check_projection(policy, _enabled_prefix(policy, actions))
+
+
+def _enabled_prefix(policy, actions) -> tuple:
+    """The actions, those the runtime refuses left out (a span cited later may be gone under some deployments)."""
+    state, out = State(), []
+    for action in actions:
+        if enabled(policy, state, action):
+            out.append(action)
+            state = step(policy, state, action).after
+    assert any(getattr(a, "cites", ()) for a in out)
+    return tuple(out)

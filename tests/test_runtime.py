@@ -17,7 +17,7 @@ from prunecheck.spec.policy import CONTENT_KINDS, DEPLOYMENT_CHOICES, Deployment
 from prunecheck.spec.runtime import (
     REVERSIBLE, UNKNOWN, ActionRefused, Append, Audit, Compact, Edit, EditInfo, Pin, Read, Span, State, Undo,
     Unpin, addressable, candidates, effective_budget, enabled, enabled_actions, host_budgets, present, span_env,
-    status, step, undo,
+    status, step, undo, slots_needed, stage_taken, citing,
 )
 
 SAFE = Deployment()
@@ -509,11 +509,14 @@ def test_budgeted_compaction_leaves_the_window_within_budget(run):
             # removed from the window: dead, or (evicted: logged) alive in the log
             assert {s.id for s in t.before.spans if addressable(s) and not addressable(t.after.span(s.id))} == \
                 t.evicted | t.truncated
+            if t.outcome == "blocked":  # the refusal stopped it (X1's business): nothing truncated
+                assert not t.truncated
+                continue
             limit = effective_budget(policy, t.action.budget)
             if limit is not None:
                 assert t.after.window_tokens() <= limit
-            else:
-                assert not t.truncated and t.evicted == set(candidates(policy, t.before))
+            else:  # the compaction's own citations count while it runs (defer spares them)
+                assert not t.truncated and t.evicted == set(candidates(policy, citing(t.before, t.action.cites)))
 
 
 @settings(max_examples=150)
@@ -535,11 +538,12 @@ def test_status_matches_the_gap(run):
             assert t.after == replace(t.before, step=t.before.step + 1)
 
 
-def _closed_form(policy, state, host=None):
-    """SPEC section 4's closed form of compaction (what the z3 model encodes): (evicted, truncated)."""
+def _closed_form(policy, state, host=None, cites=()):
+    """SPEC section 4's closed form of compaction (what the z3 model encodes): (evicted, truncated); under evidence:
+    on with `rationale: window` the ledger rationale joins the window, newest, before the truncation (SPEC §6d)."""
     spans, budget, total = state.spans, policy.budget, state.window_tokens()
     limit = budget if host is None else min(host, budget if budget is not None else host)
-    chosen = set(candidates(policy, state))
+    chosen = set(candidates(policy, citing(state, cites)))
     if policy.rank is not None and budget is not None:
         rank = {i: evaluate(policy.rank, span_env(policy, state, spans[i])) for i in chosen}
 
@@ -552,9 +556,12 @@ def _closed_form(policy, state, host=None):
         evicted = chosen
     rest = total - sum(spans[i].tokens for i in evicted)
     remaining = [s.id for s in spans if addressable(s) and s.id not in evicted]
+    tokens = {i: spans[i].tokens for i in remaining}
+    if evicted and policy.deployment.evidence == "on" and policy.deployment.rationale == "window":
+        remaining, tokens[len(spans)], rest = remaining + [len(spans)], 1, rest + 1
     truncated = set()
     if limit is not None:
-        truncated = {i for i in remaining if rest - sum(spans[j].tokens for j in remaining if j < i) > limit}
+        truncated = {i for i in remaining if rest - sum(tokens[j] for j in remaining if j < i) > limit}
     return evicted, truncated
 
 
@@ -563,9 +570,10 @@ def _closed_form(policy, state, host=None):
 @given(runs())
 def test_compaction_matches_the_closed_form(run):
     policy, _, transitions = run
-    compactions = [t for t in transitions if t.action.name == "compact"]
+    # A blocked compaction (SPEC §6e) is the refusal's, not section 4's.
+    compactions = [t for t in transitions if t.action.name == "compact" and t.outcome != "blocked"]
     for t in compactions:
-        assert (set(t.evicted), set(t.truncated)) == _closed_form(policy, t.before, t.action.budget)
+        assert (set(t.evicted), set(t.truncated)) == _closed_form(policy, t.before, t.action.budget, t.action.cites)
 
 
 @settings(max_examples=100)
@@ -713,6 +721,10 @@ class RuntimeMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.state.window_tokens() > 0 or len(self.state.spans) >= RuntimeMachine.MAX_SPANS)
     @rule(data=st.data())
     def compact(self, data):
+        full = len(self.state.spans) + slots_needed(self.policy) > RuntimeMachine.MAX_SPANS
+        if full and stage_taken(self.policy, self.state)[0]:  # no slot for its summary or ledger entry (SPEC §6d)
+            assert not enabled(self.policy, self.state, Compact(), self.MAX_SPANS)
+            return
         transition = self._do(Compact())
         if self.policy.budget is not None:
             assert transition.after.window_tokens() <= self.policy.budget

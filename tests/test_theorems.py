@@ -8,14 +8,14 @@ import sys
 import pytest
 
 from prunecheck import cli
-from prunecheck.proofs import (THEOREMS, absence, append_only, atomic_refusal, host_budget, lattice, merge, reversible,
-                               self_pins, separation, tombstones)
+from prunecheck.proofs import (THEOREMS, absence, append_only, atomic_refusal, downgrade, host_budget, lattice, merge,
+                               reversible, self_pins, separation, tombstones)
 
 
 # How each theorem's result is confirmed: cvc5 re-checks every certificate, or z3 alone, or replayed counterexamples.
 RECHECKED = {separation: "cvc5 72/72", absence: "cvc5 16/16", self_pins: "n/a (counterexamples replayed on the runtime)",
              host_budget: "z3 only (fixed schema, policy free)", reversible: "z3 only (bounded slots)",
-             merge: "cvc5 32/32", atomic_refusal: "cvc5 64/64"}
+             merge: "cvc5 32/32", atomic_refusal: "cvc5 64/64", downgrade: "cvc5 64/64"}
 
 
 @pytest.mark.parametrize("module", list(RECHECKED), ids=lambda m: m.NAME)
@@ -73,7 +73,7 @@ def test_prove_command_prints_a_table_and_markdown(monkeypatch):
 
 def test_every_theorem_module_is_listed():
     assert set(THEOREMS) == {separation, absence, self_pins, host_budget, reversible, lattice, tombstones, append_only,
-                             merge, atomic_refusal}
+                             merge, atomic_refusal, downgrade}
 
 
 @pytest.mark.slow

@@ -114,7 +114,8 @@ def domains_for(policy: Policy, tokens: Optional[Iterable[int]] = None,
     targets = targets if repeats is None else set()
     repeats = set(DEFAULT_REPEATS) | wanted_repeats if repeats is None else set(repeats)
     return Domains(tuple(sorted(tokens)), kind_representatives(policy), tuple(sorted(repeats)), derived,
-                   tuple(sorted(targets)), role_representatives(policy), name_representatives(policy))
+                   tuple(sorted(targets)), role_representatives(policy), name_representatives(policy),
+                   policy.deployment.evidence == "on")
 
 
 def name_representatives(policy: Policy) -> tuple:

@@ -14,7 +14,8 @@ from prunecheck.symbolic.runs import RunAction
 from prunecheck.spec.policy import NAME_ATTRS, Policy, mentioned_names, name_code, name_of
 from prunecheck.symbolic.terms import ENUM_NAMES
 from prunecheck.spec.runtime import (
-    ActionRefused, Append, Audit, Compact, Edit, EditInfo, Pin, Read, Span, State, Transition, Undo, Unpin, step,
+    ActionRefused, Append, Audit, Compact, Edit, EditInfo, LedgerEntry, Pin, Read, Span, State, Transition, Undo, Unpin,
+    step,
 )
 
 
@@ -57,7 +58,7 @@ def decode_action(model: z3.ModelRef, a: SymAction):
         names = {attr: name_of(table, _int(model, getattr(a, attr))) for attr, table in a.names}
         return Append(_name(model, a.kind), _int(model, a.tokens), _name(model, a.role), _int(model, a.times), **names)
     if name == "edit":
-        return Edit(arg, "destroy" if _bool(model, a.destroy) else "transform")
+        return Edit(arg, "destroy" if _bool(model, a.destroy) else "transform", _cites(model, a))
     if name == "undo":
         return Undo(arg)
     if name == "read":
@@ -66,13 +67,18 @@ def decode_action(model: z3.ModelRef, a: SymAction):
     if name in simple:
         return simple[name](arg)
     if name == "compact":
-        return Compact(_int(model, a.host) if _bool(model, a.hosted) else None)
+        return Compact(_int(model, a.host) if _bool(model, a.hosted) else None, _cites(model, a))
     return Audit(_int(model, a.times))
+
+
+def _cites(model: z3.ModelRef, a: SymAction) -> tuple:
+    """The slots an action cites (none in a model without evidence)."""
+    return tuple(j for j, c in enumerate(a.cites) if _bool(model, c))
 
 
 def decode_state(model: z3.ModelRef, s: SymState) -> State:
     """The runtime State that a symbolic state denotes in `model`."""
-    spans, edits = [], []
+    spans, edits, entries = [], [], []
     for i in range(s.n):
         f = {name: _value(model, values[i]) for name, values in s.fields.items()}
         if not f["used"]:
@@ -82,10 +88,13 @@ def decode_state(model: z3.ModelRef, s: SymState) -> State:
                           f["reads"], f["pinned"], f["edited"], f["version"], f["alive"], f["role"],
                           masked=f.get("masked", False), place=f.get("place", i),
                           tombstone=f.get("tombstone", False), **names))
+        cites = tuple(j for j in range(s.n) if f.get(f"cite{j}", False))
         if f["kind"] == "record":
             edits.append(EditInfo(i, i + 1, f["target"], "destroy" if f["destroy"] else "transform",
-                                  f["rversion"], f["prior_kind"], f["prior_edited"], f["undone"]))
-    return State(_int(model, s.clock), tuple(spans), tuple(edits))
+                                  f["rversion"], f["prior_kind"], f["prior_edited"], f["undone"], cites))
+        if f.get("ledger", False):
+            entries.append(LedgerEntry(i, cites))
+    return State(_int(model, s.clock), tuple(spans), tuple(edits), tuple(entries))
 
 
 def replay(policy: Policy, actions: Sequence, max_spans: Optional[int] = None) -> List[Transition]:

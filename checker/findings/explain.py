@@ -11,7 +11,7 @@ from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import (NAME_ATTRS, NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
                                     uses_pairs)
 from prunecheck.spec.runtime import (
-    REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, addressable, is_candidate, is_pair, present, span_env, triggered, window_env,
+    REVERSIBLE, Append, Audit, Compact, Edit, EditInfo, Pin, Read, State, Transition, Undo, Unpin, addressable, is_candidate, is_pair, present, span_env, triggered, window_env,
 )
 from prunecheck.spec.actions import action_text, paired
 from prunecheck.spec.refusal import control_kinds, named_spans
@@ -348,12 +348,13 @@ def _c4_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
 
 def _p1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     t = transitions[-1]
-    info = next(e for e in t.after.live_edits() if not present(t.after.span(e.rationale)))
+    info = next(e for e in t.after.live_edits() + t.after.entries if not present(t.after.span(e.rationale)))
     how = _taken_words(policy) if info.rationale in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, len(transitions) - 1, info.rationale, where, "rationale")
     verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if info.rationale in t.evicted \
         else "removes"
-    return f"the compaction {verb} rationale #{info.rationale} of live edit {info.record} ({how})", points
+    whose = f"live edit {info.record}" if isinstance(info, EditInfo) else "a compaction's ledger entry"
+    return f"the compaction {verb} rationale #{info.rationale} of {whose} ({how})", points
 
 
 def _t1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
@@ -418,10 +419,25 @@ def _x1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
                                                    "first named recovery span, keeping what it took"),))
 
 
+def _j1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
+    t = transitions[-1]
+    lost = min(c for c in t.after.cited_ids() if not present(t.after.span(c)))
+    citer = next(e for e in t.after.live_edits() + t.after.entries if lost in e.cites)
+    whose = f"live edit {citer.record}" if isinstance(citer, EditInfo) else \
+        f"the compaction whose rationale is #{citer.rationale}"
+    how = _taken_words(policy) if lost in t.evicted else _truncation_words(policy, t)
+    points = (predicate_points(policy, t.before, lost) + stage_points(policy, t.before) if lost in t.evicted
+              else ()) + (_setting(policy, "justification", where, "lets a removal destroy a span a live entry "
+                                   "cites (downgrade moves it to the log instead)"),)
+    return f"#{lost}, cited by {whose}, is {_absence(t.after, lost)} ({how}): the justification did not survive " \
+           "the edit", points
+
+
 # Per condition of spec/conditions.py: (policy, transitions ending in the violation, key locations) -> (summary,
 # points), the summary and the places in the policy's text that cause_of puts in its Cause.
 EXPLAINERS = {"C1": _c1_cause, "C2": _c2_cause, "C3": _c3_cause, "C4": _c4_cause, "P1": _p1_cause, "T1": _t1_cause,
-              "R1": _r1_cause, "X1": _x1_cause, "M1": _m1_cause, "A1": _a1_cause, "U1": _u1_cause}
+              "R1": _r1_cause, "X1": _x1_cause, "M1": _m1_cause, "A1": _a1_cause, "U1": _u1_cause,
+              "J1": _j1_cause}
 
 
 def cause_of(policy: Policy, transitions: Sequence[Transition], condition: str) -> Cause:

@@ -56,7 +56,12 @@ def _action(entry, where: str):
     args = entry["args"]
     fields = set(cls.__dataclass_fields__)  # a host budget, a repetition count and a role are optional
     _expect(fields - set(OPTIONAL_ARGS) <= set(args) <= fields, f"{where}: wrong arguments for {entry['action']}")
-    _expect(all(_integer(v) or isinstance(v, str) for v in args.values()), f"{where}: bad argument value")
+    cites = args.get("cites", [])
+    _expect(isinstance(cites, list) and all(_integer(c) and 0 <= c for c in cites) and len(set(cites)) == len(cites),
+            f"{where}: cites must be a list of distinct span ids")
+    args = {**args, **({"cites": tuple(sorted(cites))} if "cites" in args else {})}
+    _expect(all(_integer(v) or isinstance(v, str) for k, v in args.items() if k != "cites"),
+            f"{where}: bad argument value")
     # The runtime applies any count in one step, so a forged huge count costs nothing; it is bounded to stay printable.
     _expect("times" not in args or (_integer(args["times"]) and 1 <= args["times"] < 10 ** MAX_TIMES_DIGITS),
             f"{where}: times must be an integer from 1 to 10^{MAX_TIMES_DIGITS} - 1")

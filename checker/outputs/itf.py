@@ -42,7 +42,15 @@ def _value(value):
         return value
     if isinstance(value, int):
         return _int(value)
+    if isinstance(value, tuple):  # a set of span ids (an entry's cites)
+        return {"#set": [_int(v) for v in value]}
     raise TypeError(f"no ITF form for {value!r}")
+
+
+def _entry(entry) -> dict:
+    # An edit's cites only when it cites something, so that traces without evidence edges stay as they were.
+    return {key: _value(getattr(entry, key)) for key in entry.__dataclass_fields__
+            if key != "cites" or entry.cites != ()}
 
 
 def _span(span: Span, masking: bool) -> dict:
@@ -60,13 +68,19 @@ def _state(policy, state: State, action_name: str, args: dict, outcome: str, bad
     return {
         "step": _int(state.step),
         "spans": [_span(s, masks(policy)) for s in state.spans],
-        "edits": [{key: _value(getattr(e, key)) for key in e.__dataclass_fields__} for e in state.edits],
+        "edits": [_entry(e) for e in state.edits],
+        **({"entries": [_entry(e) for e in state.entries]} if evidence(policy) else {}),
         "status": status(policy, state),
         "outcome": outcome,
         "violations": {"#set": sorted(bad)},
         "mbt::actionTaken": action_name,
         "mbt::nondetPicks": picks,
     }
+
+
+def evidence(policy) -> bool:
+    """Whether the policy's traces carry the compactions' ledger entries (evidence: on; spec/SPEC.md §6d)."""
+    return policy.deployment.evidence == "on"
 
 
 def itf_states(policy, transitions: Sequence[Transition]) -> list:
@@ -124,7 +138,7 @@ def trace_document(policy, policy_doc: dict, transitions: Sequence[Transition], 
             "timestamp": int(time.time() * 1000),
             "prunecheck": {**meta, "policy": policy_doc},
         },
-        "vars": list(VARS),
+        "vars": list(VARS[:3]) + ["entries"] + list(VARS[3:]) if evidence(policy) else list(VARS),
         "states": [{"#meta": s.pop("#meta"), **s} for s in states],
     }
 
@@ -145,6 +159,16 @@ def read_times(value, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 10 ** MAX_TIMES_DIGITS:
         raise TraceFormatError(f"{where}: times must be an integer from 1 to 10^{MAX_TIMES_DIGITS} - 1")
     return value
+
+
+def read_cites(value, where: str) -> tuple:
+    """An entry's citations from an untrusted file: an ITF set of distinct span ids, as an ascending tuple."""
+    if not (isinstance(value, dict) and set(value) == {"#set"} and isinstance(value["#set"], list)):
+        raise TraceFormatError(f"{where}: expected a set of span ids")
+    ids = [_read_int(v, where) for v in value["#set"]]
+    if len(set(ids)) != len(ids) or any(i < 0 or i >= MAX_TRACE_SPANS for i in ids):
+        raise TraceFormatError(f"{where}: span ids must be distinct, from 0 to {MAX_TRACE_SPANS - 1}")
+    return tuple(sorted(ids))
 
 
 def actions_of(document) -> tuple:
@@ -170,6 +194,9 @@ def actions_of(document) -> tuple:
                 continue
             if value is None or (isinstance(value, dict) and "tag" in value):
                 raise TraceFormatError(f"{where}: action {name} needs argument {field_name}")
+            if field_name == "cites":
+                kwargs[field_name] = read_cites(value, f"{where} cites")
+                continue
             kwargs[field_name] = value if isinstance(value, str) else _read_int(value, f"{where} {field_name}")
         if "times" in kwargs:
             kwargs["times"] = read_times(kwargs["times"], where)

@@ -41,8 +41,10 @@ def domains_text(domains: Domains) -> str:
     targets = f" or up to clock {{{', '.join(map(str, domains.clock_targets))}}}" if domains.clock_targets else ""
     roles = f"roles {{{', '.join(domains.roles)}}}, " if domains.roles != ("user",) else ""
     roles += "".join(f"{attr}s {{{', '.join(map(repr, names))}}}, " for attr, names in domains.names)
+    cites = "citations: none or one present span, " \
+        if domains.cites else ""
     return (f"{text('tokens', domains.tokens)}, {text('repetitions', domains.repeats)}{targets}, "
-            f"kinds {{{', '.join(domains.kinds)}}}, {roles}host budgets: one per distinct compaction{derived}")
+            f"kinds {{{', '.join(domains.kinds)}}}, {roles}{cites}host budgets: one per distinct compaction{derived}")
 
 
 def bound_text(depth: int, spans: int, repeats: bool) -> str:

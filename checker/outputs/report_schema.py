@@ -33,7 +33,8 @@ def _verdicts() -> list:
 def _argument(hint) -> dict:
     if typing.get_origin(hint) in (typing.Union, types.UnionType):  # Optional[int]: absent when None
         (hint,) = [h for h in typing.get_args(hint) if h is not type(None)]
-    return {int: {"type": "integer"}, str: TEXT}[hint]
+    cites = {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True}
+    return {int: {"type": "integer"}, str: TEXT, tuple: cites}[hint]
 
 
 def _action(cls) -> dict:
