@@ -44,7 +44,8 @@ def test_every_observation_comes_out_as_the_seed_describes(reproduced):
     assert rows["1e"] == "prevented by missing_record=refuse"
     assert rows["2a"] == "demo behaviour reproduced under refusal=sequential"
     assert rows["2c"] == "prevented by refusal=atomic"
-    assert rows["3e"] == "failure reproduced under rationale=window"
+    assert rows["3a"] == "failure reproduced under evidence=on, justification=unchecked"
+    assert rows["3b"] == "prevented by evidence=on, justification=downgrade"
     assert rows["2f"].startswith("refused")
 
 
@@ -75,8 +76,8 @@ def test_every_claim_reference_resolves():
             assert claim.conditions, claim.id
         if claim.status is Status.REPRODUCED:
             assert claim.rows, claim.id
-        if claim.status in (Status.OUT_OF_SCOPE, Status.NOT_YET):
-            assert claim.where, f"{claim.id} is {claim.status.value} without a reason"
+        if claim.status is Status.OUT_OF_SCOPE:
+            assert claim.where, f"{claim.id} is out of scope without a reason"
 
 
 def test_claim_ids_are_the_seeds_rows_in_order():
