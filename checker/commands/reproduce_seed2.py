@@ -16,7 +16,7 @@ effect: summarise
 placeholder_tokens: 50
 budget: 1000
 when: 5 * window_tokens > 4 * budget
-deployment: {evidence: on}
+deployment: {evidence: "on"}
 """
 
 RATIONALE_IN_WINDOW = """
