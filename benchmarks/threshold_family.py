@@ -41,6 +41,10 @@ target's), and its age, idle time and reads grow as the agent waits (`audit(time
 - P1 violated iff rationale = window, for every policy: append, edit, edit again, `compact(budget=1)`: the first
   rationale is evicted or, if the policy spares both rationales, truncated (4 steps; 3 when the policy evicts a fresh
   rationale at step 2). Otherwise holds.
+- R1 (SPEC §6e) violated iff some disjunct selects a record or rationale by its kind (`kind == "record"`, or `in` a
+  list holding a recovery kind), which a span of a kind the policy does not mention fails. No family member has such a
+  test (their kind tests are `!=` a recovery kind or `in` content kinds), so R1 holds for every member; a member that
+  had one would stop `expectations` with an error rather than get a verdict not derived here.
 Lengths are not derived for C4 and P1 of policies with both a rank and a budget (the ranked walk stops at the budget).
 A few members (group 8 of `family()`) are outside these rules' C1 derivation (never true by arithmetic, not upward
 closed, nonlinear): their C1 expectation is written by hand with its argument (`Spec.c1`, `Spec.note`).
@@ -445,7 +449,18 @@ def expectations(spec: Spec) -> dict:
     else:
         out["C4"] = ("holds", None)
     out["P1"] = ("violated", None if ranked else (3, 3) if quick else (4, 4)) if window_rat else ("holds", None)
+    out["R1"] = _r1_expectation(spec)
     return out
+
+
+def _r1_expectation(spec: Spec) -> tuple:
+    recovery = {"record", "rationale"}
+    for conj in spec.dnf:
+        for a in conj:
+            values = set(a.const) if isinstance(a.const, tuple) else {a.const}
+            if a.attr == "kind" and a.op in ("==", "in") and values & recovery:
+                raise ValueError(f"{spec.name}: R1 is not derived for a kind test that selects a recovery kind")
+    return ("holds", None)
 
 
 # --------------------------------------------------------------------------- checking one policy

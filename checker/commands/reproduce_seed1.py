@@ -7,7 +7,7 @@ from prunecheck.spec.errors import IrreversibleEditError
 from prunecheck.spec.runtime import REVERSIBLE, Append, Audit, Compact, Edit, Pin, Undo, status, undo
 
 from prunecheck.checker.check import check
-from prunecheck.checker.commands.reproduce import (BOUNDS, Kind, Row, Run, checker_pair, checker_words,
+from prunecheck.checker.commands.observation import (BOUNDS, Kind, Row, Run, checker_pair, checker_words,
                                                    deployment_words, with_keys)
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.result import Verdict

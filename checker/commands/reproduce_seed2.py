@@ -5,7 +5,7 @@ from __future__ import annotations
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, present
 
-from prunecheck.checker.commands.reproduce import Kind, Row, Run, checker_pair, deployment_words, with_keys
+from prunecheck.checker.commands.observation import Kind, Row, Run, checker_pair, deployment_words, with_keys
 from prunecheck.checker.language.loader import parse_policy_text
 
 # Compact at 80% of the budget; summarise the tool transcripts three steps old or older.
