@@ -79,10 +79,20 @@ def _decimal(numerator: int, places: int) -> Num:
     return Num(Fraction(numerator, 10**places))
 
 
-def deployments() -> st.SearchStrategy:
-    """Every Deployment: each of records, rationale, pins, audit, undo and record_role drawn from DEPLOYMENT_CHOICES,
-    record_tool from NAME_POOL."""
-    return st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()},
+# Issue 16's settings (the second seed's evidence, the refusal, merge, reconstruction, tombstones). Each makes the
+# models larger, so deployments() draws them only when asked; tests of those settings ask.
+EXTENDED_CHOICES = {"undo": ("merge",), "evicted": ("tombstone",), "evidence": ("on",),
+                    "justification": ("downgrade", "defer"), "refusal": ("atomic", "sequential"),
+                    "missing_record": ("reconstruct",)}
+CORE_CHOICES = {key: tuple(v for v in values if v not in EXTENDED_CHOICES.get(key, ()))
+                for key, values in DEPLOYMENT_CHOICES.items()}
+
+
+def deployments(extended: bool = False) -> st.SearchStrategy:
+    """Deployments: each key drawn from CORE_CHOICES (from DEPLOYMENT_CHOICES when extended), record_tool from
+    NAME_POOL."""
+    choices = DEPLOYMENT_CHOICES if extended else CORE_CHOICES
+    return st.builds(Deployment, **{key: st.sampled_from(values) for key, values in choices.items()},
                      record_tool=st.sampled_from(NAME_POOL))
 
 

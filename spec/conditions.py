@@ -241,5 +241,6 @@ def transition_violations(transition: Transition) -> frozenset:
 
 def violations(policy: Policy, transition: Transition) -> frozenset:
     """Every condition that applies to the policy and that the step violates, in the step or in the state it leaves."""
-    found = transition_violations(transition) | state_violations(policy, transition.after)
-    return frozenset(c for c in found if BY_ID[c].applies(policy))
+    after = transition.after
+    return frozenset(c.id for c in CONDITION_TABLE if c.applies(policy)
+                     and (c.violated(transition) if c.scope is Scope.STEP else c.violated(policy, after)))

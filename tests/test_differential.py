@@ -15,11 +15,11 @@ from prunecheck.checker.engines.explicit import DEFAULT_REPEATS, DEFAULT_TOKENS,
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.policy import Deployment
 
-from prunecheck.strategies import policies
+from prunecheck.strategies import deployments as all_deployments, policies
 from prunecheck.checker.outputs.reasons import domains_text
 
 from conftest import BOUNDS, ROOT
-from support import POLICIES, deployments, model_policy
+from support import POLICIES, deployments, extended_deployments, model_policy
 
 # Bounded by depth, span slots, explored states and z3's rlimit, never by the clock.
 from support import DIFF_DEPTH as DEPTH, DIFF_RLIMIT as RLIMIT, DIFF_SPANS as SPANS, DIFF_STATES as STATES
@@ -82,6 +82,20 @@ def test_engines_agree_on_generated_policies(policy):
 @settings(max_examples=30)
 @given(policies(max_depth=3))
 def test_engines_agree_on_more_generated_policies(policy):
+    agree(policy)
+
+
+# Issue 16's settings (strategies.EXTENDED_CHOICES) make every model larger: drawn by these tests alone.
+@settings(max_examples=12)
+@given(st.sampled_from(POLICIES), extended_deployments)
+def test_engines_agree_on_table_policies_under_every_setting(text, deployment):
+    agree(model_policy(text, deployment))
+
+
+@pytest.mark.slow
+@settings(max_examples=200)
+@given(policies(max_depth=3, deployment=all_deployments(extended=True)))
+def test_engines_agree_on_many_generated_policies_under_every_setting(policy):
     agree(policy)
 
 

@@ -214,7 +214,7 @@ def test_strategies_cover_the_vocabulary():
     seen = Counter()
 
     @settings(max_examples=400, derandomize=True, database=None)
-    @given(policies(), deployments())
+    @given(policies(deployment=deployments(extended=True)), deployments(extended=True))
     def collect(policy, deployment):
         for expr in stage_exprs(policy):  # evict, rank, keep, when, until
             seen.update(features(expr))

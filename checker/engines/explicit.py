@@ -161,7 +161,8 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
         for state in frontier:
             for action in action_choices(policy, state, spans, domains):
                 transition = step(policy, state, action, spans)
-                for c in [c for c in pending if c in violations(policy, transition)]:
+                found_here = violations(policy, transition) if pending else frozenset()
+                for c in [c for c in pending if c in found_here]:
                     actions = trace_to(state, action)
                     confirm(policy, actions, c, spans)
                     trace = Trace(c, actions, spans)
