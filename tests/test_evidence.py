@@ -29,7 +29,7 @@ from prunecheck.spec.conditions import CONDITIONS as STATE_AND_STEP
 from prunecheck.spec.runtime import ActionRefused, EditInfo, LedgerEntry, State, enabled_actions, step
 
 from conftest import BOUNDS
-from support import N, POLICIES, agree, engines_agree, model_policy
+from support import N, POLICIES, agree, engines_agree, model_policy, run_cli
 
 # The second seed's observation: tool transcripts selected as low-relevance are summarised away, and the rationale
 # ("superseded at turn 112") lived only inside one of them.
@@ -162,7 +162,6 @@ def test_hostile_citations_in_a_trace_file_are_refused(cites):
 
 
 def test_hostile_citations_in_a_trace_file_give_one_line_and_exit_2(tmp_path):
-    from test_acceleration import run_cli
     doc = _document(policy(), TURN_112)
     doc["#meta"] = {"prunecheck": {"policy": policy_document(policy()), "spans": 8}}
     doc["states"][-1]["mbt::nondetPicks"]["cites"] = {"#set": [True]}
