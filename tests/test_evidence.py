@@ -167,7 +167,7 @@ def test_hostile_citations_in_a_trace_file_give_one_line_and_exit_2(tmp_path):
     doc["states"][-1]["mbt::nondetPicks"]["cites"] = {"#set": [True]}
     path = tmp_path / "hostile.itf.json"
     path.write_text(json.dumps(doc))
-    code, out, err = run_cli("replay", path)
+    code, out, err = run_cli("replay", str(path))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "cites" in err
 
 
