@@ -178,6 +178,17 @@ def unroll(model, actions, pin) -> tuple:
     return solver, states
 
 
+def fresh_check(constraints, rlimit=RLIMIT):
+    """z3's answer on the constraints, asked in a new z3 context with the resource count bounded: the terms are
+    numbered afresh, so neither the answer's cost nor whether it fits in rlimit depends on what this process solved
+    before (on the shared context, one such check ran for minutes late in a test worker and in a second alone)."""
+    ctx = z3.Context()
+    solver = z3.Solver(ctx=ctx)
+    solver.set("rlimit", rlimit)
+    solver.add([c.translate(ctx) for c in constraints])
+    return solver.check()
+
+
 def model_policy(text, deployment):
     """A policy named t from the text of its other keys, under deployment."""
     return parse_policy_text(f"name: t\n{text}\n", "t.yaml", deployment)

@@ -58,28 +58,28 @@ def agree_unrestricted(policy, depth, states=STATES):
     return depth, symbolic
 
 
-# 100 policies per default run keep CI within its budget; the slow variants and benchmarks/differential_sweep.py
+# About 60 policies per default run keep CI within its budget; the slow variants and benchmarks/differential_sweep.py
 # go further. Each family is drawn by two tests (derandomized per test, so they draw different policies), which lets
 # the two test workers share it instead of one worker finishing a minute after the other.
-@settings(max_examples=20)
+@settings(max_examples=12)
 @given(st.sampled_from(POLICIES), deployments)
 def test_engines_agree_on_table_policies(text, deployment):
     agree(model_policy(text, deployment))
 
 
-@settings(max_examples=20)
+@settings(max_examples=12)
 @given(st.sampled_from(POLICIES), deployments)
 def test_engines_agree_on_more_table_policies(text, deployment):
     agree(model_policy(text, deployment))
 
 
-@settings(max_examples=30)
+@settings(max_examples=15)
 @given(policies(max_depth=3))
 def test_engines_agree_on_generated_policies(policy):
     agree(policy)
 
 
-@settings(max_examples=30)
+@settings(max_examples=15)
 @given(policies(max_depth=3))
 def test_engines_agree_on_more_generated_policies(policy):
     agree(policy)

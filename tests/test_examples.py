@@ -55,6 +55,7 @@ def test_late_violation_is_found_in_three_actions_and_twenty_three_steps():
     assert (len(result.trace.actions), result.trace.steps) == (3, 23)
 
 
+@pytest.mark.slow
 def test_unaccelerated_search_needs_the_depth_of_every_step():
     policy = parse_policy_text(example_table()[-1][2], "late.yaml")
     (result,) = check_bounded(policy, depth=23, spans=3, conditions=["C1"], timeout=3600.0, rlimit=RLIMIT,

@@ -23,7 +23,8 @@ from prunecheck.symbolic.pair_evidence import EVIDENCE_FIELDS
 from prunecheck.symbolic.terms import ENUM_CODES
 from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD
 
-from support import NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, SUMMARY_POLICIES, TARGETED, model_policy, runs
+from support import (NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, SUMMARY_POLICIES, TARGETED, fresh_check,
+                     model_policy, runs)
 
 
 def _span_values(state: State, i: int, names: tuple = ()) -> dict:
@@ -68,37 +69,33 @@ def _check_projection(policy, actions):
     width = len(state.spans) + 1
     for r in range(width):
         pre = model.state("pre")
-        solver = z3.Solver()
-        solver.add(model.encode_init(pre))
-        solver.add(_project(pre, State(), r))
-        assert solver.check() == z3.sat, f"initial state does not project on pair {r}"
+        initial = model.encode_init(pre) + _project(pre, State(), r)
+        assert fresh_check(initial) == z3.sat, f"initial state does not project on pair {r}"
         for k, t in enumerate(transitions):
             pre, post = model.state(f"s{k}"), model.state(f"s{k + 1}")
             act = model.action(f"a{k}")
             pair_step = model.encode_step(pre, act, post)
-            solver = z3.Solver()
-            solver.add(pair_step.constraints + _project(pre, t.before, r) + _project(post, t.after, r))
-            solver.add(act.act == ACT[t.action.name])
+            constraints = list(pair_step.constraints) + _project(pre, t.before, r) + _project(post, t.after, r)
+            constraints.append(act.act == ACT[t.action.name])
             concrete = transition_violations(t)
             record_r = t.before.edit(r)
             if "C2" in concrete and record_r is not None and present(t.before.span(r)) and not present(t.after.span(r)):
-                solver.add(pair_violation(model, "C2", post, pair_step))
+                constraints.append(pair_violation(model, "C2", post, pair_step))
             if "C3" in concrete and getattr(t.action, "edit", None) == r:
-                solver.add(pair_violation(model, "C3", post, pair_step))
+                constraints.append(pair_violation(model, "C3", post, pair_step))
             if "U1" in concrete and getattr(t.action, "edit", None) == r:
-                solver.add(pair_violation(model, "U1", post, pair_step))
+                constraints.append(pair_violation(model, "U1", post, pair_step))
             if "T1" in concrete and _splits(t, r):
-                solver.add(pair_violation(model, "T1", post, pair_step))
+                constraints.append(pair_violation(model, "T1", post, pair_step))
             if r in lost_content(t.before, t.after):  # M1 at r: the pair's M1 term must be true at ghost r
-                solver.add(pair_violation(model, "M1", post, pair_step))
+                constraints.append(pair_violation(model, "M1", post, pair_step))
             if r in rewritten_log_entries(t.before, t.after):
-                solver.add(pair_violation(model, "A1", post, pair_step))
+                constraints.append(pair_violation(model, "A1", post, pair_step))
             if "X1" in concrete and _changes(t, r):
-                solver.add(pair_violation(model, "X1", post, pair_step))
-            assert solver.check() == z3.sat, f"step {k + 1} {t.action} does not project on pair ({r}, {r + 1})"
+                constraints.append(pair_violation(model, "X1", post, pair_step))
+            assert fresh_check(constraints) == z3.sat, f"step {k + 1} {t.action} does not project on pair ({r}, {r + 1})"
             after = state_violations(policy, t.after)
-            holds = z3.Solver()
-            holds.add(_project(post, t.after, r))
+            holds = _project(post, t.after, r)
             live_r = t.after.edit(r) is not None and not t.after.edit(r).undone
             for condition in STATE_CONDITIONS:
                 bad = pair_violation(model, condition, post, pair_step)
@@ -106,10 +103,8 @@ def _check_projection(policy, actions):
                                  and _at_r(condition, policy, t.after, r))
                 at_ghost = condition in after and condition in AT_GHOST and AT_GHOST[condition](t.after, r)
                 if concrete_here or at_ghost:
-                    holds.push()
-                    holds.add(bad)
-                    assert holds.check() == z3.sat, f"{condition} at record {r} is not a violation of the pair model"
-                    holds.pop()
+                    assert fresh_check(holds + [bad]) == z3.sat, \
+                        f"{condition} at record {r} is not a violation of the pair model"
 
 
 def _splits(t, r) -> bool:

@@ -22,7 +22,7 @@ from prunecheck.checker.outputs.reasons import reason_text
 
 from conftest import BOUNDS, CLI_BOUNDS, HOUR, RLIMIT
 from policy_table import EXAMPLES, example_table
-from support import POLICIES, deployments, model_policy
+from support import POLICIES, deployments, extended_deployments, model_policy
 
 ROWS = example_table()
 
@@ -52,9 +52,20 @@ def test_check_combines_both_engines(name, path, text, expected):
         assert str(got) == want, f"{name} {condition}: {reason_text(report.result(condition).reason)}"
 
 
-@settings(max_examples=30)
+@settings(max_examples=12)
 @given(st.sampled_from(POLICIES), deployments, st.sampled_from(CONDITIONS))
 def test_no_condition_is_both_proved_and_refuted(text, deployment, condition):
+    _proved_and_refuted(text, deployment, condition)
+
+
+@pytest.mark.slow
+@settings(max_examples=100)
+@given(st.sampled_from(POLICIES), extended_deployments, st.sampled_from(CONDITIONS))
+def test_no_condition_is_both_proved_and_refuted_under_every_setting(text, deployment, condition):
+    _proved_and_refuted(text, deployment, condition)
+
+
+def _proved_and_refuted(text, deployment, condition):
     policy = model_policy(text, deployment)
     assume(condition in applicable(policy))
     proof = _prove(policy, condition)

@@ -22,7 +22,7 @@ from prunecheck.spec.runtime import Append, Compact, Edit, State, Undo, step
 from prunecheck.symbolic.conditions import pair_violation
 from prunecheck.symbolic.parametric import PairModel
 
-from support import agree, engines_agree, model_policy
+from support import agree, engines_agree, fresh_check, model_policy
 from conftest import BOUNDS, EXAMPLES, HOUR, RLIMIT
 
 # The seed demo's policy: it names e1's span and e1's record, as `compact(["e1", "undo:e1"])`.
@@ -128,9 +128,7 @@ def test_with_the_policy_abstracted_r1_is_unprovable_with_its_own_terms_it_is_no
     found = {}
     for free in (True, False):
         pair = PairModel(policy, free_policy=free)
-        solver = z3.Solver()
-        solver.add(pair_violation(pair, "R1", pair.state("s"), None))
-        found[free] = solver.check()
+        found[free] = fresh_check([pair_violation(pair, "R1", pair.state("s"), None)])
     assert found == {True: z3.sat, False: z3.unsat}
 
 
