@@ -1,0 +1,134 @@
+"""A compaction: the policy's stage (trigger, selection, order, walk, effect), then the host's truncation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Optional
+
+from prunecheck.spec.actions import Compact
+from prunecheck.spec.evaluate import evaluate
+from prunecheck.spec.policy import IN_PLACE, Policy, left_tokens
+from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
+from prunecheck.spec.state import (Span, State, Transition, addressable, candidates, effective_budget, kept, partner,
+                                   span_env, window_env, window_in_order, window_spans, with_span)
+
+def stage_order(policy: Policy, state: State, chosen) -> list:
+    """The candidates in the order the stage walks them: by (rank, id), else oldest or newest first."""
+    if policy.rank is not None:
+        return sorted(chosen, key=lambda s: (evaluate(policy.rank, span_env(policy, state, s)), window_order(s)))
+    return sorted(chosen, key=window_order, reverse=policy.order == "newest")
+
+
+def triggered(policy: Policy, state: State) -> bool:
+    """The stage's trigger `when` in the state the compaction starts from (true without one)."""
+    return policy.when is None or bool(evaluate(policy.when, window_env(policy, state)))
+
+
+def pair_closure(policy: Policy, state: State, taken) -> list:
+    """`pairs: together`: `taken` closed under pairs. A taken span whose partner is in the window and kept is not
+    taken; the partner in the window of every other taken span is taken too."""
+    def windowed(i):
+        p = partner(state, i)
+        return p if p is not None and addressable(state.span(p)) else None
+    out = [i for i in taken if windowed(i) is None or not kept(policy, state, state.span(windowed(i)))]
+    return out + sorted({windowed(i) for i in out} - {None} - set(out))
+
+
+def stage_taken(policy: Policy, state: State) -> tuple:
+    """Step 2 of a compaction (the stage): the taken ids in order, and the window's tokens after them. Nothing when
+    the trigger is false; otherwise each candidate in order is taken while the target is false in the state the ones
+    taken before it leave (the host's budget plays no part), then start_on's leading spans and (pairs: together)
+    the pair closure."""
+    tokens, spans = state.window_tokens(), window_spans(state)
+    if not triggered(policy, state):
+        return [], tokens
+    ordered = stage_order(policy, state, [state.span(i) for i in candidates(policy, state)])
+    taken, after = walk(policy, ordered, tokens, spans, lambda t, n: window_env(policy, state, t, n))
+    if policy.pairs != "together" and policy.start_on is None:
+        return taken, after
+    taken = taken + start_on_taken(policy, window_in_order(state), set(taken), lambda s: kept(policy, state, s))
+    if policy.pairs == "together":
+        taken = pair_closure(policy, state, taken)
+    for i in taken:
+        tokens, spans = taken_effect(policy, state.span(i), tokens, spans)
+    return taken, tokens
+
+
+def removed(policy: Policy, span: Span) -> Span:
+    """A span a compaction removes from the window: dead, or (evicted: logged) alive in the log."""
+    if policy.deployment.evicted == "logged":
+        return replace(span, namespace="log")
+    return replace(span, alive=False)
+
+
+def take(policy: Policy, state: State, taken) -> State:
+    """The stage's effect on the spans it takes: removed from the window, or masked or cut in place."""
+    for span_id in taken:
+        span = state.span(span_id)
+        if policy.effect in IN_PLACE:
+            state = with_span(state, replace(span, masked=True, tokens=left_tokens(policy, span.tokens)))
+        else:
+            state = with_span(state, removed(policy, span))
+    return state
+
+
+def summary_span(policy: Policy, state: State, taken, now: int) -> Span:
+    """The summary a summarising stage writes for the spans `taken` (SPEC 4d): the next id, at the place of the oldest
+    of them."""
+    place = min(window_order(state.span(i)) for i in taken)[0]
+    return Span(len(state.spans), "summary", "window", policy.placeholder_tokens, now, now,
+                role=policy.summary_role, place=place)
+
+
+def staged_state(policy: Policy, state: State, now: int) -> tuple:
+    """The stage of a compaction: the ids it took, the state its effect leaves (with the summary, if it wrote one)
+    and that state's window tokens."""
+    taken, tokens = stage_taken(policy, state)
+    staged = take(policy, state, taken)
+    if policy.effect == "summarise" and taken:
+        staged = replace(staged, spans=staged.spans + (summary_span(policy, state, taken, now),))
+        tokens += policy.placeholder_tokens
+    return taken, staged, tokens
+
+
+def truncated_ids(state: State, tokens: int, limit: Optional[int]) -> list:
+    """Step 3, on the state the stage leaves: the ids truncated oldest-first until the window is within `limit`
+    (none without a limit)."""
+    truncated = []
+    if limit is None:
+        return truncated
+    for span in sorted(state.spans, key=window_order):
+        if tokens <= limit:
+            break
+        if addressable(span):
+            truncated.append(span.id)
+            tokens -= span.tokens
+    return truncated
+
+
+def compact_transition(policy: Policy, state: State, action: Compact, now: int) -> Transition:
+    evicted, staged, tokens = staged_state(policy, state, now)
+    truncated = truncated_ids(staged, tokens, effective_budget(policy, action.budget))
+    after = staged
+    for span_id in truncated:
+        after = with_span(after, removed(policy, after.span(span_id)))
+    return Transition(state, action, replace(after, step=now), "ok", frozenset(evicted), frozenset(truncated))
+
+
+def host_budgets(policy: Policy, state: State) -> tuple:
+    """Host budgets whose compactions differ from compact() and from each other, one per distinct outcome (the
+    largest budget of each), largest first: every compact(budget=H) from `state` has the outcome of one of them
+    or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed."""
+    _taken, staged, rest = staged_state(policy, state, state.step + 1)
+    remaining = [s.tokens for s in sorted(staged.spans, key=window_order) if addressable(s)]
+    tops = {rest - sum(remaining[:k]) - 1 for k in range(len(remaining))}
+    if policy.budget is not None:
+        tops.add(policy.budget - 1)
+    seen = {frozenset(truncated_ids(staged, rest, policy.budget))}
+    out = []
+    for host in sorted((h for h in tops if h >= 1), reverse=True):
+        outcome = frozenset(truncated_ids(staged, rest, effective_budget(policy, host)))
+        if outcome not in seen:
+            seen.add(outcome)
+            out.append(host)
+    return tuple(out)
