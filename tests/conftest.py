@@ -72,5 +72,3 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.stem in UNIT_MODULES and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.unit)
-    # Tests marked `long` are handed out first, so that under `-n 2` no worker is left alone on one at the end.
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)

@@ -61,28 +61,24 @@ def agree_unrestricted(policy, depth, states=STATES):
 # 100 policies per default run keep CI within its budget; the slow variants and benchmarks/differential_sweep.py
 # go further. Each family is drawn by two tests (derandomized per test, so they draw different policies), which lets
 # the two test workers share it instead of one worker finishing a minute after the other.
-@pytest.mark.long
 @settings(max_examples=20)
 @given(st.sampled_from(POLICIES), deployments)
 def test_engines_agree_on_table_policies(text, deployment):
     agree(model_policy(text, deployment))
 
 
-@pytest.mark.long
 @settings(max_examples=20)
 @given(st.sampled_from(POLICIES), deployments)
 def test_engines_agree_on_more_table_policies(text, deployment):
     agree(model_policy(text, deployment))
 
 
-@pytest.mark.long
 @settings(max_examples=30)
 @given(policies(max_depth=3))
 def test_engines_agree_on_generated_policies(policy):
     agree(policy)
 
 
-@pytest.mark.long
 @settings(max_examples=30)
 @given(policies(max_depth=3))
 def test_engines_agree_on_more_generated_policies(policy):

@@ -1,6 +1,5 @@
 """The parametric model over-approximates the runtime: every run, projected on every pair (r, r+1), is a run of it."""
 
-import pytest
 import z3
 from hypothesis import given, settings
 
@@ -160,7 +159,6 @@ POSITION_TARGETED = [
 def test_targeted_runs_of_policies_reading_positions_project_onto_every_pair():
     for text, deployment, actions in POSITION_TARGETED:
         _check_projection(model_policy(text, deployment), actions)
-@pytest.mark.long
 @settings(max_examples=25)
 @given(runs(policies=STAGE_POLICIES))
 def test_runs_of_stage_policies_project_onto_every_pair(run):

@@ -52,7 +52,6 @@ def test_check_combines_both_engines(name, path, text, expected):
         assert str(got) == want, f"{name} {condition}: {reason_text(report.result(condition).reason)}"
 
 
-@pytest.mark.long
 @settings(max_examples=30)
 @given(st.sampled_from(POLICIES), deployments, st.sampled_from(CONDITIONS))
 def test_no_condition_is_both_proved_and_refuted(text, deployment, condition):

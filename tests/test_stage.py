@@ -262,7 +262,6 @@ def test_a_target_makes_policies_with_equal_selections_differ():
     assert (witness.old.fate, witness.new.fate) == ("evicted", "kept")
 
 
-@pytest.mark.long
 @settings(max_examples=12, deadline=None)
 @given(policies(2, stage=True))
 def test_explicit_and_symbolic_engines_agree_on_generated_stage_policies(policy):

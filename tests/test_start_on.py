@@ -158,7 +158,6 @@ def test_the_unrolled_model_takes_what_the_runtime_takes(text, actions, deployme
     agree(_policy(text, deployment), actions, with_lemmas=False)
 
 
-@pytest.mark.long
 @settings(max_examples=12)
 @given(runs(max_steps=6, policies=START_ON))
 def test_the_unrolled_model_agrees_with_the_runtime_on_runs_of_start_on_policies(run):
