@@ -204,13 +204,13 @@ POSITION_TARGETED = [
 def test_targeted_runs_of_policies_reading_positions_project_onto_every_pair():
     for text, deployment, actions in POSITION_TARGETED:
         _check_projection(model_policy(text, deployment), actions)
-@settings(max_examples=25)
+@settings(max_examples=18)
 @given(runs(policies=STAGE_POLICIES))
 def test_runs_of_stage_policies_project_onto_every_pair(run):
     _check_projection(*run)
 
 
-@settings(max_examples=30)
+@settings(max_examples=20)
 @given(runs(policies=SUMMARY_POLICIES))
 def test_runs_of_summarising_policies_project_onto_every_pair(run):
     # A summary is written at r, q or elsewhere; the adjacency facts hold only for pairs without a summary.
@@ -239,7 +239,7 @@ def test_only_a_summarising_policy_reading_positions_gets_the_summary_flag():
     assert not PairModel(model_policy(SUMMARY_POLICIES[3], Deployment())).summaries
     plain = PairModel(model_policy(POSITIONAL[0], Deployment()))
     assert "summary" not in plain.state("s").span["r"]
-@settings(max_examples=25)
+@settings(max_examples=18)
 @given(runs(policies=START_ON))
 def test_runs_of_start_on_policies_project_onto_every_pair(run):
     # start_on's leading spans (SPEC 4b): r leads iff nothing left before it has the role (a free choice), q as r says.
