@@ -62,13 +62,24 @@ def _p1(policy: Policy, state: State) -> bool:
     return any(not present(state.span(e.rationale)) for e in state.live_edits() + state.entries)
 
 
+def stage_removed(transition: Transition) -> frozenset:
+    """The ids the compaction's stage took out of the window: taken and no longer addressable after the step (a span
+    masked or cut in place stays; a downgraded mask or cut moves to the log, masked before or not), never the ones
+    the host's truncation took."""
+    after = transition.after
+    return frozenset(i for i in transition.evicted - transition.truncated if not addressable(after.span(i)))
+
+
+def split_pairs(transition: Transition) -> tuple:
+    """The tool-call pairs (k, k+1), both in the window before the compaction, of which its stage removed one."""
+    before, removed = transition.before, stage_removed(transition)
+    return tuple(k for k in range(len(before.spans) - 1)
+                 if is_pair(before, k) and addressable(before.span(k)) and addressable(before.span(k + 1))
+                 and (k in removed) != (k + 1 in removed))
+
+
 def _t1(transition: Transition) -> bool:
-    before, after = transition.before, transition.after
-    # What the stage took and did not mask left the window (a masked span stays; truncation is the host's).
-    removed = {i for i in transition.evicted if not after.span(i).masked}
-    return isinstance(transition.action, Compact) and any(
-        is_pair(before, k) and addressable(before.span(k)) and addressable(before.span(k + 1))
-        and (k in removed) != (k + 1 in removed) for k in range(len(before.spans) - 1))
+    return isinstance(transition.action, Compact) and bool(split_pairs(transition))
 
 
 def lost_content(before: State, after: State) -> tuple:

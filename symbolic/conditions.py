@@ -118,9 +118,9 @@ def _pair_p1(model, s):
 def _pair_t1(model, step):
     if model.policy.effect in IN_PLACE and not (model.evidence and model.dep.justification == "downgrade"):
         return z3.BoolVal(False)  # a masked or cut span stays in the window: it splits no pair
-    # Under downgrade a cited mask or cut is a move; "taken" over-approximates "moved" (sound for a proof).
-    s, taken = step.pre, step.taken
-    return z3.And(step.compacts, model.is_pair(s), s.in_window("r"), s.in_window("q"), z3.Xor(taken["r"], taken["q"]))
+    s, removed = step.pre, step.removed
+    return z3.And(step.compacts, model.is_pair(s), s.in_window("r"), s.in_window("q"),
+                  z3.Xor(removed["r"], removed["q"]))
 
 
 def _pair_u1(model, step):

@@ -150,7 +150,7 @@ class PairStep:
     """One encoded abstract step: constraints, and the terms the step conditions refer to."""
 
     def __init__(self, constraints, reverted_r, fresh, compact_removes_record_r, compaction=(None, None, None),
-                 post=None, absent_undo_r=z3.BoolVal(False), blocked=None):
+                 post=None, absent_undo_r=z3.BoolVal(False), blocked=None, removed=None):
         self.constraints = constraints
         self.reverted_r = reverted_r
         self.absent_undo_r = absent_undo_r  # the undo of r's record writes its target although it is not present
@@ -158,6 +158,7 @@ class PairStep:
         self.compact_removes_record_r = compact_removes_record_r
         # the pre-state, "the step compacts", and per ghost: taken by the stage (not by the host's truncation)
         self.pre, self.compacts, self.taken = compaction
+        self.removed = removed  # per ghost: taken by the stage out of the window (not masked or cut in place)
         self.post = post  # the post-state, for the step conditions that compare fields (M1, A1, X1)
         self.blocked = blocked  # the compaction is blocked (SPEC §6e)
 
@@ -282,7 +283,16 @@ class PairModel:
         removes = {g: self._ghost_update(s, a, t, g, is_, now, out, (reverted[g], any_revert, taken[g]),
                                          target_tokens) for g in GHOSTS}
         absent = z3.And(reverted["r"], z3.Not(s.present("r")))
-        return PairStep(out, undoes["r"][0], a.fresh, removes["r"], (s, is_["compact"], taken), t, absent, blocked)
+        return PairStep(out, undoes["r"][0], a.fresh, removes["r"], (s, is_["compact"], taken), t, absent, blocked,
+                        {g: self.stage_removes(s, a, g, taken[g]) for g in GHOSTS})
+
+    def stage_removes(self, s: PairState, a: PairAction, g: str, taken):
+        """Ghost g leaves the window by the stage: taken, unless the effect masks or cuts in place; under
+        `justification: downgrade` a cited mask or cut is a move to the log (SPEC §6d), which does leave it."""
+        if self.policy.effect not in IN_PLACE:
+            return taken
+        down = pair_evidence.downgraded(self, s, g, a)
+        return z3.BoolVal(False) if down is None else z3.And(taken, down)
 
     def is_pair(self, s: PairState):
         """r and q (= r+1) are a tool call and its result; without roles in the model, any two content spans may be."""

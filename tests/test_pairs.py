@@ -196,3 +196,25 @@ def test_a_proof_with_the_policy_abstracted_is_shared_only_between_policies_with
     (t1,) = check(splitting, CheckOptions(depth=3, spans=4, only=("T1",), **BOUNDS)).results
     assert t1.verdict is not Verdict.HOLDS
     assert free_shape(masking, 1.0) != free_shape(parse_policy_text("name: m\nevict: true\n", "m.yaml"), 1.0)
+
+
+FALSE_PROOF = "tests/data/false_proofs/t1_mask_downgrade.yaml"
+
+
+def test_a_downgraded_mask_that_moves_one_span_of_a_pair_violates_t1_on_the_runtime_and_the_pair_model():
+    """Issue 27's false proof: the cited call moves to the log, its result is masked in place: the pair is split."""
+    from support import run_cli
+    policy = load_policy(FALSE_PROOF)
+    transitions = run_actions(policy, (Append("message", 1, "tool_call"), Append("message", 1, "tool_result"),
+                                       Compact(cites=(0,))))[1]
+    assert "T1" in violations(policy, transitions[-1])
+    code, out, err = run_cli("check", FALSE_PROOF, "--only", "T1")
+    assert (code, err) == (1, "") and "T1  violated    3" in out and "replayed on the runtime" in out, out
+    assert "moves tool call #0 out of the window" in out or "moves tool result #1 out of the window" in out, out
+
+
+def test_the_certificate_of_the_false_t1_proof_is_rejected():
+    """The certificate the unsound pair term let cvc5 confirm (kept as it was written) is no longer the policy's."""
+    from support import run_cli
+    code, out, _err = run_cli("certify", FALSE_PROOF.replace(".yaml", ".T1.cert.json"), "--policy", FALSE_PROOF)
+    assert code == 1 and "rejected (model_smt2" in out, out

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Dict, List, Optional, Sequence
 
-from prunecheck.spec.conditions import DESCRIPTIONS, lost_content, rewritten_log_entries
+from prunecheck.spec.conditions import DESCRIPTIONS, lost_content, rewritten_log_entries, split_pairs, stage_removed
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import (NAME_ATTRS, NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
+from prunecheck.spec.policy import (IN_PLACE, NAME_ATTRS, NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
                                     uses_pairs)
 from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, EditInfo, Pin, Read, State, Transition, Undo, Unpin, addressable, is_candidate, is_pair, present, span_env, triggered, window_env,
@@ -174,6 +174,14 @@ def _taken_words(policy: Policy) -> str:
     return "evicted by the policy" + (" and moved to the log" if policy.deployment.evicted == "logged" else "")
 
 
+def _downgraded(policy: Policy, before: State, after: State, span_id: int) -> bool:
+    """The stage's taken span went to the log because it was cited (justification: downgrade), not by its effect."""
+    dep = policy.deployment
+    effect_logs = dep.evicted == "logged" and policy.effect not in IN_PLACE  # the effect itself goes to the log
+    return (dep.evidence == "on" and dep.justification == "downgrade" and not effect_logs
+            and after.span(span_id).namespace == "log")
+
+
 def _truncated_label(policy: Policy, a: Compact) -> str:
     moved = " (moved to the log)" if policy.deployment.evicted == "logged" else ""
     return f"truncated to {_budget_words(policy, a)}{moved}: "
@@ -219,12 +227,21 @@ def step_label(policy: Policy, t: Transition) -> str:
                  + ", ".join(f"#{i}" for i in named_spans(policy, before))] if t.outcome == "blocked" else []
         if policy.when is not None and not triggered(policy, before):
             parts.append(f"the trigger `{to_text(policy.when)}` is false, the policy takes nothing")
-        if t.evicted:
-            parts.append(f"{_taken_words(policy)}: " + ", ".join(f"#{i} ({_role(before, i)})" for i in sorted(t.evicted)))
-        if len(after.spans) > len(before.spans):  # a summarising stage wrote its summary
-            summary = after.spans[-1]
-            parts.append(f"summary #{summary.id} ({summary.role}, {summary.tokens} token{'s' * (summary.tokens != 1)}) "
-                         f"written in their place")
+        # A cited span under `justification: downgrade` is moved to the log whatever the effect (SPEC §6d).
+        moved = sorted(i for i in t.evicted if _downgraded(policy, before, after, i))
+        kept_words = sorted(set(t.evicted) - set(moved))
+        if kept_words:
+            parts.append(f"{_taken_words(policy)}: " + ", ".join(f"#{i} ({_role(before, i)})" for i in kept_words))
+        if moved:
+            parts.append("cited, so moved to the log (justification: downgrade): "
+                         + ", ".join(f"#{i} ({_role(before, i)})" for i in moved))
+        for written in after.spans[len(before.spans):]:  # a summary, a ledger entry's rationale (SPEC 4d, 6d)
+            tokens = f"{written.tokens} token{'s' * (written.tokens != 1)}"
+            if written.kind == "summary":
+                parts.append(f"summary #{written.id} ({written.role}, {tokens}) written in their place")
+            else:
+                parts.append(f"ledger entry: rationale #{written.id} in the {written.namespace} namespace"
+                             + "".join(f", cites #{c}" for c in getattr(a, "cites", ())))
         if t.truncated:  # a summary truncated at once is not in `before`
             parts.append(_truncated_label(policy, a)
                          + ", ".join(f"#{i} ({_role(before if i < len(before.spans) else after, i)})"
@@ -359,15 +376,15 @@ def _p1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
 
 def _t1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     t = transitions[-1]
-    k = next(k for k in range(len(t.before.spans) - 1) if is_pair(t.before, k) and addressable(t.before.span(k))
-             and addressable(t.before.span(k + 1)) and (k in t.evicted) != (k + 1 in t.evicted))
-    taken, left = (k, k + 1) if k in t.evicted else (k + 1, k)
+    k, removed = split_pairs(t)[0], stage_removed(t)
+    taken, left = (k, k + 1) if k in removed else (k + 1, k)
     what = {k: "tool call", k + 1: "tool result"}
     points = predicate_points(policy, t.before, taken) + (
         Point(f"pairs: {policy.pairs}", where.get("pairs", NOWHERE), "the stage does not take a tool call and its "
               "result together"),)
-    return (f"the compaction evicts {what[taken]} #{taken} but leaves its {what[left]} #{left} in the window: the "
-            "model's API rejects the orphan", points)
+    verb = "moves" if t.after.span(taken).namespace == "log" else "removes"
+    return (f"the compaction {verb} {what[taken]} #{taken} out of the window but leaves its {what[left]} #{left} "
+            "there: the model's API rejects the orphan", points)
 
 
 def _m1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
