@@ -1,4 +1,4 @@
-"""Theorem (negative): with records in the window no policy keeps C2 at every budget: one schema breaks them all."""
+"""Theorem (negative): with records in the window and a host that truncates, no policy keeps C2: one schema breaks all."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from prunecheck.symbolic.terms import ENUM_CODES, Frac
 from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, TheoremResult, deployments, timed
 
 NAME = "no budget-proof record in the window"
-STATEMENT = ("With recovery records in the window, C2 ('no compaction, at any budget, removes a recovery record') "
+STATEMENT = ("With recovery records in the window and a host that truncates to a budget of its own (host_truncation: "
+             "on, an opt-in outside the seeds' scope), C2 ('no compaction, at any budget, removes a recovery record') "
              "is violated by every policy the language can express (evict, rank and budget all free; every setting "
              "of the other deployment keys) by the uniform schema append(message, 2); edit(0, destroy); "
              "compact(budget=1): the record holds 2 tokens, more than the host's budget of 1, so the policy either "
@@ -69,14 +70,14 @@ def _every_policy_violates(deployment, ranked: bool, budgeted: bool) -> str:
 def prove() -> TheoremResult:
     def run():
         checked, failures = 0, []
-        for deployment in deployments(records="window"):
+        for deployment in deployments(records="window", host_truncation="on"):
             for ranked, budgeted in ((False, False), (False, True), (True, True)):
                 checked += 1
                 if _every_policy_violates(deployment, ranked, budgeted) != Status.UNSAT:
                     failures.append(f"{deployment.as_dict()} ranked={ranked} budgeted={budgeted}")
         replayed = 0
         for text in FAMILY:
-            for deployment in deployments(records="window"):
+            for deployment in deployments(records="window", host_truncation="on"):
                 confirm(parse_policy_text(f"name: p\n{text}\n", "family.yaml", deployment), SCHEMA, "C2", SLOTS)
                 replayed += 1
         return checked, failures, replayed

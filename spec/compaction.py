@@ -11,7 +11,7 @@ from prunecheck.spec.policy import IN_PLACE, Policy, left_tokens
 from prunecheck.spec.refusal import blocked, named_spans, sequential_taken
 from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
 from prunecheck.spec.state import (LedgerEntry, Span, State, Transition, addressable, candidates, effective_budget,
-                                   kept, partner, span_env, window_env, window_in_order, window_spans, with_span)
+                                   host_truncates, kept, partner, span_env, window_env, window_in_order, window_spans, with_span)
 
 def stage_order(policy: Policy, state: State, chosen) -> list:
     """The candidates in the order the stage walks them: by (rank, id), else oldest or newest first."""
@@ -186,8 +186,9 @@ def host_budgets(policy: Policy, state: State, cites: tuple = ()) -> tuple:
     """Host budgets whose compactions differ from compact() and from each other, one per distinct outcome (the
     largest budget of each), largest first: every compact(budget=H) from `state` has the outcome of one of them
     or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed.
-    None while the refusal blocks every compaction (SPEC §6e): a blocked compaction truncates nothing."""
-    if blocked(policy, state):
+    None while the refusal blocks every compaction (SPEC §6e): a blocked compaction truncates nothing; none without
+    `host_truncation: on` (SPEC §2): a host budget then changes nothing."""
+    if blocked(policy, state) or not host_truncates(policy):
         return ()
     _taken, staged, rest, _cited = prepared(policy, state, cites, state.step + 1)
     remaining = [s.tokens for s in sorted(staged.spans, key=window_order) if addressable(s)]

@@ -175,13 +175,14 @@ DEPLOYMENT_CHOICES = {
     "justification": ("unchecked", "downgrade", "defer"),
     "refusal": ("silent", "atomic", "sequential"),
     "missing_record": ("refuse", "reconstruct"),
+    "host_truncation": ("off", "on"),
 }
 # Deployment keys whose value is a name (spec/SPEC.md §1c), not one of a few choices, and their defaults.
 DEPLOYMENT_NAMES = {"record_tool": ""}
 DEPLOYMENT_KEYS = (*DEPLOYMENT_CHOICES, *DEPLOYMENT_NAMES)
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
 UNLISTED_AT_DEFAULT = {"evicted": "destroyed", "evidence": "off", "justification": "unchecked", "refusal": "silent",
-                       "missing_record": "refuse", **DEPLOYMENT_NAMES}
+                       "missing_record": "refuse", "host_truncation": "off", **DEPLOYMENT_NAMES}
 EFFECTS = ("evict", "mask", "cut", "summarise")
 IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
 SIZED = IN_PLACE + ("summarise",)  # effects that read placeholder_tokens (a summary's tokens for summarise)
@@ -204,6 +205,9 @@ class Deployment:
     justification: str = "unchecked"  # what a removal does to a span a live entry cites (SPEC §6d)
     refusal: str = "silent"  # what a compaction whose selection names a recovery span does (SPEC §6e)
     missing_record: str = "refuse"  # undo without a present record: irreversible, or the seed's confabulation (§4)
+    # A host that truncates the window to a budget of its own at any compaction: outside both seeds' scope, so off by
+    # default (SPEC §2, docs/decisions/0032).
+    host_truncation: str = "off"
 
     def __post_init__(self):
         for key in DEPLOYMENT_KEYS:

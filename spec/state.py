@@ -117,9 +117,17 @@ def _quiet_repr(obj, key: str, default) -> str:
 
 
 def effective_budget(policy: Policy, host: Optional[int]) -> Optional[int]:
-    """The budget truncation walks to: the least of the policy's and the host's, None when neither is set."""
+    """The budget truncation walks to: the policy's own (its declared truncation), and under `host_truncation: on`
+    the least of it and the host's; None when neither is set (SPEC §2)."""
+    if not host_truncates(policy):
+        return policy.budget
     budgets = [b for b in (policy.budget, host) if b is not None]
     return min(budgets) if budgets else None
+
+
+def host_truncates(policy: Policy) -> bool:
+    """The deployment's host truncates the window to a budget of its own (`host_truncation: on`, SPEC §2)."""
+    return policy.deployment.host_truncation == "on"
 
 
 class ActionRefused(Exception):

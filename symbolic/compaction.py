@@ -8,6 +8,7 @@ import z3
 from prunecheck.spec.policy import IN_PLACE
 from prunecheck.symbolic import evidence
 from prunecheck.spec.stage import stage_target
+from prunecheck.spec.state import host_truncates
 from prunecheck.symbolic.terms import ExprEncoder, Frac, left_tokens_term, window_env
 from prunecheck.symbolic.window_terms import before, place_term
 
@@ -56,7 +57,11 @@ def truncation(model, s, a, evicted: list, summary: tuple, budget) -> list:
     """Per slot: truncated by the host, oldest first in window order, over what the stage left (a summary
     included) until the window is within the effective budget."""
     n, total = model.n, s.window_tokens()
-    if budget is None:
+    if not host_truncates(model.policy):  # only the policy's own declared truncation (SPEC §2)
+        if budget is None:
+            return [z3.BoolVal(False)] * n
+        limited, limit = z3.BoolVal(True), budget
+    elif budget is None:
         limited, limit = a.hosted, a.host
     else:
         limited, limit = z3.BoolVal(True), z3.If(z3.And(a.hosted, a.host < budget), a.host, budget)

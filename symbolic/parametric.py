@@ -2,8 +2,8 @@
 
 For any number of spans, any run of the runtime projects onto any pair of ids (r, r+1) as a run of this
 system: the actions on other spans become nondeterministic choices, `window_tokens` is free, a ranked compaction
-may evict the pair's candidates whenever the runtime could, any compaction may truncate the pair's live window
-spans (a host may impose any budget at any compaction), and the positions a policy reads are free per-state
+may evict the pair's candidates whenever the runtime could, any compaction with a truncation (the policy's own
+budget, or a host's under `host_truncation: on`) may truncate the pair's live window spans, and the positions a policy reads are free per-state
 counters, constrained only by what every run satisfies (spec/SPEC.md §1b). An invariant of this
 system over the pair therefore holds for every pair, at every depth, in windows of every size.
 """
@@ -16,6 +16,7 @@ from typing import List
 import z3
 
 from prunecheck.spec.stage import stage_target
+from prunecheck.spec.state import host_truncates
 from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R
 from prunecheck.symbolic import pair_evidence
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
@@ -369,6 +370,9 @@ class PairModel:
             same_tool = [a.tool == sp["r"]["tool"]] if "tool" in sp["r"] else []
             answers = z3.And(_content(sp["r"]["kind"]), sp["r"]["role"] == R["tool_call"], s.in_window("r"), *same_tool)
             out.append(z3.Implies(z3.And(is_["append"], a.ghost == G_Q, a.role == R["tool_result"]), answers))
+        if self.policy.budget is None and not host_truncates(self.policy):
+            # Nothing truncates: the policy declares no truncation and the host truncates nothing (SPEC §2).
+            out += [z3.Not(a.truncate[g]) for g in GHOSTS]
         # An edit's target was appended at some step >= 1, so no edit happens from the empty window's clock 0.
         out.append(z3.Implies(is_["edit"], s.clock >= 1))
         # A summary is allocated as an append is; `ghost` names where (elsewhere: at neither ghost).
@@ -409,8 +413,8 @@ class PairModel:
         born = z3.Or(appended, record_here, rationale_here, *written)
         edited_here, read_here = z3.And(is_["edit"], _selected(a.target, g)), z3.And(is_["read"], _selected(a.ghost, g))
         restored = z3.And(any_revert, _selected(a.restore, g))
-        # The host may impose any budget at any compaction, so truncation is a free choice with or without a
-        # policy budget.
+        # Truncation (the policy's own to its budget, the host's under host_truncation: on, to any budget at any
+        # compaction) is a free choice; _guards forbids it when neither exists.
         masking, logged = self.policy.effect in IN_PLACE, dep.evicted == "logged"
         # A span masked by the stage stays in the window, where the host's truncation may still remove it.
         truncated = z3.And(f["alive"], f["ns"] == NS["window"], *(() if masking else (z3.Not(evicted),)), a.truncate[g])

@@ -23,6 +23,7 @@ from prunecheck.checker.engines.prove import prove_all
 from prunecheck.checker.outputs.reasons import RECHECKED, reason_text
 from prunecheck.checker.options import DEFAULTS, MAX_SPANS, CheckOptions, options_with
 from prunecheck.spec.actions import action_text
+from prunecheck.spec.state import host_truncates
 from prunecheck.checker.commands.repair_text import EXCLUSIONS, SAFE_DEPLOYMENT, Change, form_of, repaired_policy, repaired_text, unified_diff
 from prunecheck.checker.result import Report, Result, Trace, Verdict
 from prunecheck.checker.language.typecheck import check_policy
@@ -30,7 +31,7 @@ from prunecheck.checker.language.typecheck import check_policy
 MAX_ALTERNATIVES = 0  # further proved repairs to name after the preferred one (each may cost full checks)
 EXIT_REPAIRED, EXIT_NONE, EXIT_UNDECIDED = 0, 1, 3
 # Runs that break every policy with records (C2: the schema of proofs/host_budget.py) or rationale (P1: two live
-# rationale entries hold 2 tokens, over a host budget of 1) in the window. They seed the runs every candidate is
+# rationale entries hold 2 tokens, over a host budget of 1) in the window under host_truncation: on. They seed the runs every candidate is
 # replayed on; like any of them they refute only a candidate they really break on the runtime.
 SCHEMAS = (Trace("C2", (Append("message", 2), Edit(0, "destroy"), Compact(1)), 3),
            Trace("P1", (Append("message", 1), Append("message", 1), Edit(0, "destroy"), Edit(1, "destroy"),
@@ -305,9 +306,9 @@ def _no_repair_reason(policy: Policy, original: Report, form: str, allow_deploym
     for r in original.results:
         if r.verdict != Verdict.VIOLATED or r.trace is None or r.condition == "C1":
             continue
-        if r.condition == "C2" and policy.deployment.records == "window":
-            lines.append("no text repair can exist for C2: with records in the window every policy violates it at "
-                         "some host budget (proofs/host_budget.py: append(message, 2); edit(0, destroy); "
+        if r.condition == "C2" and policy.deployment.records == "window" and host_truncates(policy):
+            lines.append("no text repair can exist for C2: with records in the window and host_truncation: on every "
+                         "policy violates it at some host budget (proofs/host_budget.py: append(message, 2); edit(0, destroy); "
                          "compact(budget=1) truncates or evicts the record whatever the policy's keys say). "
                          "The deployment decides it (records: window): run without --text-only.")
             continue
