@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from prunecheck.spec.policy import Policy, uses_pairs
+from prunecheck.spec.policy import Policy, calls_tools
 from prunecheck.spec.refusal import named_spans
 from prunecheck.spec.runtime import (REVERSIBLE, Compact, State, Transition, Undo, addressable, is_candidate, is_pair,
                                      present, status)
@@ -187,7 +187,7 @@ CONDITION_TABLE = (
         words="An optional integrity condition for tool pairs: no compaction leaves a tool result without its call "
               "(or the reverse) — the property real model APIs reject requests for.",
         description="tool-call pairs: no compaction stage removes one span of a tool call and its result",
-        rule="ToolCallPairs", violated=_t1, applies=uses_pairs),
+        rule="ToolCallPairs", violated=_t1, applies=calls_tools),
     Condition(
         id="R1", scope=Scope.STATE, source="seed 000_33fda43b115e94e6, operational effect (issue 16, item 2)",
         words="refuses to let a pruning policy name the undo region as a candidate, even when the policy is its own "

@@ -176,13 +176,15 @@ DEPLOYMENT_CHOICES = {
     "refusal": ("silent", "atomic", "sequential"),
     "missing_record": ("refuse", "reconstruct"),
     "host_truncation": ("off", "on"),
+    "tool_calls": ("on", "off"),
 }
 # Deployment keys whose value is a name (spec/SPEC.md §1c), not one of a few choices, and their defaults.
 DEPLOYMENT_NAMES = {"record_tool": ""}
 DEPLOYMENT_KEYS = (*DEPLOYMENT_CHOICES, *DEPLOYMENT_NAMES)
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
 UNLISTED_AT_DEFAULT = {"evicted": "destroyed", "evidence": "off", "justification": "unchecked", "refusal": "silent",
-                       "missing_record": "refuse", "host_truncation": "off", **DEPLOYMENT_NAMES}
+                       "missing_record": "refuse", "host_truncation": "off",
+                       "tool_calls": "on", **DEPLOYMENT_NAMES}
 EFFECTS = ("evict", "mask", "cut", "summarise")
 IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
 SIZED = IN_PLACE + ("summarise",)  # effects that read placeholder_tokens (a summary's tokens for summarise)
@@ -208,6 +210,7 @@ class Deployment:
     # A host that truncates the window to a budget of its own at any compaction: outside both seeds' scope, so off by
     # default (SPEC §2, docs/decisions/0032).
     host_truncation: str = "off"
+    tool_calls: str = "on"  # the agent calls tools: a compaction may split a call from its result, T1 applies (SPEC §6c)
 
     def __post_init__(self):
         for key in DEPLOYMENT_KEYS:
@@ -422,9 +425,14 @@ def read_attributes(policy: Policy) -> frozenset:
 
 
 def uses_pairs(policy: Policy) -> bool:
-    """Whether the policy can tell tool-call pairs apart: it reads `role`, sets `pairs` or `start_on` (condition T1
-    applies)."""
+    """Whether the policy can tell tool-call pairs apart: it reads `role`, sets `pairs` or `start_on`."""
     return policy.pairs != "apart" or policy.start_on is not None or reads_attribute(policy, "role")
+
+
+def calls_tools(policy: Policy) -> bool:
+    """Whether the deployment's agent calls tools (`tool_calls: on`, the default): then any compaction, role-blind or
+    not, may split a call from its result, and condition T1 applies (SPEC §6c)."""
+    return policy.deployment.tool_calls == "on"
 
 
 def reads_attribute(policy: Policy, name: str) -> bool:

@@ -2,6 +2,7 @@
 
 import io
 import json
+from dataclasses import replace
 
 import pytest
 import z3
@@ -17,11 +18,11 @@ from prunecheck.checker.language.loader import load_policy, parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
 from prunecheck.checker.options import CheckOptions, Engine
 from prunecheck.checker.result import Verdict
-from prunecheck.spec.conditions import applicable, violations
+from prunecheck.spec.conditions import applicable, split_pairs, violations
 from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, step
 from prunecheck.symbolic.model import ACT, Model, R
 
-from support import cli_error, run_actions, unroll
+from support import cli_error, run_actions, run_cli, unroll
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HOUR, RLIMIT
 
 DROP_RESULTS = "name: p\nevict: role == 'tool_result'\n"
@@ -98,7 +99,7 @@ def test_t1_is_proved_with_the_policy_when_its_selection_never_splits_a_pair():
 
 @pytest.mark.parametrize("text, violated", [
     (DROP_RESULTS, True), (TOGETHER, False), ("name: p\nevict: role == 'tool_call' and age > 1\n", True),
-    ("name: p\nevict: true\nrank: 0 - tokens\nbudget: 2\n", False),
+    ("name: p\nevict: true\nrank: 0 - tokens\nbudget: 2\n", True),  # role-blind: the walk splits a pair
     ("name: p\nevict: true\nrank: 0 - tokens\nbudget: 2\npairs: together\n", False),
 ])
 def test_the_explicit_and_symbolic_engines_agree_on_t1(text, violated):
@@ -106,21 +107,43 @@ def test_the_explicit_and_symbolic_engines_agree_on_t1(text, violated):
     options = CheckOptions(depth=4, spans=4, only=("T1",), prove=False, **BOUNDS)
     symbolic = check(policy, options).results
     explicit = check(policy, CheckOptions(depth=4, spans=4, only=("T1",), engine=Engine.EXPLICIT)).results
-    expected = ("T1",) if "pairs" in text or "role" in text else ()
-    assert tuple(r.condition for r in symbolic) == tuple(r.condition for r in explicit) == expected
+    assert tuple(r.condition for r in symbolic) == tuple(r.condition for r in explicit) == ("T1",)
     for s, e in zip(symbolic, explicit):
         assert (s.verdict is Verdict.VIOLATED) == (e.verdict is Verdict.VIOLATED) == violated
         if violated:
             assert s.trace.length() == e.trace.length()
 
 
-def test_t1_is_absent_from_the_reports_of_the_eleven_examples():
+def test_t1_is_asked_of_every_example_and_of_no_policy_whose_agent_calls_no_tools():
     examples = sorted(p for p in EXAMPLES.iterdir() if p.suffix in (".yaml", ".json", ".py"))
     assert len(examples) == 11
     for path in examples:
         policy = load_policy(path)
-        assert "T1" not in applicable(policy)
-        assert check(policy, CheckOptions(only=("T1",), **BOUNDS)).results == ()
+        assert "T1" in applicable(policy)
+        off = replace(policy, deployment=replace(policy.deployment, tool_calls="off"))
+        assert "T1" not in applicable(off) and check(off, CheckOptions(only=("T1",), **BOUNDS)).results == ()
+
+
+KEEP_NEWEST = "name: keep-newest\nevict: tokens_after >= 100\n"  # keep the newest messages within 100 tokens
+
+
+def test_a_role_blind_keep_the_newest_within_n_tokens_splits_a_pair_and_the_report_says_it_cannot_tell_pairs(
+        tmp_path):
+    policy = parse_policy_text(KEEP_NEWEST, "p.yaml")
+    (result,) = check(policy, CheckOptions(only=("T1",), **BOUNDS)).results
+    assert result.verdict is Verdict.VIOLATED
+    transitions = confirm(policy, result.trace.actions, "T1", result.trace.spans)
+    assert split_pairs(transitions[-1]), result.trace.actions
+    (tmp_path / "p.yaml").write_text(KEEP_NEWEST)
+    code, out, _err = run_cli("check", str(tmp_path / "p.yaml"), "--only", "T1")
+    assert code == 1 and "the policy cannot tell pairs apart" in out, out
+
+
+def test_tool_calls_at_its_default_leaves_the_repr_and_the_document_as_they_were():
+    policy = parse_policy_text(KEEP_NEWEST, "p.yaml")
+    off = parse_policy_text(KEEP_NEWEST + "deployment: {tool_calls: 'off'}\n", "p.yaml")
+    assert "tool_calls" not in repr(policy) and "tool_calls" not in policy_document(policy)["deployment"]
+    assert policy_document(off)["deployment"]["tool_calls"] == "off" and "T1" not in applicable(off)
 
 
 def test_pairs_at_its_default_leaves_the_repr_the_hash_and_the_document_as_they_were():
@@ -146,15 +169,16 @@ def test_a_bad_pairs_value_is_one_located_line_and_exit_2(tmp_path, text, name, 
     assert "pairs" in cli_error(tmp_path / name, text, at).lower()
 
 
-def test_sarif_lists_the_t1_rule_only_when_a_checked_policy_uses_pairs(tmp_path):
+def test_sarif_lists_the_t1_rule_only_when_the_agent_calls_tools(tmp_path):
     rules = {}
-    for name, text in (("old.yaml", "name: p\nevict: false\n"), ("new.yaml", TOGETHER)):
+    for name, text in (("off.yaml", "name: p\nevict: false\ndeployment: {tool_calls: 'off'}\n"),
+                       ("new.yaml", TOGETHER)):
         (tmp_path / name).write_text(text)
         out = io.StringIO()
         main(["check", str(tmp_path / name), "--format", "sarif", "--depth", "2", "--spans", "3", "--no-cache",
               *CLI_BOUNDS], out, io.StringIO())
         rules[name] = [r["id"] for r in json.loads(out.getvalue())["runs"][0]["tool"]["driver"]["rules"]]
-    assert rules == {"old.yaml": ["C1", "C2", "C3", "C4", "P1", "R1"],
+    assert rules == {"off.yaml": ["C1", "C2", "C3", "C4", "P1", "R1"],
                      "new.yaml": ["C1", "C2", "C3", "C4", "P1", "T1", "R1"]}
 
 
@@ -203,7 +227,6 @@ FALSE_PROOF = "tests/data/false_proofs/t1_mask_downgrade.yaml"
 
 def test_a_downgraded_mask_that_moves_one_span_of_a_pair_violates_t1_on_the_runtime_and_the_pair_model():
     """Issue 27's false proof: the cited call moves to the log, its result is masked in place: the pair is split."""
-    from support import run_cli
     policy = load_policy(FALSE_PROOF)
     transitions = run_actions(policy, (Append("message", 1, "tool_call"), Append("message", 1, "tool_result"),
                                        Compact(cites=(0,))))[1]
@@ -215,6 +238,5 @@ def test_a_downgraded_mask_that_moves_one_span_of_a_pair_violates_t1_on_the_runt
 
 def test_the_certificate_of_the_false_t1_proof_is_rejected():
     """The certificate the unsound pair term let cvc5 confirm (kept as it was written) is no longer the policy's."""
-    from support import run_cli
     code, out, _err = run_cli("certify", FALSE_PROOF.replace(".yaml", ".T1.cert.json"), "--policy", FALSE_PROOF)
     assert code == 1 and "rejected (model_smt2" in out, out

@@ -98,8 +98,8 @@ def test_a_masking_stage_masks_the_leading_spans_in_place():
 
 def test_start_on_reads_roles_so_t1_applies_and_the_domains_hold_every_role():
     policy, plain = _policy("evict: tokens >= 2\nstart_on: user"), _policy("evict: tokens >= 2")
-    assert "T1" in applicable(policy) and "T1" not in applicable(plain)
-    assert role_representatives(policy) == ROLES and role_representatives(plain) == ("user",)
+    assert "T1" in applicable(policy) and "T1" in applicable(plain)  # T1 applies wherever the agent calls tools
+    assert role_representatives(policy) == ROLES and role_representatives(plain) == ("user", "tool_call", "tool_result")
     assert PairModel(policy).roles and PairModel(policy).leads and not PairModel(policy, free_policy=True).leads
     assert not PairModel(plain).leads and PairModel(plain).action("a").lead is None
 

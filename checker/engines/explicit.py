@@ -10,7 +10,7 @@ from typing import Iterable, Optional
 from prunecheck.spec.conditions import CONDITIONS, applicable, violations
 from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, ROLES, SIZED, Attr, Binary, EnumLit, InSet, Num, Policy,
                                     mentioned_names, read_attributes, stage_exprs, subexpressions, unmentioned_name,
-                                    uses_pairs)
+                                    calls_tools)
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
 from prunecheck.checker.engines.replay import confirm
@@ -41,14 +41,14 @@ def kind_representatives(policy: Policy) -> tuple:
 def role_representatives(policy: Policy) -> tuple:
     """Roles the policy names, plus one for all the others (`user` first, so a policy naming none keeps `user`);
     `turn` tells `user` from one other role, and `from_end_in_role` compares any two roles, so it keeps them all;
-    tool_call and tool_result when the policy uses pairs (it reads roles or sets `pairs`): they make pairs. start_on
-    (SPEC 4b) keeps them all too: every role but its own leads, and pairs still matter."""
+    tool_call and tool_result when the agent calls tools (`tool_calls: on`, T1 applies), role-blind policy or not: they
+    make pairs. start_on (SPEC 4b) keeps them all too: every role but its own leads, and pairs still matter."""
     read = read_attributes(policy)
     if "from_end_in_role" in read or policy.start_on is not None:
         return ROLES
     named = representatives(policy, ROLES)  # always holds `user`, named or as the one for all the others
     named = named + ROLES[1:2] if "turn" in read and named == ("user",) else named
-    return named + tuple(r for r in ("tool_call", "tool_result") if uses_pairs(policy) and r not in named)
+    return named + tuple(r for r in ("tool_call", "tool_result") if calls_tools(policy) and r not in named)
 
 
 def neighbours(x: Fraction) -> set:

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS, lost_content, rewritten_log_entries, split_pairs, stage_removed
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import (IN_PLACE, NAME_ATTRS, NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
+from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, NAME_ATTRS, NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, reads_roles, subexpressions,
                                     uses_pairs)
 from prunecheck.spec.runtime import (
     REVERSIBLE, Append, Audit, Compact, Edit, EditInfo, Pin, Read, State, Transition, Undo, Unpin, addressable, is_candidate, is_pair, present, span_env, triggered, window_env,
@@ -195,7 +195,9 @@ def _names(written) -> str:
 def step_label(policy: Policy, t: Transition) -> str:
     """What one step changed in the edit/record graph."""
     a, before, after = t.action, t.before, t.after
-    roles = reads_roles(policy) or uses_pairs(policy)  # roles are named where the policy tells roles or pairs apart
+    # Roles are named where the policy tells roles or pairs apart, or the run has a tool call (T1 may be about it).
+    roles = reads_roles(policy) or uses_pairs(policy) or any(s.role in ("tool_call", "tool_result")
+                                                              and s.kind in CONTENT_KINDS for s in after.spans)
     if isinstance(a, Append):
         role = (f", role {a.role}" if roles else "") + _names(a)
         what = f"({a.kind}{role}, {a.tokens} token{'s' * (a.tokens != 1)}"
@@ -383,8 +385,10 @@ def _t1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
         Point(f"pairs: {policy.pairs}", where.get("pairs", NOWHERE), "the stage does not take a tool call and its "
               "result together"),)
     verb = "moves" if t.after.span(taken).namespace == "log" else "removes"
+    blind = "" if uses_pairs(policy) else (" (the policy cannot tell pairs apart: it reads no role and sets neither "
+                                           "`pairs: together` nor `start_on`)")
     return (f"the compaction {verb} {what[taken]} #{taken} out of the window but leaves its {what[left]} #{left} "
-            "there: the model's API rejects the orphan", points)
+            f"there: the model's API rejects the orphan{blind}", points)
 
 
 def _m1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
