@@ -7,7 +7,7 @@ from typing import Optional
 
 from prunecheck.spec.actions import Compact
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import IN_PLACE, Policy, left_tokens
+from prunecheck.spec.policy import IN_PLACE, Policy, left_tokens, shortens
 from prunecheck.spec.refusal import blocked, named_spans, sequential_taken
 from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
 from prunecheck.spec.state import (LedgerEntry, Span, State, Transition, addressable, candidates, effective_budget,
@@ -75,6 +75,8 @@ def take(policy: Policy, state: State, taken) -> State:
     for span_id in taken:
         span = state.span(span_id)
         if policy.effect in IN_PLACE and not (span_id in cited and downgrades(policy)):
+            if not shortens(policy, span.tokens):
+                continue  # a cut that shortens nothing removes nothing: the span stays whole
             state = with_span(state, replace(span, masked=True, tokens=left_tokens(policy, span.tokens),
                                              tombstone=span.tombstone or policy.deployment.evicted == "tombstone"))
         else:

@@ -489,6 +489,12 @@ def read_positions(policy: Policy) -> tuple:
     return tuple(name for name in POSITION_ATTRS if name in names)
 
 
+def shortens(policy: Policy, tokens) -> bool:
+    """Whether taking a span of `tokens` in place changes it: a mask always does; a cut only a span longer than its
+    placeholder (a cut that shortens nothing removes nothing, SPEC §4c)."""
+    return policy.effect != "cut" or tokens > policy.placeholder_tokens
+
+
 def left_tokens(policy: Policy, tokens):
     """A span's tokens once the stage has taken it in place: the placeholder's (mask), or at most that many (cut)."""
     return policy.placeholder_tokens if policy.effect == "mask" else min(tokens, policy.placeholder_tokens)

@@ -10,7 +10,8 @@ from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, RO
 from prunecheck.symbolic.refusal import refusal_blocks, refused_step
 from prunecheck.symbolic.compaction import stage_trigger, stage_walk, summary_written, truncation
 from prunecheck.symbolic import evidence
-from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term
+from prunecheck.symbolic.terms import (ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort,
+                                       left_tokens_term, shortens_term)
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
 from prunecheck.symbolic.undo_terms import entry_fields, restored_edited, selected_target, unrolled_undo
@@ -437,7 +438,8 @@ class Model:
         entry = entry_fields(dep, undo, a, sel)
         read_here = z3.And(is_["read"], here)
         masking = self.policy.effect in IN_PLACE
-        masked_now = z3.And(is_["compact"], removed[0]) if masking else z3.BoolVal(False)
+        masked_now = z3.And(is_["compact"], removed[0], shortens_term(self.policy, s.tokens[i])) if masking \
+            else z3.BoolVal(False)
         gone = z3.And(is_["compact"], removed[1] if masking else z3.Or(*removed))
         logged = dep.evicted == "logged"
         masked_now, gone, moved = evidence.downgrade_removal(self, masked_now, gone, down)

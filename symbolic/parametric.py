@@ -23,7 +23,8 @@ from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_nam
 from prunecheck.symbolic.refusal import refusal_choices, refused_pair
 from prunecheck.spec.policy import (IN_PLACE, POSITION_ATTRS, Attr, BoolLit, Num, Policy, masks, mentioned_names,
                                     read_positions, reads_attribute, reads_roles, summarises)
-from prunecheck.symbolic.terms import ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term, window_env
+from prunecheck.symbolic.terms import (ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort, left_tokens_term,
+                                       shortens_term, window_env)
 from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD, has_tombstones, write_tombstone
 from prunecheck.symbolic.undo_terms import entry_destroys, pair_entry, pair_undoes
 
@@ -418,7 +419,8 @@ class PairModel:
         masking, logged = self.policy.effect in IN_PLACE, dep.evicted == "logged"
         # A span masked by the stage stays in the window, where the host's truncation may still remove it.
         truncated = z3.And(f["alive"], f["ns"] == NS["window"], *(() if masking else (z3.Not(evicted),)), a.truncate[g])
-        masked_now = z3.And(is_["compact"], evicted) if masking else z3.BoolVal(False)
+        masked_now = z3.And(is_["compact"], evicted, shortens_term(self.policy, f["tokens"])) if masking \
+            else z3.BoolVal(False)
         gone = z3.And(is_["compact"], truncated if masking else z3.Or(evicted, truncated))
         masked_now, gone, moved = pair_evidence.removal(self, s, a, g, masked_now, gone)
         removes_record = self._removes(s, a, g, is_, (evicted, truncated), moved) if g == "r" else None
@@ -470,7 +472,7 @@ class PairModel:
         in_place = self.policy.effect in IN_PLACE
         if not in_place and self.dep.evicted != "logged":
             return z3.And(is_["compact"], self_is_record(f), f["alive"], z3.Or(evicted, truncated))
-        lost = ([evicted] if in_place else []) + \
+        lost = ([z3.And(evicted, shortens_term(self.policy, f["tokens"]))] if in_place else []) + \
             ([truncated if in_place else z3.Or(evicted, truncated)]
              if self.dep.evicted != "logged" else [])
         if not lost:

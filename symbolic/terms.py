@@ -203,6 +203,11 @@ def left_tokens_term(policy: Policy, tokens):
     return p if policy.effect == "mask" else z3.If(tokens < p, tokens, p)
 
 
+def shortens_term(policy: Policy, tokens):
+    """spec.policy.shortens as a term: a mask always changes a span; a cut only one longer than its placeholder."""
+    return z3.BoolVal(True) if policy.effect != "cut" else tokens > policy.placeholder_tokens
+
+
 def window_env(clock, window_tokens: Frac, budget, window_spans=None) -> dict:
     """The window attributes as z3 terms; budget is an int, a z3 term (a template's placeholder) or None, and
     window_spans None in a pair model whose policy does not read it."""

@@ -200,3 +200,31 @@ def test_cutting_keeps_at_most_the_placeholder_and_a_cut_record_is_no_longer_pre
     small = _policy("name: t\nevict: true\neffect: cut\nplaceholder_tokens: 3\n")
     state, _ = run_actions(small, (Append("message", 1), Append("message", 7)))
     assert [s.tokens for s in step(small, state, Compact()).after.spans] == [1, 3]
+
+
+def test_a_cut_that_shortens_nothing_removes_nothing():
+    """Issue 27: a 1-token record cut to at most 100 tokens keeps its content (no C2), in the runtime and the models."""
+    from prunecheck.spec.runtime import Append, Compact, Edit, State, step
+    from prunecheck.spec.conditions import violations
+    from prunecheck.checker.language.loader import parse_policy_text
+    policy = parse_policy_text("name: p\nevict: true\neffect: cut\nplaceholder_tokens: 100\n"
+                               "deployment: {records: window}\n", "p.yaml")
+    state = State()
+    for action in (Append("message", 300), Edit(0, "transform")):
+        state = step(policy, state, action).after
+    t = step(policy, state, Compact())
+    assert t.after.span(1) == state.span(1) and "C2" not in violations(policy, t)  # the 1-token record: whole
+    assert t.after.span(0).masked and t.after.span(0).tokens == 100  # the 300-token message: cut
+    from prunecheck.checker.engines.bmc import check_bounded
+    from prunecheck.checker.result import Verdict
+    from conftest import BOUNDS
+    # Only a record longer than the cut can lose content: a destroy record copies a target of over 100 tokens.
+    (c2,) = check_bounded(policy, depth=4, spans=5, conditions=["C2"], **BOUNDS)
+    assert c2.verdict is Verdict.VIOLATED, c2
+    state, lost = State(), []
+    for action in c2.trace.actions:
+        t = step(policy, state, action)
+        lost += [i for i in range(len(state.spans)) if state.span(i).kind == "record" and state.span(i).alive
+                 and not state.span(i).masked and t.after.span(i).masked]
+        state = t.after
+    assert lost and all(state.span(i).tokens == 100 for i in lost), c2.trace.actions  # cut from over 100 tokens

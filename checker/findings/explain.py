@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Dict, List, Optional, Sequence
 
@@ -231,9 +231,14 @@ def step_label(policy: Policy, t: Transition) -> str:
             parts.append(f"the trigger `{to_text(policy.when)}` is false, the policy takes nothing")
         # A cited span under `justification: downgrade` is moved to the log whatever the effect (SPEC §6d).
         moved = sorted(i for i in t.evicted if _downgraded(policy, before, after, i))
-        kept_words = sorted(set(t.evicted) - set(moved))
+        unchanged = sorted(i for i in t.evicted if after.span(i) == replace(before.span(i), reads=after.span(i).reads,
+                                                                              last_read=after.span(i).last_read))
+        kept_words = sorted(set(t.evicted) - set(moved) - set(unchanged))
         if kept_words:
             parts.append(f"{_taken_words(policy)}: " + ", ".join(f"#{i} ({_role(before, i)})" for i in kept_words))
+        if unchanged:  # a cut that shortens nothing removes nothing (SPEC §4c)
+            parts.append("taken but left whole (no longer than the cut): "
+                         + ", ".join(f"#{i} ({_role(before, i)})" for i in unchanged))
         if moved:
             parts.append("cited, so moved to the log (justification: downgrade): "
                          + ", ".join(f"#{i} ({_role(before, i)})" for i in moved))
