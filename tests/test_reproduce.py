@@ -40,11 +40,14 @@ def test_every_observation_comes_out_as_the_seed_describes(reproduced):
     assert "NOT AS THE SEED DESCRIBES" not in out
     assert f"{len(rows)} of {len(rows)} observations come out as the seeds describe" in out
     # The three observations the issue names, each next to its fix.
-    assert rows["1d"] == "failure reproduced under missing_record=reconstruct"
+    assert rows["1a"] == "failure reproduced under records=window, pins=self, audit=policy"
+    assert rows["1d"] == "failure by setting missing_record=reconstruct"
+    assert rows["1g"] == "failure by setting missing_record=reconstruct"
     assert rows["1e"] == "prevented by missing_record=refuse"
     assert rows["2a"] == "demo behaviour reproduced under refusal=sequential"
     assert rows["2c"] == "prevented by refusal=atomic"
-    assert rows["3a"] == "failure reproduced under evidence=on, justification=unchecked"
+    assert rows["3a"] == "failure scripted by `compact(cites=(2,))`, under evidence=on, justification=unchecked"
+    assert rows["3c"] == "failure reproduced under evidence=on, justification=unchecked"
     assert rows["3b"] == "prevented by evidence=on, justification=downgrade"
     assert rows["2f"].startswith("refused")
 
