@@ -229,11 +229,21 @@ def _destroy_probe() -> tuple:
 PROBES = {"destroy": _destroy_probe}
 
 
+# {theorem name: its label()}, registered by prunecheck.proofs (a layer above the checker, which may not import it).
+_LABELLERS: list = []
+
+
+def register_theorems(theorems) -> None:
+    """Called by prunecheck.proofs with its theorem modules: their labels become derivable here."""
+    _LABELLERS[:] = [theorems]
+    _theorem_labels.cache_clear()
+
+
 @lru_cache(maxsize=None)
 def _theorem_labels() -> dict:
-    from prunecheck.proofs import THEOREMS
-
-    return {m.NAME: m.label() for m in THEOREMS}
+    if not _LABELLERS:
+        raise RuntimeError("no theorems registered: import prunecheck.proofs (the `prunecheck` console script does)")
+    return {m.NAME: m.label() for m in _LABELLERS[0]}
 
 
 def shown(claim: Claim) -> tuple:
