@@ -503,13 +503,32 @@ AT_GHOST = {
 
 
 def state_violated_at(condition: str, policy, state: State, r: int) -> bool:
-    """The runtime's state violates the state condition at the pair (r, r + 1)."""
-    if condition not in state_violations(policy, state):
-        return False
+    """The runtime's state, which violates the state condition, violates it at the pair (r, r + 1)."""
     edit = state.edit(r)
     live_r = edit is not None and not edit.undone
     at_record = condition in AT_RECORD and (live_r or condition == "R1") and AT_RECORD[condition](policy, state, r)
     return at_record or (condition in AT_GHOST and AT_GHOST[condition](state, r))
+
+
+def conjunction(terms) -> z3.BoolRef:
+    """The conjunction of boolean terms, made by z3's C API at once (z3.And re-checks every argument's sort in
+    Python, the bulk of a projection's cost)."""
+    terms = [t if isinstance(t, z3.BoolRef) else z3.BoolVal(t) for t in terms]
+    if not terms:
+        return z3.BoolVal(True)
+    ctx = terms[0].ctx
+    args = (z3.Ast * len(terms))(*[t.as_ast() for t in terms])
+    return z3.BoolRef(z3.Z3_mk_and(ctx.ref(), len(terms), args), ctx)
+
+
+def ask(constraints, rlimit=RLIMIT):
+    """fresh_check's answer (a new z3 context, rlimit-bounded), the constraints carried over as one conjunction: one
+    translation instead of one per constraint."""
+    ctx = z3.Context()
+    solver = z3.Solver(ctx=ctx)
+    solver.set("rlimit", rlimit)
+    solver.add(conjunction(constraints).translate(ctx))
+    return solver.check()
 
 
 @dataclasses.dataclass
@@ -527,56 +546,96 @@ class Obligation:
     def failure(self, rlimit=RLIMIT) -> str:
         """Why the obligation fails: the step does not project, or which conditions' terms are false ("" if it
         holds)."""
-        if fresh_check(self.constraints(), rlimit) == z3.sat:
+        if ask(self.constraints(), rlimit) == z3.sat:
             return ""
-        answer = fresh_check(self.base, rlimit)
+        answer = ask(self.base, rlimit)
         if answer != z3.sat:
             return f"{self.what} does not project onto the pair model ({answer})"
-        missed = [c for c, term in self.violated.items() if fresh_check(self.base + [term], rlimit) != z3.sat]
+        missed = [c for c, term in self.violated.items() if ask(self.base + [term], rlimit) != z3.sat]
         return (f"{self.what}: the runtime violates {', '.join(missed or sorted(self.violated))} at this pair, the "
                 f"pair model's violation term is false there")
 
 
-class ProjectedRun:
-    """A runtime run and its encoding on one pair model, built once: each step's constraints and violation terms do
-    not depend on the pair (r, r + 1) the run is seen from, only the projections do."""
+class PairEncoding:
+    """A pair model with its states s0, s1, ... and the encoding of each step k (s_k, a_k, s_k+1), made once: the
+    encoding of step k does not depend on the run, so every run of the policy shares it."""
 
-    def __init__(self, policy, actions, free_policy: bool = False):
-        self.policy, self.free_policy = policy, free_policy
+    def __init__(self, policy, free_policy: bool = False):
         self.model = PairModel(policy, free_policy=free_policy)
-        self.transitions = run_actions(policy, actions)[1]
-        self.width = len(self.transitions[-1].after.spans) + 1 if self.transitions else 1
-        self.steps = []
-        for k, t in enumerate(self.transitions):
-            pre, post, act = self.model.state(f"s{k}"), self.model.state(f"s{k + 1}"), self.model.action(f"a{k}")
-            pair_step = self.model.encode_step(pre, act, post)
-            base = list(pair_step.constraints) + [act.act == ACT[t.action.name]]
-            terms = {c: pair_violation(self.model, c, post, pair_step) for c in STEP_CONDITIONS + STATE_CONDITIONS}
-            self.steps.append((pre, post, base, terms))
+        self.free_policy = free_policy
+        self.states, self.steps = [self.model.state("s0")], []
+        self.init = self.model.encode_init(self.states[0])
 
-    def obligations(self, r: int) -> list:
-        """Everything that must be satisfiable for the run to project onto the pair (r, r + 1)."""
-        pre = self.model.state("pre")
-        out = [Obligation("the initial state", self.model.encode_init(pre) + project(pre, State(), r), {})]
-        for k, (t, (pre, post, base, terms)) in enumerate(zip(self.transitions, self.steps)):
-            concrete = transition_violations(t)
-            step_bad = {c: terms[c] for c in STEP_CONDITIONS if c in concrete and STEP_AT_PAIR[c](t, r)}
-            out.append(Obligation(f"step {k + 1} {t.action}", base + project(pre, t.before, r) + project(post, t.after, r),
-                                  step_bad))
-            state_bad = {c: terms[c] for c in STATE_CONDITIONS if state_violated_at(c, self.policy, t.after, r)}
+    def step(self, k: int) -> tuple:
+        """(its constraints, its action, each condition's violation term) of step k."""
+        while len(self.steps) <= k:
+            j = len(self.steps)
+            pre, post, act = self.states[j], self.model.state(f"s{j + 1}"), self.model.action(f"a{j}")
+            self.states.append(post)
+            pair_step = self.model.encode_step(pre, act, post)
+            terms = {c: pair_violation(self.model, c, post, pair_step) for c in STEP_CONDITIONS + STATE_CONDITIONS}
+            self.steps.append((list(pair_step.constraints), act, terms))
+        return self.steps[k]
+
+
+class ProjectedRun:
+    """A runtime run and its encoding on one pair model: each step's constraints and violation terms do not depend
+    on the pair (r, r + 1) the run is seen from, only the projections do."""
+
+    def __init__(self, policy, actions, free_policy: bool = False, encoding: PairEncoding = None, conditions=None):
+        """conditions: those whose violations must map onto the pair model's (default: every condition, whether or
+        not it applies to the policy)."""
+        self.policy, self.free_policy = policy, free_policy
+        self.conditions = frozenset(STEP_CONDITIONS + STATE_CONDITIONS if conditions is None else conditions)
+        encoding = encoding or PairEncoding(policy, free_policy)
+        assert encoding.free_policy == free_policy
+        self.model = encoding.model
+        self.transitions = run_actions(policy, actions)[1]
+        self.runtime_states = [State()] + [t.after for t in self.transitions]
+        self.width = len(self.runtime_states[-1].spans) + 1
+        self.steps, self.violated = [], []
+        for k, t in enumerate(self.transitions):
+            constraints, act, terms = encoding.step(k)
+            self.steps.append((constraints + [act.act == ACT[t.action.name]], terms))
+            self.violated.append((transition_violations(t), state_violations(policy, t.after)))
+        self.states = encoding.states[:len(self.runtime_states)]
+        self.init = encoding.init
+        # what every pair's batched query shares: the initial state and every step, as one term
+        self.chain = conjunction(self.init + [c for base, _ in self.steps for c in base])
+
+    def projected(self, r: int) -> list:
+        """Per state of the run, the constraints pinning the model's state to it, seen from the pair (r, r + 1)."""
+        return [project(ps, state, r) for ps, state in zip(self.states, self.runtime_states)]
+
+    def obligations(self, r: int, projected=None) -> list:
+        """Everything that must be satisfiable for the run to project onto the pair (r, r + 1): the initial state,
+        each step (with the violation terms of the step conditions the runtime violates there), and each state
+        after a step in which the runtime violates a state condition at the pair (with those terms)."""
+        projected = projected or self.projected(r)
+        out = [Obligation("the initial state", self.init + projected[0], {})]
+        for k, (t, (base, terms), (on_step, on_state)) in enumerate(zip(self.transitions, self.steps, self.violated)):
+            on_step, on_state = on_step & self.conditions, on_state & self.conditions
+            step_bad = {c: terms[c] for c in STEP_CONDITIONS if c in on_step and STEP_AT_PAIR[c](t, r)}
+            out.append(Obligation(f"step {k + 1} {t.action}", base + projected[k] + projected[k + 1], step_bad))
+            state_bad = {c: terms[c] for c in STATE_CONDITIONS
+                         if c in on_state and state_violated_at(c, self.policy, t.after, r)}
             if state_bad:
-                out.append(Obligation(f"the state after step {k + 1} {t.action}", project(post, t.after, r), state_bad))
+                out.append(Obligation(f"the state after step {k + 1} {t.action}", projected[k + 1], state_bad))
         return out
 
     def failures(self, batched: bool = True, rlimit=RLIMIT) -> list:
         """(r, why) for each pair the run does not project onto. Batched: one query per pair, the conjunction of its
-        obligations (their variables are the states' and steps' own, pinned alike where shared), each obligation
-        asked alone only where that conjunction fails; otherwise one query per obligation and state condition."""
+        obligations (their variables are the states' and steps' own, a state shared by two steps pinned alike in
+        both), each obligation asked alone only where that conjunction fails; otherwise one query per obligation."""
         out = []
         for r in range(self.width):
-            obligations = self.obligations(r)
-            if batched and fresh_check([c for o in obligations for c in o.constraints()], rlimit) == z3.sat:
-                continue
+            projected = self.projected(r)
+            obligations = self.obligations(r, projected)
+            if batched:
+                terms = [self.chain] + [c for state in projected for c in state]
+                terms += [t for o in obligations for t in o.violated.values()]
+                if ask(terms, rlimit) == z3.sat:
+                    continue
             whys = [why for why in (o.failure(rlimit) for o in obligations) if why]
             out += [(r, why) for why in whys[:1]]
             if batched and not whys:  # never expected: each obligation holds alone but not all together
