@@ -1,6 +1,7 @@
 """Runtime runs under a covering array of every setting project onto both pair models (issue 27: no false proof)."""
 
 import random
+from functools import lru_cache
 
 import pytest
 
@@ -192,17 +193,27 @@ def test_every_row_projects_onto_both_pair_models(index):
     assert counts["runs"] == 4 and counts["pairs"] > 0
 
 
-# The slow tier: every triple of settings, and more and longer random walks per row.
-ROWS_3WISE = None
+# The slow tier: every triple of settings, with more and longer random walks per row, in chunks for pytest-xdist.
+SLOW_CHUNKS = 6
+
+
+@lru_cache(maxsize=1)
+def _rows_3wise() -> tuple:
+    rows = covering_array(columns(), CONSTRAINTS, strength=3, seed=27)
+    assert not missing_targets(columns(), CONSTRAINTS, rows, 3)
+    return tuple(rows)
 
 
 @pytest.mark.slow
-def test_every_row_of_a_3_wise_array_projects_onto_both_pair_models():
-    rows = covering_array(columns(), CONSTRAINTS, strength=3, seed=27)
-    assert not missing_targets(columns(), CONSTRAINTS, rows, 3)
-    total = {"runs": 0, "pairs": 0}
-    for index, row in enumerate(rows):
-        for key, value in check_row(index, row, walks=4, steps=10).items():
-            total[key] += value
-    print(f"3-wise: {len(rows)} rows, {total['runs']} runs, {total['pairs']} pairs projected")
-    assert total["runs"] == 7 * len(rows)
+@pytest.mark.parametrize("chunk", range(SLOW_CHUNKS))
+def test_every_row_of_a_3_wise_array_projects_onto_both_pair_models(chunk):
+    rows = [(k, row) for k, row in enumerate(_rows_3wise()) if k % SLOW_CHUNKS == chunk]
+    runs, failures = 0, []
+    for index, row in rows:
+        try:
+            runs += check_row(index, row, walks=4, steps=10)["runs"]
+        except AssertionError as exc:  # every failing row of the chunk is reported, not only the first
+            failures.append(str(exc))
+    print(f"3-wise chunk {chunk}: {len(rows)} rows of {len(_rows_3wise())}, {runs} runs, {len(failures)} rows failing")
+    assert not failures, "\n\n".join(failures)
+    assert runs == 7 * len(rows)
