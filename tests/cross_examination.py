@@ -12,11 +12,12 @@ by cvc5, every query bounded by rlimit) gives the conditions it proves; each is 
 A run that violates a proved condition is a contradiction: a false proof (or a runtime the proof does not model).
 Everything is bounded by depth, span slots, states and rlimit, never by the clock.
 
-Figures (measured on the 2-core development machine, one core): the exhaustive breadth-first search cannot reach
-depth 16 on any policy: the frontier grows some 15-fold per level, and 20,000 states are reached at depth 3 or 4.
-The beam search is what reaches depth 16. Per policy the attack costs about 3-4 s of one core (the proofs about
-0.5 s, the 1,000 random runs about 2 s); 300 generated policies plus the 38 examples take about 10 minutes on two
-cores (the slow test splits them into CHUNKS chunks for pytest-xdist).
+Figures (measured on the shared 2-core development machine): the exhaustive breadth-first search cannot reach
+depth 16 on any policy: the frontier grows some 15-fold per level, and 20,000 states are reached at depth 3 or 4, so
+it is bounded at STATES states and the beam search is what reaches depth 16. Per policy the proofs take 0.1-0.4 s of
+one core and the attacks 0.5-0.7 s; each of the CHUNKS chunks (about 42 policies, 280-300 proofs, 42,000 random
+runs) took about 2.3 minutes of one loaded core, the 338 policies (38 examples, 300 generated) about 18 minutes of
+one core: about 9-10 minutes on two.
 
 Run as a script for the counts: `python tests/cross_examination.py [generated policies]`.
 """
