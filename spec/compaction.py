@@ -74,9 +74,9 @@ def take(policy: Policy, state: State, taken) -> State:
     cited = state.cited_ids()
     for span_id in taken:
         span = state.span(span_id)
+        if policy.effect in IN_PLACE and not shortens(policy, span.tokens):
+            continue  # a cut that shortens nothing removes nothing: the span stays whole (and is not moved)
         if policy.effect in IN_PLACE and not (span_id in cited and downgrades(policy)):
-            if not shortens(policy, span.tokens):
-                continue  # a cut that shortens nothing removes nothing: the span stays whole
             state = with_span(state, replace(span, masked=True, tokens=left_tokens(policy, span.tokens),
                                              tombstone=span.tombstone or policy.deployment.evicted == "tombstone"))
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import z3
 
 from prunecheck.spec.policy import Policy
+from prunecheck.symbolic.terms import shortens_term
 
 
 def has_evidence(policy: Policy) -> bool:
@@ -54,10 +55,12 @@ def deferred(model, s, a=None) -> list:
 
 
 def moved(model, s, a, evicted: list) -> list:
-    """Per slot: taken by the stage and, being cited under `justification: downgrade`, moved to the log."""
+    """Per slot: taken by the stage and, being cited under `justification: downgrade`, moved to the log (a cut that
+    shortens nothing moves nothing either)."""
     if not model.evidence or model.dep.justification != "downgrade":
         return [z3.BoolVal(False)] * model.n
-    return [z3.And(e, c) for e, c in zip(evicted, cited_by_step(model, s, a))]
+    return [z3.And(e, c, shortens_term(model.policy, s.tokens[i]))
+            for i, (e, c) in enumerate(zip(evicted, cited_by_step(model, s, a)))]
 
 
 def downgraded(model, s, a) -> list:

@@ -295,7 +295,9 @@ class PairModel:
         if self.policy.effect not in IN_PLACE:
             return taken
         down = pair_evidence.downgraded(self, s, g, a)
-        return z3.BoolVal(False) if down is None else z3.And(taken, down)
+        if down is None:
+            return z3.BoolVal(False)
+        return z3.And(taken, down, shortens_term(self.policy, s.span[g]["tokens"]))
 
     def is_pair(self, s: PairState):
         """r and q (= r+1) are a tool call and its result; without roles in the model, any two content spans may be."""

@@ -8,7 +8,8 @@ from prunecheck.spec.conditions import STATE_CONDITIONS, STEP_CONDITIONS
 from prunecheck.spec.policy import (ATTRS, EFFECTS, ORDERS, PAIRS, POSITION_ATTRS, ROLES, SUMMARY_ROLES, Deployment,
                                     read_attributes, read_positions, summarises)
 from prunecheck.symbolic.parametric import PairModel, PairState
-from prunecheck.spec.runtime import (Append, Audit, Compact, Edit, Pin, State, Undo, enabled, enabled_actions, step)
+from prunecheck.spec.runtime import (Append, Audit, Compact, Edit, Pin, Read, State, Undo, enabled, enabled_actions,
+                                     step)
 
 from support import (AT_GHOST, AT_RECORD, NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, STEP_AT_PAIR,
                      SUMMARY_POLICIES, TARGETED, check_projection, model_policy, runs)
@@ -261,3 +262,18 @@ def _enabled_prefix(policy, actions) -> tuple:
             state = step(policy, state, action).after
     assert any(getattr(a, "cites", ()) for a in out)
     return tuple(out)
+
+
+def test_an_undo_that_brings_a_summarised_span_back_beside_its_summary_projects():
+    """Issue 27: the 3-wise covering array's row 66. The undo of edit 2 (a merge) brings span 0 back at its own place,
+    where compaction 6's summary stands, so spans 0 and 1 are no longer adjacent in window order: the pair model of a
+    summarising policy that reads positions once assumed they were, and the read that follows did not project."""
+    deployment = Deployment(rationale="window", pins="self", audit="policy", undo="merge", record_role="user",
+                            evicted="tombstone", evidence="on", justification="defer", record_tool="edit")
+    policy = model_policy("evict: from_end >= 1 and position >= 0 or turn >= 1 or tokens_after > window_spans\n"
+                          "rank: 0 - tokens\nwhen: window_tokens > 2\neffect: summarise\npairs: together\n"
+                          "placeholder_tokens: 3\nsummary_role: system\nstart_on: tool_result", deployment)
+    actions = (Append("message", 2), Append("file_body", 1, "assistant"), Edit(0, "transform", cites=(1,)),
+               Edit(0, "destroy"), Pin(1), Compact(), Undo(2), Read(0), Compact(1), Undo(4))
+    for free_policy in (False, True):
+        assert check_projection(policy, actions, free_policy=free_policy) >= 2
