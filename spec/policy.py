@@ -177,6 +177,7 @@ DEPLOYMENT_CHOICES = {
     "missing_record": ("refuse", "reconstruct"),
     "host_truncation": ("off", "on"),
     "tool_calls": ("on", "off"),
+    "destroy_record": ("id", "verbatim"),
 }
 # Deployment keys whose value is a name (spec/SPEC.md §1c), not one of a few choices, and their defaults.
 DEPLOYMENT_NAMES = {"record_tool": ""}
@@ -184,7 +185,7 @@ DEPLOYMENT_KEYS = (*DEPLOYMENT_CHOICES, *DEPLOYMENT_NAMES)
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
 UNLISTED_AT_DEFAULT = {"evicted": "destroyed", "evidence": "off", "justification": "unchecked", "refusal": "silent",
                        "missing_record": "refuse", "host_truncation": "off",
-                       "tool_calls": "on", **DEPLOYMENT_NAMES}
+                       "tool_calls": "on", "destroy_record": "id", **DEPLOYMENT_NAMES}
 EFFECTS = ("evict", "mask", "cut", "summarise")
 IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
 SIZED = IN_PLACE + ("summarise",)  # effects that read placeholder_tokens (a summary's tokens for summarise)
@@ -211,6 +212,9 @@ class Deployment:
     # default (SPEC §2, docs/decisions/0032).
     host_truncation: str = "off"
     tool_calls: str = "on"  # the agent calls tools: a compaction may split a call from its result, T1 applies (SPEC §6c)
+    # What a destroy edit's record keeps (the second seed's "hash, span ID, or verbatim excerpt"): its id only (the
+    # undo of a destroy is then a hard error), or the destroyed content verbatim (SPEC §4).
+    destroy_record: str = "id"
 
     def __post_init__(self):
         for key in DEPLOYMENT_KEYS:

@@ -123,7 +123,7 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
         target = state.span(action.target)
         new_target = replace(target, kind="summary" if action.mode == "transform" else "diff",
                              edited=True, version=target.version + 1)
-        record_tokens = 1 if action.mode == "transform" else target.tokens
+        record_tokens = target.tokens if keeps_verbatim(policy, action.mode) else 1
         after = _write_entry(policy, with_span(state, new_target), target, new_target.version, action.mode,
                              record_tokens, now, action.cites)
         return Transition(state, action, after, "ok")
@@ -142,10 +142,24 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
     return Transition(state, action, replace(state, step=state.step + action.times), status(policy, state))
 
 
+def keeps_verbatim(policy: Policy, mode: str) -> bool:
+    """An edit's record holds the target's content verbatim: a destroy's under `destroy_record: verbatim` (its
+    tokens); a transform's record is a pointer to the content the target still has (1 token)."""
+    return mode == "destroy" and policy.deployment.destroy_record == "verbatim"
+
+
+def restorable(policy: Policy, info: EditInfo) -> bool:
+    """The edit's record can restore its target: a transform's, or a destroy's kept verbatim (the second seed:
+    "Transformation is reversible within the session; destruction is not", unless the content was kept)."""
+    return info.mode != "destroy" or policy.deployment.destroy_record == "verbatim"
+
+
 def _undo(policy: Policy, state: State, action: Undo, now: int) -> Transition:
     info = state.edit(action.edit)
     if not present(state.span(info.record)):
         return _undo_absent(policy, state, action, now)
+    if not restorable(policy, info):
+        return Transition(state, action, replace(state, step=now), "irreversible")  # the record holds only an id
     if state.span(info.target).version != info.version:
         return _undo_stale(policy, state, action, now)
     return _revert(state, action, now)
@@ -210,6 +224,9 @@ def undo(policy: Policy, state: State, edit_id: int) -> State:
     """The seed's undo as a function: raises IrreversibleEditError on an absent record (under `missing_record:
     refuse`; under `reconstruct` it confabulates, as the seed's failure did)."""
     transition = step(policy, state, Undo(edit_id))
+    if transition.outcome == "irreversible" and present(state.span(edit_id)):
+        raise IrreversibleEditError(f"cannot undo the edit with record #{edit_id}: it destroyed its target and its "
+                                    "record keeps only an id (destroy_record: id)")
     if transition.outcome == "irreversible":
         raise IrreversibleEditError(f"cannot undo the edit with record #{edit_id}: recovery record absent or pruned")
     if transition.outcome == "merge required":

@@ -14,7 +14,7 @@ from prunecheck.symbolic.terms import (ENUM_CODES, ExprEncoder, Frac, KindSort, 
                                        left_tokens_term, shortens_term)
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
-from prunecheck.symbolic.undo_terms import entry_fields, restored_edited, selected_target, unrolled_undo
+from prunecheck.symbolic.undo_terms import keeps_content, entry_fields, restored_edited, selected_target, unrolled_undo
 from prunecheck.symbolic.window_terms import before, position_terms, stage_closures
 from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD, has_tombstones, write_tombstone
 
@@ -392,6 +392,8 @@ class Model:
             else sel["alive"]
         sel["content"] = z3.Or([sel["kind"] == c for c in CONTENT])
         selected_target(self.dep, pick, s, sel)
+        if not keeps_content(self.dep):  # an undo reads whether the edit destroyed its target (SPEC §4)
+            sel["destroy"] = pick(s.destroy, arg, "sel_destroy")
         return sel
 
     def _guards(self, s: SymState, a: SymAction, sel: dict, is_: dict, now, out: list) -> None:

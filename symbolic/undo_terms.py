@@ -15,6 +15,12 @@ def reconstructs(dep) -> bool:
     return dep.missing_record == "reconstruct"
 
 
+def keeps_content(dep) -> bool:
+    """A destroy edit's record keeps the destroyed content verbatim (`destroy_record: verbatim`): then every present
+    record can restore its target; under `id` a destroy's cannot (spec.runtime.restorable)."""
+    return dep.destroy_record == "verbatim"
+
+
 @dataclass(frozen=True)
 class UndoTerms:
     """One unrolled step's undo: `reverted` (what C3 reads), `undoes` (the edit is marked undone and its target
@@ -30,8 +36,9 @@ class UndoTerms:
 def unrolled_undo(dep, is_: dict, sel: dict, fresh, room_for_two, out: list) -> UndoTerms:
     """The undo's outcome terms in the unrolled model; a merge's guard (room for its entry) goes into out."""
     checked = dep.undo in ("versioned", "merge")
-    reverted = z3.And(is_["undo"], sel["present"], fresh if checked else z3.BoolVal(True))
-    merged = z3.And(is_["undo"], sel["present"], z3.Not(fresh)) if merges(dep) else z3.BoolVal(False)
+    present = sel["present"] if keeps_content(dep) else z3.And(sel["present"], z3.Not(sel["destroy"]))
+    reverted = z3.And(is_["undo"], present, fresh if checked else z3.BoolVal(True))
+    merged = z3.And(is_["undo"], present, z3.Not(fresh)) if merges(dep) else z3.BoolVal(False)
     changes = [reverted] + ([merged] if merges(dep) else [])
     changes += [z3.And(is_["undo"], z3.Not(sel["present"]))] if reconstructs(dep) else []
     if merges(dep):
@@ -56,7 +63,8 @@ def entry_fields(dep, u: UndoTerms, a, sel: dict) -> dict:
     """What a new record holds: an edit's (of the slot `a` names) or, under merge, the merge's (of the undone edit's
     target, 1 token, not a destroy)."""
     fields = {"target": a.arg, "rversion": sel["version"] + 1, "prior_kind": sel["kind"],
-              "prior_edited": sel["edited"], "destroy": a.destroy, "tokens": z3.If(a.destroy, sel["tokens"], 1)}
+              "prior_edited": sel["edited"], "destroy": a.destroy,
+              "tokens": z3.If(a.destroy, sel["tokens"], 1) if keeps_content(dep) else z3.IntVal(1)}
     if not merges(dep):
         return fields
     m = u.merged
@@ -64,16 +72,20 @@ def entry_fields(dep, u: UndoTerms, a, sel: dict) -> dict:
                                                                        sel["version"] + 1),
             "prior_kind": z3.If(m, sel["target_kind"], sel["kind"]),
             "prior_edited": z3.If(m, sel["target_edited"], sel["edited"]),
-            "destroy": z3.And(a.destroy, z3.Not(m)), "tokens": z3.If(z3.And(a.destroy, z3.Not(m)), sel["tokens"], 1)}
+            "destroy": z3.And(a.destroy, z3.Not(m)),
+            "tokens": z3.If(z3.And(a.destroy, z3.Not(m)), sel["tokens"], 1) if keeps_content(dep) else z3.IntVal(1)}
 
 
 # The pair model (symbolic/parametric.py): ghost g's record undone, and the merge's allocation.
 
-def pair_undoes(dep, is_: dict, selected, present, fresh):
-    """(the C3 revert, the edit is undone and its target written) for an undo of ghost g's record."""
+def pair_undoes(dep, is_: dict, selected, present, fresh, restorable=None):
+    """(the C3 revert, the edit is undone and its target written) for an undo of ghost g's record; under
+    `destroy_record: id` whether the ghost's edit destroyed its target is unseen, so `restorable` is a free choice
+    (a present record that cannot restore changes nothing, spec.runtime.restorable)."""
     checked = dep.undo in ("versioned", "merge")
-    reverted = z3.And(is_["undo"], selected, present, fresh if checked else z3.BoolVal(True))
-    changes = [reverted] + ([z3.And(is_["undo"], selected, present, z3.Not(fresh))] if merges(dep) else [])
+    usable = present if keeps_content(dep) else z3.And(present, restorable)
+    reverted = z3.And(is_["undo"], selected, usable, fresh if checked else z3.BoolVal(True))
+    changes = [reverted] + ([z3.And(is_["undo"], selected, usable, z3.Not(fresh))] if merges(dep) else [])
     changes += [z3.And(is_["undo"], selected, z3.Not(present))] if reconstructs(dep) else []
     return reverted, changes[0] if len(changes) == 1 else z3.Or(changes)
 
@@ -87,5 +99,7 @@ def pair_entry(dep, is_: dict, a, merges_here):
 
 
 def entry_destroys(dep, is_: dict, a):
-    """The new record copies its target (a destroy edit's); a merge's record is 1 token."""
+    """The new record copies its target (a destroy edit's, kept verbatim); a merge's record is 1 token."""
+    if not keeps_content(dep):
+        return z3.BoolVal(False)
     return z3.And(a.destroy, is_["edit"]) if merges(dep) else a.destroy
