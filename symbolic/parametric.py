@@ -118,6 +118,7 @@ class PairAction:
         self.other_tokens = c("other_tokens", z3.IntSort())
         self.destroy = c("adestroy", z3.BoolSort())
         self.fresh = c("fresh", z3.BoolSort())
+        self.restorable = c("restorable", z3.BoolSort())  # destroy_record: id: the undone edit was no destroy
         self.prior_kind = c("prior_kind", KindSort)
         self.prior_edited = c("prior_edited", z3.BoolSort())
         self.role = c("arole", RoleSort) if roles else None
@@ -138,7 +139,7 @@ class PairAction:
 
     def variables(self) -> list:
         scalars = [self.act, self.ghost, self.alloc, self.target, self.restore, self.kind, self.tokens,
-                   self.other_tokens, self.destroy, self.fresh, self.prior_kind, self.prior_edited]
+                   self.other_tokens, self.destroy, self.fresh, self.restorable, self.prior_kind, self.prior_edited]
         scalars += [self.role] if self.role is not None else []
         scalars += [getattr(self, attr) for attr, _table in self.names]
         choices = (self.policy, self.chosen, self.truncate) + (
@@ -275,7 +276,8 @@ class PairModel:
         out = self._guards(s, a, t, is_, now)
         # Which undo reverts (C3) and which writes its target: the ghost's own record per the deployment's options
         # (spec/SPEC.md §4e); any other edit's freely.
-        undoes = {g: pair_undoes(self.dep, is_, _selected(a.ghost, g), s.present(g), a.fresh) for g in GHOSTS}
+        undoes = {g: pair_undoes(self.dep, is_, _selected(a.ghost, g), s.present(g), a.fresh, a.restorable)
+                  for g in GHOSTS}
         reverted = {g: undoes[g][1] for g in GHOSTS}
         any_revert = z3.Or(reverted["r"], reverted["q"], z3.And(is_["undo"], a.ghost == G_OTHER))
         target_tokens = z3.If(a.target == G_R, sp["r"]["tokens"], z3.If(a.target == G_Q, sp["q"]["tokens"],
