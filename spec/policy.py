@@ -171,7 +171,7 @@ DEPLOYMENT_CHOICES = {
     "undo": ("versioned", "blind", "merge"),
     "record_role": ROLES,
     "evicted": ("destroyed", "logged", "tombstone"),
-    "evidence": ("off", "on"),
+    "evidence": ("on", "off"),
     "justification": ("unchecked", "downgrade", "defer"),
     "refusal": ("silent", "atomic", "sequential"),
     "missing_record": ("refuse", "reconstruct"),
@@ -183,7 +183,7 @@ DEPLOYMENT_CHOICES = {
 DEPLOYMENT_NAMES = {"record_tool": ""}
 DEPLOYMENT_KEYS = (*DEPLOYMENT_CHOICES, *DEPLOYMENT_NAMES)
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
-UNLISTED_AT_DEFAULT = {"evicted": "destroyed", "evidence": "off", "justification": "unchecked", "refusal": "silent",
+UNLISTED_AT_DEFAULT = {"evicted": "destroyed", "evidence": "on", "justification": "unchecked", "refusal": "silent",
                        "missing_record": "refuse", "host_truncation": "off",
                        "tool_calls": "on", "destroy_record": "id", **DEPLOYMENT_NAMES}
 EFFECTS = ("evict", "mask", "cut", "summarise")
@@ -204,7 +204,7 @@ class Deployment:
     record_role: str = "tool_result"  # the role of the records and rationale entries an edit creates
     evicted: str = "destroyed"  # what a compaction does with the spans it removes: kill them, or move them to the log
     record_tool: str = ""  # the tool name of the records and rationale entries an edit creates ("" = unnamed)
-    evidence: str = "off"  # the second seed's evidence conditions apply, compactions write ledger entries (SPEC §6d)
+    evidence: str = "on"  # the second seed's evidence conditions apply, compactions write ledger entries (SPEC §6d)
     justification: str = "unchecked"  # what a removal does to a span a live entry cites (SPEC §6d)
     refusal: str = "silent"  # what a compaction whose selection names a recovery span does (SPEC §6e)
     missing_record: str = "refuse"  # undo without a present record: irreversible, or the seed's confabulation (§4)
