@@ -205,9 +205,7 @@ class Deployment:
     justification: str = "unchecked"  # what a removal does to a span a live entry cites (SPEC §6d)
     refusal: str = "silent"  # what a compaction whose selection names a recovery span does (SPEC §6e)
     missing_record: str = "refuse"  # undo without a present record: irreversible, or the seed's confabulation (§4)
-    # A host that truncates the window to a budget of its own at any compaction: outside both seeds' scope, so off by
-    # default (SPEC §2, docs/decisions/0032).
-    host_truncation: str = "off"
+    host_truncation: str = "off"  # a host truncating to its own budget: out of the seeds' scope (SPEC §2, ADR 0032)
 
     def __post_init__(self):
         for key in DEPLOYMENT_KEYS:

@@ -263,3 +263,15 @@ def test_a_truncation_at_a_host_budget_is_explained_by_that_budget():
     budget = result.trace.actions[-1].budget
     assert f"host budget of {budget}" in explanation.cause.summary
     assert f"truncated to the host budget of {budget}" in explanation.steps[-1]
+
+
+def test_a_host_budget_that_changes_nothing_is_not_named_as_the_truncation():
+    # host_truncation: off (the default): compact(budget=1) truncates to the policy's own budget of 3, and the step
+    # text and the cause say so; they once named the host's budget of 1, which truncated nothing (SPEC §2).
+    text = "name: t\nevict: false\nbudget: 3\ndeployment: {records: window}\n"
+    actions = [Append("message", 4), Edit(0, "destroy"), Compact(1)]
+    for host, words in (("off", "the policy's budget of 3"), ("on", "the host budget of 1")):
+        policy = parse_policy_text(text.replace("}", f", host_truncation: \"{host}\"}}"), "t.yaml")
+        explanation = explain(policy, actions, "C2")
+        assert f"truncated to {words}" in explanation.steps[-1], explanation.steps[-1]
+        assert f"truncated to {words}" in explanation.cause.summary, explanation.cause.summary
