@@ -26,21 +26,30 @@ target's), and its age, idle time and reads grow as the agent waits (`audit(time
   (2 + 1 + [w > 0], 2 + n + w) and "read n" (3, 2 + n); e.g. `age > c`: 3 actions, c + 3 steps; `step > c`: 3, c + 1;
   `reads > c`: 3, c + 3; `recency * c < 1` (idle >= c): 3, c + 2. A Python float literal means its double
   (`recency < 0.01` is idle >= 99 in Python, idle >= 100 in YAML).
-- C2 violated iff records = window: for every policy, append 2 tokens, destroy-edit it, `compact(budget=1)`: the record
-  is evicted or truncated (3 steps; a record and a compaction need 3). Otherwise holds.
+- No host truncates (the default `host_truncation: off`, SPEC §2, ADR 0032): only the policy removes spans, by its
+  selection or, with a `budget`, by truncating oldest-first to it. A compaction's predicate reads the state it starts
+  from, so removing a span that is a candidate after a run of (a, s) takes (a + 1, s + 1).
+- C2 violated iff records = window and the policy removes a record: with a budget B, append B + 1 tokens, destroy-edit
+  it, compact: its own truncation reaches the record (3 steps, the least: a record and a compaction need 3); without
+  one, iff C1 is violated, one action and step after C1's run. Otherwise holds.
 - C3 violated iff undo = blind: append, edit it, edit it again, undo the first edit (4 steps, the least that has two
   edits of one target). Otherwise holds.
-- C4 violated iff audit = policy and records = window. With rationale = decision_log the self-certified audit never
-  sees the gap that C2's run makes (3 steps). With rationale = window, append a content span after the edit and make
-  it survive the compaction (every family policy spares a fresh, a pinned or a read content span: each disjunct has a
-  threshold that a fresh span fails, or `not pinned`, or a reads/frequency bound that reading it breaks); then
-  `compact(budget=1)` truncates everything older, record and rationale included, and the audit sees neither (4 steps
-  when a fresh span survives; 3 when the policy itself evicts a fresh rationale at step 2, then the record of a
-  destroy edit of 2 tokens is truncated at budget 1). With audit = independent or records in their own namespace
-  (no gap is reachable), holds.
-- P1 violated iff rationale = window, for every policy: append, edit, edit again, `compact(budget=1)`: the first
-  rationale is evicted or, if the policy spares both rationales, truncated (4 steps; 3 when the policy evicts a fresh
-  rationale at step 2). Otherwise holds.
+- C4 violated iff audit = policy and records = window and a gap with no rationale in the window is reachable. With
+  rationale = decision_log the self-certified audit never sees the gap, so C4 is C2 (same length). With
+  rationale = window and a budget, append a content span after the edit and make it survive the compaction (every
+  family policy spares a fresh, a pinned or a read content span: each disjunct has a threshold that a fresh span
+  fails, or `not pinned`, or a reads/frequency bound that reading it breaks); then the policy's truncation to its
+  budget takes everything older, record and rationale included, and the audit sees neither (4 steps when a fresh
+  span survives; 3 when the policy itself evicts a fresh rationale at step 2, then the record of a destroy edit of
+  B + 1 tokens is truncated). With rationale = window and no budget, violated iff the policy removes both a record and
+  a rationale (C2 and P1 below: the family's thresholds are per span and upward closed, so the record can go first and
+  the rationale be read or left alone until it goes too); the length is derived only when both go fresh (3 steps).
+  With audit = independent or records in their own namespace (no gap is reachable), holds.
+- P1 violated iff rationale = window and the policy removes a rationale while its edit is live. With a budget:
+  append, edit, append a span that survives, compact: the policy's truncation takes the rationale (4 steps; 3 when the
+  policy evicts a fresh rationale at step 2). Without one, iff the rationale (kind `rationale`, 1 token, pinned under
+  host pins, born with the record at step 2) becomes a candidate: C1's rule applied to it, plus the compaction (a
+  group-8 member's hand-derived C1 stands for it: none reads kind or tokens). Otherwise holds.
 - R1 (SPEC §6e) violated iff some disjunct selects a record or rationale by its kind (`kind == "record"`, or `in` a
   list holding a recovery kind), which a span of a kind the policy does not mention fails. No family member has such a
   test (their kind tests are `!=` a recovery kind or `in` content kinds), so R1 holds for every member; a member that
@@ -358,9 +367,9 @@ def family() -> list:
 # --------------------------------------------------------------------------- expected verdicts and lengths
 
 
-def _record_env(spec: Spec, n: int, w: int, tokens: int) -> dict:
-    """A record created at step 2, read n times at once, then left alone for w steps."""
-    return {"kind": "record", "pinned": spec.dep("pins") == "host", "edited": False, "tokens": tokens,
+def _record_env(spec: Spec, n: int, w: int, tokens: int, kind: str = "record") -> dict:
+    """A record (or its rationale) created at step 2, read n times at once, then left alone for w steps."""
+    return {"kind": kind, "pinned": spec.dep("pins") == "host", "edited": False, "tokens": tokens,
             "age": n + w, "idle": w, "reads": n, "step": 2 + n + w}
 
 
@@ -391,14 +400,25 @@ def c1_length(spec: Spec) -> Optional[tuple]:
     """(actions, steps) of the shortest C1 violation derived by hand, or None when no record is ever a candidate."""
     if spec.dep("records") != "window":
         return None
+    return candidate_length(spec, "record")
+
+
+def _rationale_tokens(spec: Spec, conj: tuple) -> Optional[int]:
+    """A rationale holds 1 token: 1 if the conjunction's token tests admit it, else None."""
+    return 1 if all(a.holds({"tokens": 1}, spec.python) for a in conj if a.attr == "tokens") else None
+
+
+def candidate_length(spec: Spec, kind: str) -> Optional[tuple]:
+    """(actions, steps) of the shortest run after which a `kind` span (a record or its rationale, both created by
+    the edit at step 2, in the window) is a candidate of the policy, or None when it never is."""
     best = None
     for conj in spec.dnf:
-        tokens = _tokens_for(spec, conj)
+        tokens = _tokens_for(spec, conj) if kind == "record" else _rationale_tokens(spec, conj)
         if tokens is None:
             continue
 
         def ok(n, w, conj=conj, tokens=tokens):
-            return all(a.holds(_record_env(spec, n, w, tokens), spec.python) for a in conj)
+            return all(a.holds(_record_env(spec, n, w, tokens, kind), spec.python) for a in conj)
 
         reads_up = [a for a in conj if a.attr == "reads" and a.op in (">", ">=")]
         n_lo = _least(lambda n: all(a.holds({"reads": n}, spec.python) for a in reads_up), 1) if reads_up else None
@@ -409,7 +429,7 @@ def c1_length(spec: Spec) -> Optional[tuple]:
         if n_lo is not None:
             options.append((n_lo, _least(lambda w: ok(n_lo, w))))
         up = [a for a in conj if a.attr in ("age", "step") or a in reads_up]
-        n_only = _least(lambda n: all(a.holds(_record_env(spec, n, 0, tokens), spec.python) for a in up), 1)
+        n_only = _least(lambda n: all(a.holds(_record_env(spec, n, 0, tokens, kind), spec.python) for a in up), 1)
         options.append((n_only, 0 if n_only is not None and ok(n_only, 0) else None))
         for n, w in options:
             if n is None or w is None or not ok(n, w):
@@ -430,25 +450,54 @@ def _fresh_content_spared(spec: Spec) -> bool:
                                "reads": 0, "step": 3}) for k in CONTENT_KINDS)
 
 
+def _after(length: Optional[tuple]) -> Optional[tuple]:
+    """The length of a run that ends with the compaction of a candidate found after `length`: one more action and
+    step (the compaction's predicate reads the state it starts from)."""
+    return None if length is None else (length[0] + 1, length[1] + 1)
+
+
+def _rationale_candidate(spec: Spec) -> Optional[tuple]:
+    """candidate_length for the rationale; a hand-derived C1 (group 8) stands for it when the policy reads neither
+    kind nor tokens (the rationale is born with the record and read and left alone as it is)."""
+    if spec.c1 is None:
+        return candidate_length(spec, "rationale")
+    if any(a.attr in ("kind", "tokens") for conj in spec.dnf for a in conj):
+        raise ValueError(f"{spec.name}: P1 is not derived for a hand-derived C1 that reads kind or tokens")
+    return None if spec.c1 == "holds" else spec.c1
+
+
 def expectations(spec: Spec) -> dict:
     """{condition: (verdict, (actions, steps) or None)} from the rules in this module's docstring."""
     ranked = spec.rank is not None and spec.budget is not None
     window_rec, window_rat = spec.dep("records") == "window", spec.dep("rationale") == "window"
     c1 = c1_length(spec) if spec.c1 is None else None if spec.c1 == "holds" or not window_rec else spec.c1
+    # No host truncates (host_truncation: off, SPEC §2): only the policy removes a record, by its selection or by
+    # truncating to its own budget.
+    c2 = ((3, 3) if spec.budget else _after(c1)) if window_rec else None
     out = {"C1": ("violated", c1) if c1 is not None else ("holds", None),
-           "C2": ("violated", (3, 3)) if window_rec else ("holds", None),
+           "C2": ("violated", c2) if c2 is not None else ("holds", None),
            "C3": ("violated", (4, 4)) if spec.dep("undo") == "blind" else ("holds", None)}
     quick = _fresh_rationale_evicted(spec) and not ranked
+    rationale = _after(_rationale_candidate(spec)) if window_rat and not spec.budget else None
     if spec.dep("audit") == "policy" and window_rec:
         if not window_rat:
-            out["C4"] = ("violated", (3, 3))
+            out["C4"] = ("violated", c2) if c2 is not None else ("holds", None)
         elif ranked:
             out["C4"] = ("violated", None)
-        else:
+        elif spec.budget:
             out["C4"] = ("violated", (3, 3) if quick else (4, 4) if _fresh_content_spared(spec) else None)
+        elif c2 is not None and rationale is not None:
+            out["C4"] = ("violated", (3, 3) if c2 == rationale == (3, 3) else None)
+        else:
+            out["C4"] = ("holds", None)
     else:
         out["C4"] = ("holds", None)
-    out["P1"] = ("violated", None if ranked else (3, 3) if quick else (4, 4)) if window_rat else ("holds", None)
+    if not window_rat:
+        out["P1"] = ("holds", None)
+    elif spec.budget:
+        out["P1"] = ("violated", None if ranked else (3, 3) if quick else (4, 4))
+    else:
+        out["P1"] = ("violated", rationale) if rationale is not None else ("holds", None)
     out["R1"] = _r1_expectation(spec)
     return out
 

@@ -208,13 +208,9 @@ class Deployment:
     justification: str = "unchecked"  # what a removal does to a span a live entry cites (SPEC §6d)
     refusal: str = "silent"  # what a compaction whose selection names a recovery span does (SPEC §6e)
     missing_record: str = "refuse"  # undo without a present record: irreversible, or the seed's confabulation (§4)
-    # A host that truncates the window to a budget of its own at any compaction: outside both seeds' scope, so off by
-    # default (SPEC §2, docs/decisions/0032).
-    host_truncation: str = "off"
-    tool_calls: str = "on"  # the agent calls tools: a compaction may split a call from its result, T1 applies (SPEC §6c)
-    # What a destroy edit's record keeps (the second seed's "hash, span ID, or verbatim excerpt"): its id only (the
-    # undo of a destroy is then a hard error), or the destroyed content verbatim (SPEC §4).
-    destroy_record: str = "id"
+    host_truncation: str = "off"  # a host truncating to its own budget: out of the seeds' scope (SPEC §2, ADR 0032)
+    tool_calls: str = "on"  # the agent calls tools: T1 applies to every policy (SPEC §6c, ADR 0033)
+    destroy_record: str = "id"  # what a destroy's record keeps: the span's id, or its content verbatim (SPEC §4)
 
     def __post_init__(self):
         for key in DEPLOYMENT_KEYS:

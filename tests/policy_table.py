@@ -12,13 +12,13 @@ INLINE = {
     "keep_last_3_records_in_window.yaml": (
         "name: keep-last-3\nevict: from_end >= 3\n" + WINDOW, {**HOLD, "C1": "violated", "C2": "violated"}),
     "older_same_role_spares_records.yaml": (
-        "name: older-same-role\nevict: from_end_in_role >= 1 and kind != 'record'\n" + WINDOW,
-        {**HOLD, "C2": "violated"}),
+        # C2 holds: the predicate excludes records and nothing truncates (no budget, host_truncation: off, SPEC §2).
+        "name: older-same-role\nevict: from_end_in_role >= 1 and kind != 'record'\n" + WINDOW, HOLD),
     "long_window_rationale_in_window.yaml": (
         "name: long-window\nevict: window_spans > 3 and turn >= 1\ndeployment: {rationale: window}\n",
         {**HOLD, "P1": "violated"}),
     # A policy whose C1 violation lies beyond the default depth: it may never be reported `holds` (its C2 violation,
-    # truncation at a host budget, is found within 3 steps).
+    # the compaction that evicts the record C1 finds, is found within 4 actions).
     "late_violation.yaml": (
         "name: late-violation\n"
         "evict: kind == 'record' and age > 20\n"

@@ -102,9 +102,11 @@ def test_a_trace_cannot_ask_its_replay_for_unbounded_spans(tmp_path):
 
 def test_a_counterexample_names_the_host_budget_everywhere(tmp_path):
     policy = str(EXAMPLES / "kind_excludes_records.json")
-    code, out, _ = run("check", policy, "--only", "C2", "--no-prove", "--out", str(tmp_path))
+    host = tmp_path / "host.yaml"  # the policy spares records: only a host that truncates takes one (SPEC §2)
+    host.write_text('host_truncation: "on"\n')
+    code, out, _ = run("check", policy, "--only", "C2", "--no-prove", "--out", str(tmp_path), "--deployment", str(host))
     assert code == 1 and "C2  violated" in out and "compact(budget=" in out
-    code, out, _ = run("check", policy, "--only", "C2", "--no-prove", "--format", "json")
+    code, out, _ = run("check", policy, "--only", "C2", "--no-prove", "--format", "json", "--deployment", str(host))
     trace = json.loads(out)["policies"][0]["conditions"]["C2"]["trace"]
     budget = trace[-1]["args"]["budget"]
     assert trace[-1]["action"] == "compact" and budget >= 1
@@ -113,7 +115,8 @@ def test_a_counterexample_names_the_host_budget_everywhere(tmp_path):
     assert picks["budget"] == {"#bigint": str(budget)}
     code, out, _ = run("replay", str(written))
     assert code == 0 and f"compact(budget={budget})" in out
-    code, out, _ = run("check", policy, "--only", "C2", "--no-prove", "--python", str(tmp_path / "scripts"))
+    code, out, _ = run("check", policy, "--only", "C2", "--no-prove", "--python", str(tmp_path / "scripts"),
+                       "--deployment", str(host))
     (script,) = (tmp_path / "scripts").glob("*_c2.py")
     assert f"Compact(budget={budget})" in script.read_text()
 

@@ -75,7 +75,7 @@ def test_undo_unmasks_its_target_and_masked_is_an_attribute_the_policy_reads():
 
 
 def test_taken_effect_is_what_the_window_loses_and_truncation_still_sees_masked_spans():
-    policy = _policy("name: t\nevict: true\neffect: mask\nplaceholder_tokens: 2\n")
+    policy = _policy("name: t\nevict: true\neffect: mask\nplaceholder_tokens: 2\n", host_truncation="on")
     state, _ = run_actions(policy, (Append("message", 5), Append("message", 1)))
     assert [taken_effect(policy, s, 6, 2) for s in state.spans] == [(3, 2), (7, 2)]
     evicting = _policy("name: t\nevict: true\n")
@@ -147,7 +147,7 @@ def test_explanations_say_masked_and_moved_to_the_log():
     assert ("effect: mask", 3) in [(p.text, p.loc.line) for p in text.cause.points]
     _, transitions = run_actions(policy, EDIT_THEN_COMPACT + (Undo(1),))
     assert step_label(policy, transitions[-1]) == "undo of edit 1: irreversible, record #1 is masked"
-    logged = _policy("name: t\nevict: kind == 'diff'\n", evicted="logged", records="window")
+    logged = _policy("name: t\nevict: kind == 'diff'\n", evicted="logged", records="window", host_truncation="on")
     _, transitions = run_actions(logged, (Append("message", 3), Edit(0, "destroy"), Compact(1)))
     assert step_label(logged, transitions[-1]) == ("compaction: evicted by the policy and moved to the log: #0 (diff); "
                                                    "truncated to the host budget of 1 (moved to the log): #1 (record "

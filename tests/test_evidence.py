@@ -81,11 +81,14 @@ def test_defer_keeps_a_cited_span_out_of_the_stage_but_not_out_of_the_hosts_trun
     assert deferred.evicted == {0} and deferred.after.span(1).alive
     # The design's run: the stage spares the cited span, the host's truncation takes it.
     actions = (Append("message", 2), Append("message", 1), Edit(1, "transform", cites=(0,)), Compact(1))
-    last = run(policy("defer", text="evict: false"), actions)[-1]
-    assert 0 in last.truncated and "J1" in state_violations(policy("defer"), last.after)
-    saved = run(policy("downgrade", text="evict: false"), actions)[-1]
+    host = {"host_truncation": "on"}  # a host that truncates to its budget (SPEC §2)
+    last = run(policy("defer", text="evict: false", **host), actions)[-1]
+    assert 0 in last.truncated and "J1" in state_violations(policy("defer", **host), last.after)
+    saved = run(policy("downgrade", text="evict: false", **host), actions)[-1]
     assert 0 in saved.truncated and saved.after.span(0).namespace == "log"
-    assert "J1" not in state_violations(policy("downgrade"), saved.after)
+    assert "J1" not in state_violations(policy("downgrade", **host), saved.after)
+    # Without one (the default), nothing takes the cited span.
+    assert not run(policy("defer", text="evict: false"), actions)[-1].truncated
 
 
 def test_downgrade_turns_a_mask_of_a_cited_span_into_a_move_to_the_log():
@@ -96,7 +99,7 @@ def test_downgrade_turns_a_mask_of_a_cited_span_into_a_move_to_the_log():
 
 
 def test_an_undone_edit_cites_nothing():
-    p = policy(text="evict: false")
+    p = policy(text="evict: false", host_truncation="on")  # the host's truncation takes the cited span
     actions = (Append("message", 2), Append("message", 1), Edit(1, "transform", cites=(0,)), Compact(1))
     assert "J1" in state_violations(p, run(p, actions)[-1].after)
     undone = run(p, actions[:3] + (Undo(2), Compact(1)))[-1].after
@@ -212,11 +215,12 @@ def test_downgrade_gives_j1_holds_with_a_certificate_and_the_others_a_replayed_v
     options = CheckOptions(depth=4, spans=4, only=("J1",), **BOUNDS)
     safe = check(policy("downgrade"), options).result("J1")
     assert safe.verdict == Verdict.HOLDS and safe.certificate and "cvc5" in reason_text(safe.reason)
-    for justification in ("unchecked", "defer"):
-        found = check(policy(justification), options).result("J1")
+    # defer spares cited spans from the stage: only a host that truncates (host_truncation: on) then takes one.
+    assert check(policy("defer"), options).result("J1").verdict == Verdict.HOLDS
+    for p in (policy("unchecked"), policy("defer", host_truncation="on")):
+        found = check(p, options).result("J1")
         assert found.verdict == Verdict.VIOLATED
-        assert "J1" in state_violations(policy(justification), replay(policy(justification),
-                                                                       found.trace.actions)[-1].after)
+        assert "J1" in state_violations(p, replay(p, found.trace.actions)[-1].after)
 
 
 @pytest.mark.parametrize("justification", ["unchecked", "downgrade", "defer"])
@@ -227,7 +231,7 @@ def test_the_explicit_and_symbolic_engines_agree_under_evidence(justification, t
 
 
 def test_a_ledger_rationale_in_the_window_counts_against_the_budget_and_is_a_pruning_target():
-    p = policy(rationale="window", text="evict: kind != 'message'")
+    p = policy(rationale="window", text="evict: kind != 'message'", host_truncation="on")
     last = run(p, TURN_112[:3] + (Compact(1, cites=(1,)),))[-1]
     (entry,) = last.after.entries
     # Written before the host's truncation: the message is truncated so that the window, entry included, fits.
@@ -318,7 +322,7 @@ def test_several_citations_are_found_by_the_unrestricted_search_and_replayed():
     # host's truncation then takes a record (C2). The explicit engine (one citation) and models restricted to its
     # domains do not reach it.
     p = model_policy("evict: true", Deployment(records="window", rationale="window", evidence="on",
-                                               justification="defer"))
+                                               justification="defer", host_truncation="on"))
     (found,) = check_bounded(p, 3, 3, ("C2",), **BOUNDS)
     assert found.verdict == Verdict.VIOLATED and len(found.trace.actions[-1].cites) > 1
     (restricted,) = check_bounded(p, 3, 3, ("C2",), token_domain=(1, 2), **BOUNDS)

@@ -23,6 +23,7 @@ from prunecheck.checker.result import Verdict
 from prunecheck.checker.engines.variants import distinct_counterexamples
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.evaluate import evaluate
+from prunecheck.spec.policy import DeploymentOverride
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, span_env
 from prunecheck.strategies import policies, traces
 
@@ -240,8 +241,12 @@ def test_a_trace_does_not_depend_on_what_the_process_solved_before():
     assert fresh.stdout.strip() == repr(after)
 
 
+# kind_excludes_records spares records; only a host that truncates (host_truncation: on, SPEC §2) takes one.
+HOSTED = DeploymentOverride((("host_truncation", "on"),))
+
+
 def test_a_host_budget_is_raised_to_the_largest_that_still_violates():
-    policy = load_policy(EXAMPLES / "kind_excludes_records.json")
+    policy = load_policy(EXAMPLES / "kind_excludes_records.json", HOSTED)
     actions = (Append("message", 1), Edit(0, "destroy"), Append("message", 5), Compact(1))
     # window: #0 1, record 1, rationale 1, #3 5 tokens: the record goes with the oldest two at any budget up to 6
     assert milder_budget(policy, actions, 3, "C2", 6)[-1] == Compact(6)
@@ -250,7 +255,7 @@ def test_a_host_budget_is_raised_to_the_largest_that_still_violates():
 
 
 def test_a_truncation_at_a_host_budget_is_explained_by_that_budget():
-    policy = load_policy(EXAMPLES / "kind_excludes_records.json")
+    policy = load_policy(EXAMPLES / "kind_excludes_records.json", HOSTED)
     options = CheckOptions(engine=Engine.EXPLICIT, depth=3, spans=4, timeout=HOUR)
     result = {r.condition: r for r in check(policy, options).results}["C2"]
     assert result.verdict == Verdict.VIOLATED and result.trace.actions[-1].budget is not None
@@ -258,3 +263,15 @@ def test_a_truncation_at_a_host_budget_is_explained_by_that_budget():
     budget = result.trace.actions[-1].budget
     assert f"host budget of {budget}" in explanation.cause.summary
     assert f"truncated to the host budget of {budget}" in explanation.steps[-1]
+
+
+def test_a_host_budget_that_changes_nothing_is_not_named_as_the_truncation():
+    # host_truncation: off (the default): compact(budget=1) truncates to the policy's own budget of 3, and the step
+    # text and the cause say so; they once named the host's budget of 1, which truncated nothing (SPEC §2).
+    text = "name: t\nevict: false\nbudget: 3\ndeployment: {records: window}\n"
+    actions = [Append("message", 4), Edit(0, "destroy"), Compact(1)]
+    for host, words in (("off", "the policy's budget of 3"), ("on", "the host budget of 1")):
+        policy = parse_policy_text(text.replace("}", f", host_truncation: \"{host}\"}}"), "t.yaml")
+        explanation = explain(policy, actions, "C2")
+        assert f"truncated to {words}" in explanation.steps[-1], explanation.steps[-1]
+        assert f"truncated to {words}" in explanation.cause.summary, explanation.cause.summary

@@ -19,8 +19,8 @@ from support import assert_itf_py_reads_our_states
 SMALL = ["--depth", "6", "--spans", "4", "--no-prove"]
 
 
-def _write_traces(policy_file, out_dir):
-    code = cli.main(["check", str(policy_file), "--out", str(out_dir)] + SMALL + CLI_BOUNDS,
+def _write_traces(policy_file, out_dir, *extra):
+    code = cli.main(["check", str(policy_file), "--out", str(out_dir), *extra] + SMALL + CLI_BOUNDS,
                     io.StringIO(), io.StringIO())
     assert code in (0, 1, 3)
     return sorted(out_dir.glob("*.itf.json"))
@@ -32,8 +32,16 @@ def _check_file(path):
     assert_itf_py_reads_our_states(policy, replay(policy, actions, info["spans"]), document)
 
 
+def _hosted(tmp_path) -> list:
+    """CLI arguments for a host that truncates (host_truncation: on, SPEC §2): kind_excludes_records holds every
+    condition without one."""
+    path = tmp_path / "host.yaml"
+    path.write_text('host_truncation: "on"\n')
+    return ["--deployment", str(path)]
+
+
 def test_a_written_trace_with_a_host_budget_is_read_by_itf_py(tmp_path):
-    files = _write_traces(EXAMPLES / "kind_excludes_records.json", tmp_path)
+    files = _write_traces(EXAMPLES / "kind_excludes_records.json", tmp_path / "out", *_hosted(tmp_path))
     assert files
     for path in files:
         _check_file(path)
@@ -83,7 +91,8 @@ def _old_form(document):
 
 
 def test_traces_in_the_old_option_form_still_replay_and_explain(tmp_path):
-    (path,) = [p for p in _write_traces(EXAMPLES / "kind_excludes_records.json", tmp_path) if ".C2." in p.name]
+    written = _write_traces(EXAMPLES / "kind_excludes_records.json", tmp_path / "out", *_hosted(tmp_path))
+    (path,) = [p for p in written if ".C2." in p.name]
     old = tmp_path / "old.C2.itf.json"
     old.write_text(json.dumps(_old_form(json.loads(path.read_text())), indent=1))
     assert '"tag": "None"' in old.read_text() and '"budget": {\n' in old.read_text()

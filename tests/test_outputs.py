@@ -30,12 +30,13 @@ def run(*argv):
 
 @pytest.fixture
 def policies(tmp_path):
-    """A directory of three policy files, two of them sharing `name:` (one flawed, one under the host's pins)."""
+    """A directory of three policy files, two of them sharing `name:` (one flawed, one under the host's pins and a
+    host that truncates, host_truncation: on, without which the seed's policy spares records)."""
     root = tmp_path / "policies"
     root.mkdir()
     shutil.copy(SEED, root / "flawed.yaml")
     shutil.copy(SAFE, root / "safe.yaml")
-    (root / "same_name.yaml").write_text(SEED.read_text().replace("pins: self", "pins: host"))
+    (root / "same_name.yaml").write_text(SEED.read_text().replace("pins: self", 'pins: host\n  host_truncation: "on"'))
     return root
 
 

@@ -183,7 +183,7 @@ def test_sarif_lists_the_t1_rule_only_when_the_agent_calls_tools(tmp_path):
 
 
 def test_host_truncation_never_counts_against_t1():
-    policy = parse_policy_text("name: p\nevict: false\npairs: together\n", "p.yaml")
+    policy = parse_policy_text('name: p\nevict: false\npairs: together\ndeployment: {host_truncation: "on"}\n', "p.yaml")
     last = _run(policy, (CALL, RESULT, Compact(2)))[-1]
     assert last.truncated == {0} and "T1" not in violations(policy, last)
 

@@ -129,11 +129,16 @@ def test_a_strictly_stronger_predicate_differs_in_exactly_one_direction():
     old = policy("name: a\nevict: not pinned and age > 2\n")
     new = policy("name: c\nevict: not pinned and age > 2 and reads == 0\n")
     diff = diff_policies(old, new, options_with(DIFF_DEFAULTS, depth=6, spans=4, **BOUNDS))
-    assert_directions(old, new, diff, {OLD_EVICTS, NEW_EVICTS}, 4)
+    # Nothing truncates by default (host_truncation: off, SPEC §2): NEW removes only what it evicts, a subset of OLD's.
+    assert_directions(old, new, diff, {OLD_EVICTS}, 4)
     w = diff.old_evicts.witness
     assert (w.old.evict, w.new.evict, w.old.fate, w.new.fate) == (True, False, "evicted", "kept")
     assert dict(w.old.attributes)["reads"] >= 1 and dict(w.old.attributes)["age"] > 2
-    # NEW evicts a subset, so under the same host budget its fuller window truncates a span OLD keeps.
+    # Under a host that truncates, NEW's fuller window is truncated at the same host budget where OLD keeps a span.
+    old, new = (policy(p.replace("\n", '\ndeployment: {host_truncation: "on"}\n', 1)) for p in
+                ("name: a\nevict: not pinned and age > 2\n", "name: c\nevict: not pinned and age > 2 and reads == 0\n"))
+    diff = diff_policies(old, new, options_with(DIFF_DEFAULTS, depth=6, spans=4, **BOUNDS))
+    assert_directions(old, new, diff, {OLD_EVICTS, NEW_EVICTS}, 4)
     w = diff.new_evicts.witness
     assert (w.new.fate, w.old.fate) == ("truncated", "kept") and w.actions[-1].budget is not None
 

@@ -164,10 +164,11 @@ def test_the_unrolled_model_agrees_with_the_runtime_on_the_demo_run(refusal):
 
 @pytest.mark.parametrize("refusal", ["atomic", "sequential"])
 def test_a_refusing_deployment_proves_nothing_the_runtime_violates(refusal):
-    # The records are pinned, so nothing is named and the host's budget truncates a record as under silent; the
-    # abstracted pair model once read "a present record" as "named" (blocked) and so proved C2 here.
+    # The records are pinned, so nothing is named and a truncating host's budget (host_truncation: on) truncates a
+    # record as under silent; the abstracted pair model once read "a present record" as "named" (blocked) and so
+    # proved C2 here.
     policy = model_policy("evict: not pinned and recency * frequency < 0.25",
-                          Deployment(records="window", refusal=refusal))
+                          Deployment(records="window", refusal=refusal, host_truncation="on"))
     proof = prove(policy, "C2", policy_document(policy), policy_hash(policy), **BOUNDS)
     assert proof.verdict is not Verdict.HOLDS
     (bounded,) = check_bounded(policy, depth=3, spans=4, conditions=["C2"], **BOUNDS)

@@ -22,6 +22,7 @@ from prunecheck.checker.result import Verdict
 from prunecheck.checker.language.typecheck import check_policy
 from prunecheck.spec.conditions import CONDITIONS, applicable
 from prunecheck.spec.errors import PolicySyntaxError
+from prunecheck.spec.policy import DeploymentOverride
 from prunecheck.spec.runtime import Append, Compact, Edit
 
 from prunecheck.strategies import EXTENSION, policy_texts
@@ -39,6 +40,22 @@ DROP_BUDGET = Change("drop_budget")
 
 def flip(key, value):
     return Change("deployment", key=key, value=value)
+
+
+def hosted(tmp_path, name, text=None):
+    """A copy of the example `name` (or of `text`) under a host that truncates (host_truncation: on, SPEC §2), where
+    excluding records by the policy's text no longer protects them: moving them is the repair."""
+    text = (EXAMPLES / name).read_text() if text is None else text
+    if name.endswith(".json"):
+        document = json.loads(text)
+        document["deployment"]["host_truncation"] = "on"
+        text = json.dumps(document, indent=1) + "\n"
+    else:
+        assert "\ndeployment:\n" in text, name
+        text = text.replace("\ndeployment:\n", '\ndeployment:\n  host_truncation: "on"\n', 1)
+    path = tmp_path / name
+    path.write_text(text)
+    return path
 
 
 def cli(*argv):
@@ -226,13 +243,13 @@ def assert_proved(result):
 
 
 def test_yaml_repair_moves_records_out_of_the_window_printed_as_a_diff(tmp_path):
-    source = str(EXAMPLES / "seed_flawed.yaml")
+    source = str(hosted(tmp_path, "seed_flawed.yaml"))
     out = tmp_path / "fixed.yaml"
     code, stdout, err = cli(source, "--format", "json", "--out", str(out), "--alternatives", "0")
     assert code == 0 and f"wrote {out}" in err
     doc = json.loads(stdout)
     assert doc["status"] == "repaired" and doc["original"]["conditions"]["C1"] == "violated"
-    # A conjunct excluding records keeps them from eviction, not from truncation at a host budget (C2).
+    # A conjunct excluding records keeps them from eviction, not from a truncating host's budget (C2).
     assert [(c["kind"], c["key"], c["value"]) for c in doc["changes"]] == [("deployment", "records", "undo_region")]
     assert all(c["verdict"] == "holds" and "re-checked by cvc5" in c["reason"] for c in doc["conditions"].values())
     assert doc["diff"].startswith(f"--- a/{source.lstrip('/')}\n+++ b/{source.lstrip('/')}\n")
@@ -242,29 +259,31 @@ def test_yaml_repair_moves_records_out_of_the_window_printed_as_a_diff(tmp_path)
 
 
 def test_python_repair_is_proved_and_text_output_names_each_condition():
+    # No host truncates (host_truncation: off, SPEC §2), so excluding records in the policy's text is the repair:
+    # the seed's condition 1 accepts "a policy predicate that structurally excludes the undo region".
     code, stdout, _ = cli(str(EXAMPLES / "seed_flawed.py"), "--alternatives", "0")
     assert code == 0
-    assert "deployment: set records to undo_region" in stdout
+    assert "exclude recovery records from eviction: evict first returns False when `span.kind == \"record\"`" in stdout
     assert {c for c in CONDITIONS if f"  {c}  holds  " in stdout} == {"C1", "C2", "C3", "C4", "P1", "R1"}
     assert stdout.count("certificate re-checked by cvc5") == 6
-    assert '+DEPLOYMENT = {"records": "undo_region", "pins": "self", "audit": "policy"}\n' in stdout
+    assert ' def evict(span, window):\n+    if span.kind == "record":\n+        return False\n' in stdout
     assert "expect table still says violated for C1, C2, C4" in stdout
 
 
 def test_json_repair_moves_rationale_out_of_the_window():
     text = ('{"name": "j", "evict": "kind != \'record\' and not edited and age >= 3",\n'
-            ' "deployment": {"rationale": "window"}}\n')
+            ' "deployment": {"rationale": "window", "host_truncation": "on"}}\n')
     policy = parse_policy_text(text, "p.json")
     result = repair(policy, text, "p.json", alternatives=0, options=CheckOptions(**BOUNDS))
     assert_proved(result)
-    # Excluding rationale from evict is not enough: a host budget truncates it (P1).
+    # Excluding rationale from evict is not enough under a host that truncates: its budget truncates it (P1).
     assert result.changes == (flip("rationale", "decision_log"),)
     assert result.original.result("P1").verdict == Verdict.VIOLATED
-    assert json.loads(result.text)["deployment"] == {"rationale": "decision_log"}
+    assert json.loads(result.text)["deployment"] == {"rationale": "decision_log", "host_truncation": "on"}
 
 
-def test_text_only_repair_of_records_in_the_window_is_impossible_and_says_why():
-    code, stdout, _ = cli(str(EXAMPLES / "kind_excludes_records.json"), "--text-only", "--alternatives", "0")
+def test_text_only_repair_of_records_in_the_window_is_impossible_and_says_why(tmp_path):
+    code, stdout, _ = cli(str(hosted(tmp_path, "kind_excludes_records.json")), "--text-only", "--alternatives", "0")
     assert code == 1 and "no text repair can exist for C2" in stdout and "compact(budget=1)" in stdout
 
 
@@ -334,8 +353,8 @@ def fresh_process(*argv):
     return done.returncode, done.stdout
 
 
-def test_repair_reports_each_condition_with_check_s_verdict_and_an_undecided_set_is_not_refuted():
-    seed = str(EXAMPLES / "seed_flawed.yaml")
+def test_repair_reports_each_condition_with_check_s_verdict_and_an_undecided_set_is_not_refuted(tmp_path):
+    seed = str(hosted(tmp_path, "seed_flawed.yaml"))
     _, checked_doc = fresh_process("check", seed, *UNDECIDING, "--format", "json")
     checked = {c: r["verdict"] for c, r in json.loads(checked_doc)["policies"][0]["conditions"].items()}
     assert "unknown" in checked.values() and "violated" in checked.values()  # else the test shows nothing
@@ -365,8 +384,8 @@ deployment:
 
 
 def test_the_budget_is_not_dropped_to_get_past_a_set_that_keeps_it_and_is_undecided(tmp_path):
-    path = tmp_path / "recency_thresholds.yaml"
-    path.write_text(MODEL_WRITTEN)
+    # Under a host that truncates: without one, dropping the budget (the policy's own truncation) is itself a repair.
+    path = hosted(tmp_path, "recency_thresholds.yaml", MODEL_WRITTEN)
     # At this resource limit moving the records out is hard to decide, and the same move with the budget dropped
     # is easier: the search used to return the latter (exit 0) as if the budget had to go.
     code, stdout = fresh_process("repair", str(path), "--timeout", str(int(HOUR)), "--rlimit", "66000",
@@ -380,9 +399,10 @@ def test_the_budget_is_not_dropped_to_get_past_a_set_that_keeps_it_and_is_undeci
 
 
 def test_candidates_get_the_verdicts_check_gives_them():
-    policy = load_policy(EXAMPLES / "seed_flawed.yaml")
+    policy = load_policy(EXAMPLES / "seed_flawed.yaml", DeploymentOverride((("host_truncation", "on"),)))
     bounds = CheckOptions(timeout=HOUR, rlimit=BOUNDS["rlimit"])
-    for changes in ((flip("records", "undo_region"),), (RECORDS,)):  # proved; C2 and C4 still violated
+    # proved; C2 and C4 still violated (a truncating host's budget takes the records the text excludes)
+    for changes in ((flip("records", "undo_region"),), (RECORDS,)):
         candidate = repaired_policy(policy, changes, "yaml")
         mine, theirs = check_candidate(candidate, bounds), check(candidate, CheckOptions(**BOUNDS))
         assert [(r.condition, r.verdict, r.trace) for r in mine.results] == \
@@ -398,7 +418,9 @@ def test_a_superset_of_the_repair_is_not_named_an_alternative_though_proved():
     assert result.status == "repaired" and result.changes == (records,) and result.undecided == ()
     superset = repaired_policy(load_policy(path), (records, DROP_BUDGET), "yaml")
     assert all(r.verdict == Verdict.HOLDS for r in check_candidate(superset, CheckOptions(**BOUNDS)).results)
-    assert result.alternatives == ()  # it drops the budget on top of the repair: it names nothing new
+    # It drops the budget on top of the repair: it names nothing new. Dropping the budget alone is a repair of its own
+    # (no host truncates, SPEC §2, so without the policy's truncation records stay: the policy never evicts them).
+    assert result.alternatives == ((DROP_BUDGET,),)
 
 
 def test_the_api_reuses_check_s_report_and_refuses_one_of_other_bounds():

@@ -594,8 +594,11 @@ def test_a_host_budget_is_an_integer_of_at_least_one():
     policy = _policy("evict: false")
     for bad in (0, -1, True, 1.5, "2"):
         assert not enabled(policy, State(), Compact(bad))
-    transition = step(policy, _run(policy, [Append("message", 3)])[0], Compact(2))
+    hosted = _policy("evict: false", replace(SAFE, host_truncation="on"))  # a host that truncates (SPEC §2)
+    transition = step(hosted, _run(hosted, [Append("message", 3)])[0], Compact(2))
     assert transition.truncated == {0} and transition.action == Compact(2)
+    unhosted = step(policy, _run(policy, [Append("message", 3)])[0], Compact(2))  # off: enabled, truncates nothing
+    assert unhosted.truncated == frozenset() and unhosted.action == Compact(2)
 
 
 def _expected_undo_outcome(policy, state, edit_id):

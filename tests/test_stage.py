@@ -1,6 +1,7 @@
 """The compaction stage (keep, when, until, order): forms, runtime walk, unrolled and pair models, engines."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -40,7 +41,8 @@ def _state(*tokens, roles=None):
 
 
 def _taken(text, state, host=None):
-    transition = step(_policy(text), state, Compact(host))
+    """What a compaction evicts and truncates; with a host budget, under a host that truncates to it (SPEC §2)."""
+    transition = step(_policy(text, **({} if host is None else {"host_truncation": "on"})), state, Compact(host))
     return sorted(transition.evicted), sorted(transition.truncated)
 
 
@@ -84,6 +86,9 @@ def test_legacy_ranked_walk_is_the_target_window_tokens_within_budget():
 def test_the_host_budget_truncates_what_the_walk_left():
     state = _state(3, 3, 3)
     assert _taken("evict: true\nuntil: window_tokens <= 6", state, host=2) == ([0], [1, 2])
+    # Under the default host_truncation: off the host's budget changes nothing.
+    off = step(_policy("evict: true\nuntil: window_tokens <= 6"), state, Compact(2))
+    assert (sorted(off.evicted), sorted(off.truncated)) == ([0], [])
 
 
 # --------------------------------------------------------------------------- the unrolled model against the runtime
@@ -238,7 +243,8 @@ def test_explanations_say_the_trigger_held_and_the_target_was_not_reached():
     assert (points["when"].loc.line, points["until"].loc.line, points["keep"].loc.line) == (4, 5, 3)
     assert "the trigger held" in points["when"].note and "window_spans = 3" in points["when"].note
     assert "not yet reached" in points["until"].note and "newest first" in points["until"].note
-    idle = explain(policy, [Append("message", 2), Edit(0, "destroy"), Compact(1)], "C2")
+    hosted = replace(policy, deployment=replace(policy.deployment, host_truncation="on"))  # the host truncates
+    idle = explain(hosted, [Append("message", 2), Edit(0, "destroy"), Compact(1)], "C2")
     assert "the trigger `window_spans > 2` is false" in idle.steps[-1]
 
 

@@ -82,7 +82,7 @@ def test_logged_and_destroyed_records_are_judged_as_for_evict():
 
 
 def test_window_order_is_place_order_for_order_newest_and_for_truncation():
-    policy = _policy("name: t\nevict: kind == 'diff'\neffect: summarise\nplaceholder_tokens: 4\n")
+    policy = _policy("name: t\nevict: kind == 'diff'\neffect: summarise\nplaceholder_tokens: 4\n", host_truncation="on")
     actions = (Append("message", 1), Append("diff", 2), Append("message", 3), Compact(), Compact(4))
     state, transitions = _run(policy, actions)
     # the summary (#3, 4 tokens) stands at place 1, so the host truncates #0 then the summary, and keeps #2
@@ -203,12 +203,12 @@ def test_live_window_places_are_distinct_and_positions_count_in_place_order(appe
 
 
 def test_explanations_name_the_summary_and_a_summary_truncated_at_once():
-    policy = _policy("name: t\nevict: kind == 'diff'\neffect: summarise\nplaceholder_tokens: 4\n")
+    policy = _policy("name: t\nevict: kind == 'diff'\neffect: summarise\nplaceholder_tokens: 4\n", host_truncation="on")
     _, transitions = _run(policy, (Append("message", 1), Append("diff", 2), Compact(1)))
     label = step_label(policy, transitions[-1])
     assert label.startswith("compaction: summarised by the policy: #1 (diff); summary #2 (user, 4 tokens) written")
     assert "#2 (summary)" in label.split("truncated")[1]  # the new summary is truncated by the host at once
-    other = _policy("name: t\nevict: kind == 'diff'\neffect: summarise\nsummary_role: system\n")
+    other = _policy("name: t\nevict: kind == 'diff'\neffect: summarise\nsummary_role: system\n", host_truncation="on")
     assert "summary role user vs system" in equivalence(replace(policy, placeholder_tokens=1), other).reason
 
 
@@ -244,8 +244,8 @@ def test_the_search_with_runs_finds_a_summarising_policy_that_splits_a_pair_only
 
 def test_diff_against_a_summarising_policy_finds_a_replayed_witness():
     # the summary takes tokens in the window, so a host budget truncates a span there that it spares without it
-    old = _policy("name: t\nevict: kind == 'diff'\n")
-    new = _policy("name: t\nevict: kind == 'diff'\neffect: summarise\nplaceholder_tokens: 2\n")
+    old = _policy("name: t\nevict: kind == 'diff'\n", host_truncation="on")
+    new = _policy("name: t\nevict: kind == 'diff'\neffect: summarise\nplaceholder_tokens: 2\n", host_truncation="on")
     diff = diff_policies(old, new, options_with(DIFF_DEFAULTS, depth=4, spans=4, **BOUNDS))
     assert diff.outcome == "different" and not diff.equivalence.proved
     witness = diff.new_evicts.witness

@@ -27,8 +27,10 @@ from prunecheck.spec.runtime import Append, Compact, Edit, Pin, Read, Transition
 from conftest import BOUNDS, CLI_BOUNDS, HOUR
 from support import assert_confirmed, assert_itf_py_reads_our_states, run_actions
 
-# The design's M1 schema (docs/design/seeds.md 2.2): a span the host's truncation destroys.
+# The design's M1 schema (docs/design/seeds.md 2.2): a span the host's truncation destroys (under host_truncation: on,
+# HOST below; by default a host budget changes nothing, SPEC §2).
 DESTROY = (Append("message", 2), Compact(1))
+HOST = {"host_truncation": "on"}
 EVICT_SUMMARIES = "name: t\nevict: kind == 'summary'\n"
 OPTIONS = CheckOptions(depth=4, spans=4, **BOUNDS)
 
@@ -40,7 +42,7 @@ def _policy(text=EVICT_SUMMARIES, effect=None, **deployment):
 
 @pytest.mark.parametrize("effect", [None, "mask", "cut", "summarise"])
 def test_under_tombstone_whatever_a_compaction_takes_or_truncates_keeps_a_tombstone(effect):
-    policy = _policy(effect=effect, evicted="tombstone")
+    policy = _policy(effect=effect, evicted="tombstone", **HOST)
     actions = (Append("message", 3), Append("message", 2), Edit(0, "transform"), Compact(), Compact(1))
     state, transitions = run_actions(policy, actions)
     taken = set().union(*(t.evicted | t.truncated for t in transitions))
@@ -65,12 +67,12 @@ def test_a_tombstone_stays_when_undo_restores_its_span():
 
 
 def test_the_tombstone_is_quiet_at_false_in_repr_itf_and_text():
-    policy = _policy(evicted="tombstone")
+    policy = _policy(evicted="tombstone", **HOST)
     state, transitions = run_actions(policy, DESTROY)
     assert "tombstone" not in repr(replace(state.span(0), tombstone=False))
     assert "tombstone=True" in repr(state.span(0)) and span_line(state.span(0)).endswith("EVICTED tombstone]")
     assert itf_states(policy, transitions)[-1]["spans"][0]["tombstone"] is True
-    plain = _policy(evicted="destroyed")
+    plain = _policy(evicted="destroyed", **HOST)
     assert "tombstone" not in itf_states(plain, run_actions(plain, DESTROY)[1])[-1]["spans"][0]
     document = json.loads(json.dumps(trace_document(policy, policy_document(policy), transitions, {})))
     assert_itf_py_reads_our_states(policy, transitions, document)
@@ -87,8 +89,8 @@ def test_m1_is_violated_exactly_where_content_is_lost_without_evidence(evicted, 
 
 
 def test_m1_and_a1_apply_only_under_evidence_on():
-    on = _policy()
-    off = parse_policy_text(EVICT_SUMMARIES, "p.yaml")
+    on = _policy(**HOST)
+    off = parse_policy_text(EVICT_SUMMARIES, "p.yaml", Deployment(**HOST))
     assert {"M1", "A1"} <= set(applicable(on)) and not {"M1", "A1"} & set(applicable(off))
     assert "M1" in violations(on, run_actions(on, DESTROY)[1][-1])
     assert "M1" not in violations(off, run_actions(off, DESTROY)[1][-1])
@@ -119,7 +121,8 @@ def test_the_checker_finds_m1_under_destroyed_with_a_replayed_trace():
     (m1,) = check(policy, replace(OPTIONS, only=("M1",))).results
     assert m1.verdict is Verdict.VIOLATED
     assert "M1" in violations(policy, replay(policy, m1.trace.actions)[-1])
-    assert "M1" in violations(policy, run_actions(policy, DESTROY)[1][-1])  # the design's run, on the runtime
+    hosted = _policy(**HOST)
+    assert "M1" in violations(hosted, run_actions(hosted, DESTROY)[1][-1])  # the design's run, on the runtime
     cause = explain(policy, m1.trace.actions, "M1").cause
     assert "no tombstone" in cause.summary and cause.points[-1].text.startswith("evicted: destroyed")
 

@@ -112,8 +112,10 @@ def test_the_unrolled_model_agrees_with_the_runtime_on_merges_and_reconstruction
 
 
 def test_the_checker_finds_u1_violated_with_records_in_the_window():
-    # Any policy, even one that evicts nothing: the host's truncation removes the record (the brief's 4-step run).
-    policy = model_policy("evict: false", Deployment(records="window", missing_record="reconstruct"))
+    # Any policy, even one that evicts nothing, under a host that truncates (host_truncation: on, SPEC §2): its
+    # truncation removes the record (the brief's 4-step run).
+    policy = model_policy("evict: false", Deployment(records="window", missing_record="reconstruct",
+                                                      host_truncation="on"))
     report = prunecheck.check(policy, depth=4, spans=3, only=["U1"], **BOUNDS)
     result = report.result("U1")
     assert result.verdict is prunecheck.Verdict.VIOLATED
@@ -140,7 +142,8 @@ def test_c3_holds_with_a_certificate_under_merge():
 
 def test_replay_and_explain_show_the_seeds_claim_status_beside_the_status(tmp_path):
     policy = tmp_path / "confabulates.yaml"
-    policy.write_text("name: confabulates\nevict: false\ndeployment: {records: window, missing_record: reconstruct}\n")
+    policy.write_text("name: confabulates\nevict: false\ndeployment: {records: window, missing_record: reconstruct, "
+                      "host_truncation: \"on\"}\n")
     code, _, _ = run("check", str(policy), "--depth", "4", "--spans", "3", "--only", "U1", "--out", str(tmp_path))
     (trace,) = tmp_path.glob("*.U1.itf.json")
     assert code == 1 and '"confabulated": true' in trace.read_text()
@@ -164,12 +167,16 @@ def test_the_edit_graph_marks_merged_and_reconstructed_edits_undone():
                                         Deployment(records="window", undo="merge", missing_record="reconstruct")])
 def test_nothing_proved_under_undos_options_is_found_violated(deployment):
     # The pair model's merge allocation and reconstruction must over-approximate the runtime's (§4e).
-    proved = []
-    for text in ("evict: kind == 'record' or edited", "evict: not pinned and recency * frequency < 0.25"):
-        policy = model_policy(text, deployment)
+    # Whether the policy can remove a record: never in the undo region; in the window, unless the policy excludes
+    # records (the second text under host pins) and no host truncates (host_truncation: off, SPEC §2).
+    removes = {"evict: kind == 'record' or edited": deployment.records == "window",
+               "evict: not pinned and recency * frequency < 0.25": deployment.records == "window"
+               and deployment.pins == "self"}
+    for text, removable in removes.items():
+        policy, proved = model_policy(text, deployment), []
         for condition in applicable(policy):
             proof = prove(policy, condition, policy_document(policy), policy_hash(policy), **BOUNDS)
             (bounded,) = check_bounded(policy, depth=6, spans=5, conditions=[condition], **BOUNDS)
             assert not (proof.verdict is Verdict.HOLDS and bounded.verdict is Verdict.VIOLATED), condition
             proved += [condition] if proof.verdict is Verdict.HOLDS else []
-    assert "C3" in proved and ("U1" in proved) == (deployment.records == "undo_region")
+        assert "C3" in proved and ("U1" in proved) == (not removable), (text, proved)
