@@ -198,7 +198,7 @@ def test_a_deployment_change_is_named_and_its_divergence_witnessed(tmp_path):
     assert diff.old_evicts.witness is not None
     w = diff.old_evicts.witness
     assert w.kind == "record" and w.old.candidate and not w.new.candidate and w.new.fate == "kept"
-    runtime_difference(load_policy(seed), load_policy(moved), OLD_EVICTS, w, 3)
+    runtime_difference(load_policy(seed), load_policy(moved), OLD_EVICTS, w, 4)
 
 
 # --------------------------------------------------------------------------- unknown: honest
