@@ -19,13 +19,13 @@ NAME = "no budget-proof record in the window"
 STATEMENT = ("With recovery records in the window and a host that truncates to a budget of its own (host_truncation: "
              "on, an opt-in outside the seeds' scope), C2 ('no compaction, at any budget, removes a recovery record') "
              "is violated by every policy the language can express (evict, rank and budget all free; every setting "
-             "of the other deployment keys) by the uniform schema append(message, 2); edit(0, destroy); "
-             "compact(budget=1): the record holds 2 tokens, more than the host's budget of 1, so the policy either "
-             "evicts it or truncation, which ignores evict, rank and pins, reaches it. Proved on the z3 model with "
-             "the policy's per-span verdicts, ranks and budget left free at every step; the schema is replayed on "
-             "the runtime for a family of policies.")
-SCHEMA = (Append("message", 2), Edit(0, "destroy"), Compact(1))
-SLOTS = 3
+             "of the other deployment keys) by the uniform schema append(message, 1); edit(0, transform); "
+             "edit(0, transform); compact(budget=1): the two records hold 2 tokens, more than the host's budget of "
+             "1, so the policy either evicts one or truncation, which ignores evict, rank and pins, reaches the "
+             "older. Proved on the z3 model with the policy's per-span verdicts, ranks and budget left free at every "
+             "step; the schema is replayed on the runtime for a family of policies.")
+SCHEMA = (Append("message", 1), Edit(0, "transform"), Edit(0, "transform"), Compact(1))
+SLOTS = 6  # the message, two records and rationales, and the compaction's ledger rationale (evidence: on)
 FAMILY = [
     "evict: false",
     "evict: kind not in ['record', 'rationale']\nbudget: 4000",

@@ -33,7 +33,7 @@ EXIT_REPAIRED, EXIT_NONE, EXIT_UNDECIDED = 0, 1, 3
 # Runs that break every policy with records (C2: the schema of proofs/host_budget.py) or rationale (P1: two live
 # rationale entries hold 2 tokens, over a host budget of 1) in the window under host_truncation: on. They seed the runs every candidate is
 # replayed on; like any of them they refute only a candidate they really break on the runtime.
-SCHEMAS = (Trace("C2", (Append("message", 2), Edit(0, "destroy"), Compact(1)), 3),
+SCHEMAS = (Trace("C2", (Append("message", 1), Edit(0, "transform"), Edit(0, "transform"), Compact(1)), 6),
            Trace("P1", (Append("message", 1), Append("message", 1), Edit(0, "destroy"), Edit(1, "destroy"),
                         Compact(1)), 6))
 
@@ -308,8 +308,8 @@ def _no_repair_reason(policy: Policy, original: Report, form: str, allow_deploym
             continue
         if r.condition == "C2" and policy.deployment.records == "window" and host_truncates(policy):
             lines.append("no text repair can exist for C2: with records in the window and host_truncation: on every "
-                         "policy violates it at some host budget (proofs/host_budget.py: append(message, 2); edit(0, destroy); "
-                         "compact(budget=1) truncates or evicts the record whatever the policy's keys say). "
+                         "policy violates it at some host budget (proofs/host_budget.py: append(message, 1); two edits of "
+                         "span 0; compact(budget=1) truncates or evicts a record whatever the policy's keys say). "
                          "The deployment decides it (records: window): run without --text-only.")
             continue
         if any(isinstance(a, Compact) for a in r.trace.actions):
