@@ -171,21 +171,21 @@ DEPLOYMENT_CHOICES = {
     "undo": ("versioned", "blind", "merge"),
     "record_role": ROLES,
     "evicted": ("destroyed", "logged", "tombstone"),
-    "evidence": ("on", "off"),
+    "evidence": ("off", "on"),
     "justification": ("unchecked", "downgrade", "defer"),
     "refusal": ("silent", "atomic", "sequential"),
     "missing_record": ("refuse", "reconstruct"),
     "host_truncation": ("off", "on"),
     "tool_calls": ("on", "off"),
-    "destroy_record": ("id", "verbatim"),
+    "destroy_record": ("verbatim", "id"),
 }
 # Deployment keys whose value is a name (spec/SPEC.md §1c), not one of a few choices, and their defaults.
 DEPLOYMENT_NAMES = {"record_tool": ""}
 DEPLOYMENT_KEYS = (*DEPLOYMENT_CHOICES, *DEPLOYMENT_NAMES)
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
-UNLISTED_AT_DEFAULT = {"evicted": "destroyed", "evidence": "on", "justification": "unchecked", "refusal": "silent",
+UNLISTED_AT_DEFAULT = {"evicted": "destroyed", "evidence": "off", "justification": "unchecked", "refusal": "silent",
                        "missing_record": "refuse", "host_truncation": "off",
-                       "tool_calls": "on", "destroy_record": "id", **DEPLOYMENT_NAMES}
+                       "tool_calls": "on", "destroy_record": "verbatim", **DEPLOYMENT_NAMES}
 EFFECTS = ("evict", "mask", "cut", "summarise")
 IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
 SIZED = IN_PLACE + ("summarise",)  # effects that read placeholder_tokens (a summary's tokens for summarise)
@@ -204,13 +204,13 @@ class Deployment:
     record_role: str = "tool_result"  # the role of the records and rationale entries an edit creates
     evicted: str = "destroyed"  # what a compaction does with the spans it removes: kill them, or move them to the log
     record_tool: str = ""  # the tool name of the records and rationale entries an edit creates ("" = unnamed)
-    evidence: str = "on"  # the second seed's evidence conditions apply, compactions write ledger entries (SPEC §6d)
+    evidence: str = "off"  # the second seed's evidence conditions apply, compactions write ledger entries (SPEC §6d)
     justification: str = "unchecked"  # what a removal does to a span a live entry cites (SPEC §6d)
     refusal: str = "silent"  # what a compaction whose selection names a recovery span does (SPEC §6e)
     missing_record: str = "refuse"  # undo without a present record: irreversible, or the seed's confabulation (§4)
     host_truncation: str = "off"  # a host truncating to its own budget: out of the seeds' scope (SPEC §2, ADR 0032)
     tool_calls: str = "on"  # the agent calls tools: T1 applies to every policy (SPEC §6c, ADR 0033)
-    destroy_record: str = "id"  # what a destroy's record keeps: the span's id, or its content verbatim (SPEC §4)
+    destroy_record: str = "verbatim"  # what a destroy's record keeps: its content verbatim, or its id (SPEC §4)
 
     def __post_init__(self):
         for key in DEPLOYMENT_KEYS:
