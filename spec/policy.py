@@ -6,6 +6,8 @@ from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from typing import Optional, Union
 
+from prunecheck.spec.names import MAX_NAME_CHARS, name_code, name_of, name_problem, unmentioned_name  # noqa: F401
+
 KINDS = ("message", "tool_output", "file_body", "stack_trace", "summary", "diff", "record", "rationale")
 CONTENT_KINDS = KINDS[:6]
 NAMESPACES = ("window", "undo", "log")
@@ -16,7 +18,7 @@ ENUM_VALUES = {KIND: KINDS, NAMESPACE: NAMESPACES, ROLE: ROLES}
 # Open enumerations (spec/SPEC.md §1c): any name the host writes; a policy compares them with string literals only.
 TOOL, TAG = "tool", "tag"
 NAME_ATTRS = (TOOL, TAG)  # each attribute is its own type, named as the attribute
-MAX_NAME_CHARS = 64
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -232,20 +234,6 @@ class Deployment:
         quiet = {"record_role": "tool_result", **UNLISTED_AT_DEFAULT}
         keys = [k for k in DEPLOYMENT_KEYS if quiet.get(k) != getattr(self, k)]
         return f"Deployment({', '.join(f'{k}={getattr(self, k)!r}' for k in keys)})"
-
-
-def name_problem(value) -> str:
-    """Why `value` is not a tool name or tag (spec/SPEC.md §1c), or "": a string of at most MAX_NAME_CHARS printable
-    characters, not holding both quote characters (so every form can write it back)."""
-    if not isinstance(value, str):
-        return f"a name is a string, got {type(value).__name__}"
-    if len(value) > MAX_NAME_CHARS:
-        return f"a name has at most {MAX_NAME_CHARS} characters, got {len(value)}"
-    if not value.isprintable():
-        return f"a name has only printable characters, got {value[:MAX_NAME_CHARS]!r}"
-    if "'" in value and '"' in value:
-        return "a name cannot hold both quote characters"
-    return ""
 
 
 def deployment_value_problem(key: str, value) -> str:
@@ -465,22 +453,6 @@ def mentioned_names(policy: Policy) -> tuple:
     if TOOL in found:
         found[TOOL].add(policy.deployment.record_tool)
     return tuple((name, tuple(sorted(found[name]))) for name in NAME_ATTRS if name in found)
-
-
-def name_code(names: tuple, value: str) -> int:
-    """A name's value in the models: its 1-based index among the mentioned `names`, 0 for every other name."""
-    return names.index(value) + 1 if value in names else 0
-
-
-def unmentioned_name(names: tuple) -> str:
-    """The one name that stands for every name not in `names`: "" unless mentioned, else other, other2, ..."""
-    candidates = ["", "other"] + [f"other{k}" for k in range(2, len(names) + 3)]
-    return next(c for c in candidates if c not in names)
-
-
-def name_of(names: tuple, code: int) -> str:
-    """The name a model's value stands for (name_code's inverse on 1..len(names); unmentioned_name otherwise)."""
-    return names[code - 1] if 1 <= code <= len(names) else unmentioned_name(names)
 
 
 def read_positions(policy: Policy) -> tuple:

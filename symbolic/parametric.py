@@ -321,16 +321,23 @@ class PairModel:
         becomes("version", (born, 0), (edited_here, f["version"] + 1), (restored, f["version"] + 1))
         becomes("undone", (born, False), (reverted, True))
         pair_evidence.update(self, becomes, s, a, g, is_, born, ledger)
+        self._ghost_labels(becomes, f, a, g, (appended, z3.Or(record_here, rationale_here), born, restored),
+                           written, summary, (gone, masked_now))
+        return removes_record
+
+    def _ghost_labels(self, becomes, f, a: PairAction, g: str, births: tuple, written: tuple, summary, removal: tuple):
+        """Ghost g's role, mask, summary flag, names and tombstone after the step (part of _ghost_update)."""
+        appended, entry_here, born, restored = births
+        gone, masked_now = removal
         if self.roles:
-            becomes("role", (appended, a.role), (z3.Or(record_here, rationale_here), R[dep.record_role]),
+            becomes("role", (appended, a.role), (entry_here, R[self.dep.record_role]),
                     *summary(R[self.policy.summary_role]))
         if self.masking:
             becomes("masked", (born, False), (masked_now, True), (restored, False))
         if self.summaries:
             becomes("summary", *summary(True), (born, False))
-        write_names(becomes, self.names, dep.record_tool, a, appended, z3.Or(record_here, rationale_here), summary)
+        write_names(becomes, self.names, self.dep.record_tool, a, appended, entry_here, summary)
         write_tombstone(becomes, f, tuple(z3.And(c, a.truncate[g]) for c in written), born, z3.Or(gone, masked_now))
-        return removes_record
 
     def _removes(self, s: PairState, a: PairAction, g: str, is_: dict, taken: tuple, moved=None):
         """The term "this compaction makes ghost g's present record not present" (killed, or masked in place; not
