@@ -601,10 +601,17 @@ def test_a_host_budget_is_an_integer_of_at_least_one():
     assert unhosted.truncated == frozenset() and unhosted.action == Compact(2)
 
 
+def _id_only(policy, info):
+    """The edit destroyed its target and its record keeps only the target's id (`destroy_record: id`)."""
+    return info.mode == "destroy" and policy.deployment.destroy_record == "id"
+
+
 def _expected_undo_outcome(policy, state, edit_id):
     info = state.edit(edit_id)
     if not present(state.span(info.record)):
         return "reconstructed" if policy.deployment.missing_record == "reconstruct" else "irreversible"
+    if _id_only(policy, info):  # a destroy whose record keeps only its id: never a revert or a merge (ADR 0034)
+        return "irreversible"
     if state.span(info.target).version != info.version:
         return {"versioned": "merge required", "blind": "reverted", "merge": "merged"}[policy.deployment.undo]
     return "reverted"
@@ -695,7 +702,8 @@ class RuntimeMachine(RuleBasedStateMachine):
         after = self._do(Edit(target, mode)).after
         record, rationale = after.spans[-2:]
         assert record.pinned == rationale.pinned == (self.policy.deployment.pins == "host")
-        assert record.tokens == (1 if mode == "transform" else after.span(target).tokens)
+        verbatim = mode == "destroy" and self.policy.deployment.destroy_record == "verbatim"  # else the id: 1 token
+        assert record.tokens == (after.span(target).tokens if verbatim else 1)
 
     @precondition(lambda self: self._ids(Read))
     @rule(data=st.data())
@@ -769,7 +777,10 @@ class RuntimeMachine(RuleBasedStateMachine):
     def stale_records_are_merges_under_versioned_undo(self):
         for info in self.state.live_edits():
             if self.state.span(info.record).alive and self.state.span(info.target).version != info.version:
-                if self.policy.deployment.undo == "versioned":
+                if _id_only(self.policy, info):  # nothing to revert or merge from: a hard error (ADR 0034)
+                    with pytest.raises(IrreversibleEditError):
+                        undo(self.policy, self.state, info.record)
+                elif self.policy.deployment.undo == "versioned":
                     with pytest.raises(MergeRequired):
                         undo(self.policy, self.state, info.record)
                 elif self.policy.deployment.undo == "blind":
