@@ -4,16 +4,20 @@ from prunecheck.checker.language.loader import expected_verdicts
 
 from conftest import EXAMPLES
 
-HOLD = {"C1": "holds", "C2": "holds", "C3": "holds", "C4": "holds", "P1": "holds", "R1": "holds"}
+HOLD = {"C1": "holds", "C2": "holds", "C3": "holds", "C4": "holds", "P1": "holds", "R1": "holds", "T1": "holds"}
+# T1 applies to every policy under tool_calls: on (the default, ADR 0033): a role-blind policy that evicts by
+# position splits a tool call from its result (measured: violated within 5 actions by the bounded engine; the prover
+# finds no invariant); one that evicts only by the window's size or only records keeps pairs together (proved).
+SPLITS = {"T1": "violated"}
 WINDOW = "deployment: {records: window, pins: self}\n"
 INLINE = {
     # Positions (spec/SPEC.md §1b); verdicts measured with both engines (tests/test_positions.py compares them).
-    "keep_last_3.yaml": ("name: keep-last-3\nevict: from_end >= 3\n", HOLD),
+    "keep_last_3.yaml": ("name: keep-last-3\nevict: from_end >= 3\n", {**HOLD, **SPLITS}),
     "keep_last_3_records_in_window.yaml": (
-        "name: keep-last-3\nevict: from_end >= 3\n" + WINDOW, {**HOLD, "C1": "violated", "C2": "violated"}),
+        "name: keep-last-3\nevict: from_end >= 3\n" + WINDOW, {**HOLD, "C1": "violated", "C2": "violated", **SPLITS}),
     "older_same_role_spares_records.yaml": (
         # C2 holds: the predicate excludes records and nothing truncates (no budget, host_truncation: off, SPEC §2).
-        "name: older-same-role\nevict: from_end_in_role >= 1 and kind != 'record'\n" + WINDOW, HOLD),
+        "name: older-same-role\nevict: from_end_in_role >= 1 and kind != 'record'\n" + WINDOW, {**HOLD, **SPLITS}),
     "long_window_rationale_in_window.yaml": (
         "name: long-window\nevict: window_spans > 3 and turn >= 1\ndeployment: {rationale: window}\n",
         {**HOLD, "P1": "violated"}),
@@ -23,7 +27,8 @@ INLINE = {
         "name: late-violation\n"
         "evict: kind == 'record' and age > 20\n"
         "deployment: {records: window, pins: self}\n",
-        {"C1": "violated", "C2": "violated", "C3": "holds", "C4": "holds", "P1": "holds", "R1": "violated"},
+        {"C1": "violated", "C2": "violated", "C3": "holds", "C4": "holds", "P1": "holds", "R1": "violated",
+         "T1": "holds"},
     ),
 }
 

@@ -75,11 +75,15 @@ def test_role_type_errors_are_one_line_policy_errors(text, words):
 
 
 def test_the_explicit_engine_appends_the_named_roles_and_one_other():
-    # and, since a role-reading policy can tell tool-call pairs apart (T1), a tool call and a tool result
+    # and, under tool_calls: on (the default), a tool call and a tool result for every policy, role-blind or not,
+    # since T1 applies to every policy whose agent calls tools (docs/decisions/0033)
     assert domains_for(_policy(CLEAR_ALL)).roles == ("tool_result", "user", "tool_call")
     assert domains_for(_policy("name: t\nevict: role in ['user', 'system']\n")).roles == (
         "user", "system", "assistant", "tool_call", "tool_result")
-    assert domains_for(_policy("name: t\nevict: age > 1\n")).roles == ("user",)
+    assert domains_for(_policy("name: t\nevict: age > 1\n")).roles == ("user", "tool_call", "tool_result")
+    # An agent that calls no tools: only the named roles and one other.
+    assert domains_for(_policy("name: t\nevict: age > 1\n", tool_calls="off")).roles == ("user",)
+    assert domains_for(_policy(CLEAR_ALL, tool_calls="off")).roles == ("tool_result", "user")
 
 
 def test_clearing_old_tool_results_catches_records_that_are_tool_results():
