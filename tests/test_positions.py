@@ -111,8 +111,14 @@ def test_keep_the_last_three_with_records_in_the_window_is_violated_and_in_the_u
     leaky = check(policy, CheckOptions(**BOUNDS)).result("C1")
     assert leaky.verdict == Verdict.VIOLATED
     confirm(policy, leaky.trace.actions, "C1", leaky.trace.spans)
-    safe = check(model_policy("evict: from_end >= 3", Deployment()), CheckOptions(**BOUNDS))
-    assert all(r.verdict == Verdict.HOLDS and r.certificate for r in safe.results)
+    policy = model_policy("evict: from_end >= 3", Deployment())
+    safe = {r.condition: r for r in check(policy, CheckOptions(**BOUNDS)).results}
+    # T1 applies to this role-blind policy (tool_calls: on, ADR 0033): it keeps the last three spans whatever their
+    # roles, so a call can go while its result stays.
+    split = safe.pop("T1")
+    assert split.verdict == Verdict.VIOLATED
+    confirm(policy, split.trace.actions, "T1", split.trace.spans)
+    assert all(r.verdict == Verdict.HOLDS and r.certificate for r in safe.values())
 
 
 def test_a_proof_as_written_uses_the_pair_models_counters():

@@ -85,8 +85,14 @@ def test_keep_the_last_twenty_is_violated_at_the_default_span_bound():
 
 def test_the_run_search_never_claims_holds_and_the_safe_deployment_is_still_proved():
     policy = model_policy("evict: from_end >= 20", Deployment())
-    results = check(policy, CheckOptions(depth=4, spans=6, **BOUNDS)).results
-    assert all(r.verdict is Verdict.HOLDS and r.engine is not Method.RUNS for r in results)
+    results = {r.condition: r for r in check(policy, CheckOptions(depth=4, spans=6, **BOUNDS)).results}
+    # T1 applies to this role-blind policy too (tool_calls: on, ADR 0033): a call, its result in the same run, then
+    # 19 user messages, and the compaction takes the call alone; only the run search reaches 21 spans, and it says
+    # `violated` with a replayed trace, never `holds`.
+    t1 = results.pop("T1")
+    assert t1.verdict is Verdict.VIOLATED and t1.engine is Method.RUNS
+    confirm(policy, t1.trace.actions, "T1", None)
+    assert all(r.verdict is Verdict.HOLDS and r.engine is not Method.RUNS for r in results.values())
     searched = check_bounded(policy, 4, 6, ("C1", "C2"), HOUR, lemmas=False, rlimit=RLIMIT,
                              runs=run_lengths(policy))
     assert all(r.verdict is Verdict.UNKNOWN for r in searched)
