@@ -54,6 +54,14 @@ target's), and its age, idle time and reads grow as the agent waits (`audit(time
   list holding a recovery kind), which a span of a kind the policy does not mention fails. No family member has such a
   test (their kind tests are `!=` a recovery kind or `in` content kinds), so R1 holds for every member; a member that
   had one would stop `expectations` with an error rather than get a verdict not derived here.
+- T1 (SPEC §6c, ADR 0033) applies to every member (the default `tool_calls: on`): violated iff a compaction can
+  remove one span of a tool call and its result (two adjacent content spans) and not the other: iff some
+  disjunct can be true of one span and false of the other at once: every disjunct that reads a per-span value (age,
+  idle, reads, recency, frequency, tokens, pinned, edited) and can be true of a content span at all is false of a
+  fresh, unread, unpinned, unedited 1-token span or true of it and false after reading it (`reads < 3`), so the two
+  spans can be told apart; a disjunct that reads only the window's `step` is true or false of both together, and
+  one that no span ever meets (group 8's impossible ones) of neither. T1's lengths are not derived (a budget does
+  not shorten them: the bounded engine's shortest split of budget-age-100 is by age, 4 actions and 103 steps).
 Lengths are not derived for C4 and P1 of policies with both a rank and a budget (the ranked walk stops at the budget).
 A few members (group 8 of `family()`) are outside these rules' C1 derivation (never true by arithmetic, not upward
 closed, nonlinear): their C1 expectation is written by hand with its argument (`Spec.c1`, `Spec.note`).
@@ -499,7 +507,17 @@ def expectations(spec: Spec) -> dict:
     else:
         out["P1"] = ("violated", rationale) if rationale is not None else ("holds", None)
     out["R1"] = _r1_expectation(spec)
+    out["T1"] = _t1_expectation(spec)
     return out
+
+
+IMPOSSIBLE = {"frequency-ge-1", "idle-gt-age", "py-reads-gt-age"}  # group 8: no span ever meets them
+
+
+def _t1_expectation(spec: Spec) -> tuple:
+    """T1 from the rule in this module's docstring."""
+    per_span = any(any(a.attr != "step" for a in conj) for conj in spec.dnf)
+    return ("violated", None) if per_span and spec.name not in IMPOSSIBLE else ("holds", None)
 
 
 def _r1_expectation(spec: Spec) -> tuple:
