@@ -36,6 +36,7 @@ evict: kind == "summary" or namespace == "undo"
 BELOW_THE_LINE = """
 name: seed-demo-below-the-line
 evict: kind == "summary"
+pairs: together
 """
 
 
