@@ -366,8 +366,11 @@ def test_a_downgraded_span_gets_no_tombstone_and_a_merge_cites_nothing():
 def test_a_downgraded_cut_of_a_tool_call_splits_its_pair_in_both_engines():
     # Found by test_engines_agree_on_generated_policies: a cut stays in the window, but a cited span's cut under
     # downgrade is a move to the log, which takes the call out of the window and leaves its result (T1).
+    # The call is longer than the placeholder: a cut that shortens nothing leaves its span untouched (ADR 0034).
     p = policy("downgrade", text="evict: role == 'tool_call'\neffect: cut\nplaceholder_tokens: 2")
-    actions = (Append("message", 1, "tool_call"), Append("message", 1, "tool_result"), Compact(cites=(0,)))
+    actions = (Append("message", 3, "tool_call"), Append("message", 1, "tool_result"), Compact(cites=(0,)))
     assert "T1" in {c for c in applicable(p)} and run(p, actions)[-1].after.span(0).namespace == "log"
+    short = (Append("message", 2, "tool_call"), Append("message", 1, "tool_result"), Compact(cites=(0,)))
+    assert run(p, short)[-1].after.span(0).namespace == "window"
     agree(p, actions, with_lemmas=False)
-    engines_agree(p, depth=3, tokens=(1,), spans=3)
+    engines_agree(p, depth=3, tokens=(1, 3), spans=3)
