@@ -27,13 +27,17 @@ def test_violated_policy_exits_1_with_a_table_and_trace():
 def test_safe_policy_is_proved_and_exits_0():
     code, out, _ = run("check", SAFE, "--depth", "4")
     assert code == 0
-    assert out.count("  holds ") == 6 and "certificate re-checked by cvc5" in out and "verdict: holds" in out
+    # seven rows: T1 is asked of every policy under the default tool_calls: on (ADR 0033)
+    assert out.count("  holds ") == 7 and "certificate re-checked by cvc5" in out and "verdict: holds" in out
 
 
 def test_without_proofs_a_safe_policy_is_unknown_and_exits_3():
     code, out, _ = run("check", SAFE, "--depth", "4", "--no-prove")
     assert code == 3
-    assert "violated" not in out and "holds" not in out and out.count("bounded search only") == 6
+    # no row holds (Q3's answer now says "the edit ledger holds every edit", ADR 0031, so the word alone may appear);
+    # seven rows with T1 (ADR 0033)
+    assert "violated" not in out and "  holds " not in out and "verdict: holds" not in out
+    assert out.count("bounded search only") == 7
 
 
 def test_json_document_records_what_reproduces_the_verdict():
@@ -65,7 +69,8 @@ def test_itf_traces_replay_and_tampering_is_detected(tmp_path):
     assert code == 1 and "wrote" in err
     files = sorted(tmp_path.glob("*.itf.json"))
     assert sorted(f.name.split(".")[1] for f in tmp_path.glob("*.cert.json")) == ["C3", "P1", "R1"]
-    assert [f.name.split(".")[1] for f in files] == ["C1", "C2", "C4"]
+    # T1: the role-blind seed policy splits a tool call from its result in 4 steps (ADR 0033)
+    assert [f.name.split(".")[1] for f in files] == ["C1", "C2", "C4", "T1"]
     doc = json.loads(files[0].read_text())
     assert doc["#meta"]["format"] == "ITF" and doc["vars"] and doc["states"][0]["mbt::actionTaken"] == "init"
     assert doc["states"][1]["step"] == {"#bigint": "1"}
@@ -123,7 +128,9 @@ def test_a_counterexample_names_the_host_budget_everywhere(tmp_path):
 
 def test_deployment_override_sets_the_keys_it_gives(tmp_path):
     deployment = tmp_path / "safe.yaml"
-    deployment.write_text("deployment:\n  records: undo_region\n  pins: host\n  audit: independent\n")
+    # tool_calls off: the role-blind seed policy would split a tool-call pair (T1, ADR 0033), not this test's subject
+    deployment.write_text("deployment:\n  records: undo_region\n  pins: host\n  audit: independent\n"
+                          "  tool_calls: \"off\"\n")
     code, out, _ = run("check", SEED, "--depth", "4", "--deployment", str(deployment))
     assert code == 0 and "violated" not in out
 
@@ -193,7 +200,7 @@ def test_same_policy_and_flags_give_the_same_traces_whatever_the_hash_seed():
 
 def test_a_memory_limit_is_honoured_and_reported_as_unknown():
     code, out, err = run("check", SEED, "--memory", "1", "--no-prove")
-    assert code == 3 and err == "" and out.count("solver memory limit of 1 MB reached") == 6
+    assert code == 3 and err == "" and out.count("solver memory limit of 1 MB reached") == 7  # with T1
     code, out, _ = run("check", SEED, "--no-prove", "--depth", "3")
     assert code == 1 and "C1  violated" in out  # the limit was lifted after the first check
 
