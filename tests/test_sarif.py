@@ -26,7 +26,8 @@ def test_a_violated_policy_gives_a_valid_log_with_located_errors(monkeypatch):
     assert code == 1
     jsonschema.validate(log, SCHEMA)
     results = log["runs"][0]["results"]
-    assert sorted(r["ruleId"] for r in results) == ["C1", "C2", "C4"]
+    # T1: the role-blind policy splits a tool-call pair (every policy is asked T1 under tool_calls: on, ADR 0033)
+    assert sorted(r["ruleId"] for r in results) == ["C1", "C2", "C4", "T1"]
     lines = (EXAMPLES / "seed_flawed.yaml").read_text().splitlines()
     for r in results:
         assert r["level"] == "error"
@@ -48,10 +49,11 @@ def test_several_policies_and_formats_in_one_valid_log(monkeypatch):
     by_file = {}
     for r in log["runs"][0]["results"]:
         by_file.setdefault(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], []).append(r)
-    assert {r["ruleId"] for r in by_file["examples/policies/blind_undo.yaml"]} == {"C3"}
-    undo = by_file["examples/policies/blind_undo.yaml"][0]["locations"][0]["physicalLocation"]["region"]
+    assert {r["ruleId"] for r in by_file["examples/policies/blind_undo.yaml"]} == {"C3", "T1"}  # T1: ADR 0033
+    (c3,) = [r for r in by_file["examples/policies/blind_undo.yaml"] if r["ruleId"] == "C3"]
+    undo = c3["locations"][0]["physicalLocation"]["region"]
     assert undo == {"startLine": 6, "startColumn": 9}  # `undo: blind`, at its value
-    budget = by_file["examples/policies/budget_truncates_records.yaml"][0]
+    budget = next(r for r in by_file["examples/policies/budget_truncates_records.yaml"] if r["ruleId"] != "T1")
     assert "budget" in budget["message"]["text"]
 
 
@@ -60,7 +62,7 @@ def test_a_safe_policy_gives_a_valid_log_without_findings(monkeypatch):
     assert code == 0
     jsonschema.validate(log, SCHEMA)
     assert log["runs"][0]["results"] == []
-    assert log["runs"][0]["properties"]["policies"][0]["holds"] == ["C1", "C2", "C3", "C4", "P1", "R1"]
+    assert log["runs"][0]["properties"]["policies"][0]["holds"] == ["C1", "C2", "C3", "C4", "P1", "T1", "R1"]  # T1: ADR 0033
 
 
 def test_unknown_is_a_warning_not_an_error(monkeypatch, tmp_path):
