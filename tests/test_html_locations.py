@@ -25,8 +25,8 @@ PRINTED = re.compile(r"(?<![\w:.#-])(\d+):(\d+) `")
 
 def plain(text: str) -> str:
     """Policy text as explanations quote it, whatever the form: `span.recency` is `recency`, `"pins": "self"` is
-    `pins: self`."""
-    return re.sub(r"\b(?:span|window)\.", "", text).replace('"', "")
+    `pins: self`; a sub-expression is quoted in its canonical form, so `"record"` is `'record'` (both `record`)."""
+    return re.sub(r"\b(?:span|window)\.", "", text).replace('"', "").replace("'", "")
 
 
 def html_of(*argv) -> str:
@@ -57,7 +57,11 @@ def test_every_location_in_the_page_lands_on_its_token_in_the_shown_file(name, t
         assert int(column) <= len(text) and not text[int(column) - 1].isspace(), (line, column)
         assert plain(unescape(token)) in plain(text), (line, column, token)
     text = unescape(re.sub(r"<[^>]+>", "", page))
-    assert len(PRINTED.findall(text)) == len(links)  # every printed location is a link
+    # every printed location is a link; 0:0 is a point written nowhere in the file (step_labels prints it so): since
+    # ADR 0033 a role-blind policy's T1 cause names its unwritten default `pairs: apart`
+    printed = PRINTED.findall(text)
+    assert len([p for p in printed if p != ("0", "0")]) == len(links)
+    assert text.count("0:0 `") == text.count("0:0 `pairs: apart`")
     located = {int(line) for _, line, _, _, _ in links}
     assert {int(n) for n in re.findall(r'class="line located" id="p0-L(\d+)"', page)} == located
 
