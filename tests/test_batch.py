@@ -69,7 +69,8 @@ def test_batch_finds_the_examples_expected_verdicts(batch):
     _, _, cold, _ = batch
     verdicts = {Path(item.path).name: item.report.verdict for item in cold}
     assert verdicts == {"seed_flawed.yaml": Verdict.VIOLATED, "seed_safe_design.yaml": Verdict.HOLDS,
-                        "blind_undo.yaml": Verdict.UNKNOWN, "rationale_in_window.yaml": Verdict.VIOLATED}
+                        # blind_undo: C3 unknown at this depth, T1 violated (a role-blind policy, ADR 0033)
+                        "blind_undo.yaml": Verdict.VIOLATED, "rationale_in_window.yaml": Verdict.VIOLATED}
     assert not any(item.cached or item.error for item in cold)
 
 
@@ -77,7 +78,9 @@ def test_warm_run_reads_equal_reports_and_never_unknown_ones(batch):
     _, cache, cold, warm = batch
     for before, after in zip(cold, warm):
         assert after.report == before.report
-        assert after.cached == (before.report.verdict != Verdict.UNKNOWN)
+        # a report with an unknown row (blind_undo's C3) is not cached, whatever its verdict
+        assert after.cached == all(r.verdict != Verdict.UNKNOWN for r in before.report.results)
+    assert [after.cached for after in warm] == [True, True, False, True]
     assert len(list(cache.rglob("*.json"))) == 3
 
 
@@ -189,9 +192,10 @@ def test_progress_and_summaries(batch):
     assert "3/3" in stream.getvalue() and "\x1b[" not in stream.getvalue()
     text = summary_text(items)
     lines = text.splitlines()
-    assert lines[0].split() == ["policy", "verdict", "C1", "C2", "C3", "C4", "P1", "R1", "seconds", "cached"]
+    assert lines[0].split() == ["policy", "verdict", "C1", "C2", "C3", "C4", "P1", "T1", "R1", "seconds",
+                                 "cached"]  # T1: ADR 0033
     assert lines[1].split()[:7] == [str(paths[0]), "violated", "violated", "violated", "holds", "violated", "holds"]
-    assert lines[-1] == "4 policies: 2 violated, 1 unknown, 1 holds; 3 from the cache"
+    assert lines[-1] == "4 policies: 3 violated, 1 holds; 3 from the cache"  # blind_undo: T1 violated
     console = Console(file=io.StringIO(), width=200)
     console.print(summary_table(items))
     rendered = console.file.getvalue()
