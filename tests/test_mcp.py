@@ -4,6 +4,7 @@ import asyncio
 import contextlib
 import io
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -35,7 +36,12 @@ RESOURCES = {"prunecheck://schema/policy", "prunecheck://schema/report", "prunec
 
 @contextlib.asynccontextmanager
 async def stdio_client(*extra):
-    params = mcp.StdioServerParameters(command=SERVER[0], args=[*SERVER[1:], *extra])
+    # The SDK passes the server only a few safe variables: PYTHONPATH too, so it imports the prunecheck under test
+    from mcp.client.stdio import get_default_environment
+    env = get_default_environment()
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    params = mcp.StdioServerParameters(command=SERVER[0], args=[*SERVER[1:], *extra], env=env)
     async with mcp.Client(params) as client:
         yield client
 

@@ -300,7 +300,7 @@ def test_a_safe_policy_without_a_deployment_section_needs_no_repair():
     assert "deployment" not in path.read_text()
     code, stdout, _ = cli(str(path))
     assert code == 0 and "every condition already holds; nothing to repair" in stdout
-    assert stdout.count("  holds  ") == 6 and "---" not in stdout
+    assert stdout.count("  holds  ") == 7 and "---" not in stdout  # with T1 (pairs: together, ADR 0033)
 
 
 def test_input_errors_exit_2(tmp_path):
