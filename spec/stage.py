@@ -18,7 +18,7 @@ def stage_target(policy: Policy):
 
 def window_order(span) -> tuple:
     """The one sort key of window order (SPEC 4d): by place, which is the id for every span but a summary; the id
-    breaks ties, which only spans outside the window can have."""
+    breaks ties: a span outside the window, or a summarised span an undo brought back beside its summary."""
     return span.place, span.id
 
 

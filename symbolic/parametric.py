@@ -114,6 +114,10 @@ class PairModel:
                 c[g]["position"] + c[g]["from_end"] + 1 == ws, c[g]["from_end_in_role"] <= c[g]["from_end"],
                 c[g]["turn"] <= c[g]["from_end"], c[g]["tokens_after"] >= c[g]["from_end"],
                 s.window_tokens >= c[g]["tokens_after"] + sp[g]["tokens"])))
+        if self.summarising:
+            # A summary stands at the place of the oldest span it replaced, and an undo brings a summarised span back
+            # to its own place, beside the summary: two consecutive ids need not be adjacent in window order then.
+            return out
         r, q = c["r"], c["q"]
         adjacent = [r["from_end"] == q["from_end"] + 1, q["position"] == r["position"] + 1,
                     r["tokens_after"] == q["tokens_after"] + sp["q"]["tokens"]]
@@ -122,10 +126,7 @@ class PairModel:
             adjacent.append(r["turn"] == q["turn"] + z3.If(role_q == R["user"], 1, 0))
             # Only for equal roles: otherwise the two counts are over different roles.
             adjacent.append(z3.Implies(role_q == role_r, r["from_end_in_role"] == q["from_end_in_role"] + 1))
-        both = [s.in_window("r"), s.in_window("q")]
-        if self.summaries:  # a summary stands at an older span's place: r and q are adjacent only without one
-            both += [z3.Not(sp["r"]["summary"]), z3.Not(sp["q"]["summary"])]
-        out.append(z3.Implies(z3.And(both), z3.And(adjacent)))
+        out.append(z3.Implies(z3.And(s.in_window("r"), s.in_window("q")), z3.And(adjacent)))
         return out
 
     def candidate(self, s: PairState, g: str, a: PairAction = None):
