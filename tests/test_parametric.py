@@ -387,3 +387,18 @@ def _enabled_prefix(policy, actions) -> tuple:
             state = step(policy, state, action).after
     assert any(getattr(a, "cites", ()) for a in out)
     return tuple(out)
+
+
+def test_an_undo_that_brings_a_summarised_span_back_beside_its_summary_projects():
+    """Issue 27 (the 3-wise covering array's row 66): the undo of edit 2 (a merge) brings span 0 back at its own
+    place, where compaction 6's summary stands, so spans 0 and 1 are no longer adjacent in window order; the pair model
+    of a summarising policy that reads positions once assumed they were, and the read that follows did not project."""
+    from prunecheck.spec.runtime import Read
+    deployment = Deployment(rationale="window", pins="self", audit="policy", undo="merge", record_role="user",
+                            evicted="tombstone", evidence="on", justification="defer", record_tool="edit")
+    policy = model_policy("evict: from_end >= 1 and position >= 0 or turn >= 1 or tokens_after > window_spans\n"
+                          "rank: 0 - tokens\nwhen: window_tokens > 2\neffect: summarise\npairs: together\n"
+                          "placeholder_tokens: 3\nsummary_role: system\nstart_on: tool_result", deployment)
+    _check_projection(policy, (Append("message", 2), Append("file_body", 1, "assistant"),
+                               Edit(0, "transform", cites=(1,)), Edit(0, "destroy"), Pin(1), Compact(), Undo(2),
+                               Read(0), Compact(1), Undo(4)))
