@@ -19,7 +19,7 @@ from prunecheck.checker.language.locate import deployment_location, expression_s
 from prunecheck.checker.language.printer import to_text
 from prunecheck.checker.engines.replay import replay
 from prunecheck.checker.findings.step_text import (  # noqa: F401 (step_label: re-exported)
-    _absence, _budget_words, _host_decides, _role, _taken_words, step_label)
+    absence_words, budget_words, host_decides, span_words, taken_words, step_label)
 
 
 @dataclass(frozen=True)
@@ -135,10 +135,10 @@ def _budget_point(policy: Policy, where: Dict[str, Loc], before: State) -> Point
 
 def _truncation_words(policy: Policy, t: Transition) -> str:
     """How a span was truncated; a host budget is named here, since it is nowhere in the policy's file."""
-    if _host_decides(policy, t.action):
+    if host_decides(policy, t.action):
         return (f"truncated to the host budget of {t.action.budget}: a host may impose any budget at any "
                 f"compaction, and the window held {t.before.window_tokens()} tokens")
-    return f"truncated to {_budget_words(policy, t.action)}"
+    return f"truncated to {budget_words(policy, t.action)}"
 
 
 def _removal(transitions: Sequence[Transition], span_id: int) -> Optional[int]:
@@ -177,9 +177,9 @@ def _removal_points(policy, transitions, index, span_id, where, placement: str) 
                        "(or cuts it short): a masked or cut record or rationale is no longer present"),) \
             if policy.effect in ("mask", "cut") else ()
         return tuple(predicate_points(policy, t.before, span_id)) + stage_points(policy, t.before) + masks + (
-            _setting(policy, placement, where, f"puts the {_role(t.before, span_id).split()[0]} in the policy's reach"),)
+            _setting(policy, placement, where, f"puts the {span_words(t.before, span_id).split()[0]} in the policy's reach"),)
     placed = _setting(policy, placement, where, "puts it among the spans truncation may remove")
-    if _host_decides(policy, t.action):
+    if host_decides(policy, t.action):
         return (placed,)
     return (_budget_point(policy, where, t.before), placed)
 
@@ -199,7 +199,7 @@ def _c2_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     gone = sorted(e.record for e in t.before.edits
                   if present(t.before.span(e.record)) and not present(t.after.span(e.record)))
     record = gone[0]
-    how = _taken_words(policy) if record in t.evicted else _truncation_words(policy, t)
+    how = taken_words(policy) if record in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, len(transitions) - 1, record, where, "records")
     verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if record in t.evicted else "removes"
     return f"the compaction {verb} record #{record} of edit {record} ({how})", points
@@ -224,13 +224,13 @@ def _c4_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
         points += _removal_points(policy, transitions, index, info.record, where, "records")
     removed = f" (removed at step {index + 1})" if index is not None else ""
     return (f"status says '{REVERSIBLE}' while record #{info.record} of edit {info.record} is "
-            f"{_absence(after, info.record)}{removed}", points)
+            f"{absence_words(after, info.record)}{removed}", points)
 
 
 def _p1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     t = transitions[-1]
     info = next(e for e in t.after.live_edits() + t.after.entries if not present(t.after.span(e.rationale)))
-    how = _taken_words(policy) if info.rationale in t.evicted else _truncation_words(policy, t)
+    how = taken_words(policy) if info.rationale in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, len(transitions) - 1, info.rationale, where, "rationale")
     verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if info.rationale in t.evicted \
         else "removes"
@@ -255,18 +255,18 @@ def _m1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     t = transitions[-1]
     span_id = lost_content(t.before, t.after)[0]
     taken = span_id in t.evicted
-    how = _taken_words(policy) if taken else _truncation_words(policy, t)
+    how = taken_words(policy) if taken else _truncation_words(policy, t)
     verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if taken else "removes"
     points = (predicate_points(policy, t.before, span_id) + stage_points(policy, t.before) if taken else ()) + (
         _setting(policy, "evicted", where, "leaves no tombstone and no copy in the log of what a compaction destroys"),)
-    return (f"the compaction {verb} #{span_id} ({_role(t.before, span_id)}; {how}) and keeps no evidence of it: no "
+    return (f"the compaction {verb} #{span_id} ({span_words(t.before, span_id)}; {how}) and keeps no evidence of it: no "
             "tombstone, no place in the log", points)
 
 
 def _a1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     t = transitions[-1]
     span_id = rewritten_log_entries(t.before, t.after)[0]
-    return (f"{step_label(policy, t)} rewrites decision-log entry #{span_id} ({_role(t.before, span_id)})",
+    return (f"{step_label(policy, t)} rewrites decision-log entry #{span_id} ({span_words(t.before, span_id)})",
             (_setting(policy, "rationale", where, "keeps the decision log in the log namespace"),))
 
 
@@ -278,7 +278,7 @@ def _u1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     if index is not None:
         points += _removal_points(policy, transitions, index, info.record, where, "records")
     return (f"undo of edit {info.record} {t.outcome} #{info.target} although record #{info.record} is "
-            f"{_absence(t.before, info.record)}: the restored content is invented", points)
+            f"{absence_words(t.before, info.record)}: the restored content is invented", points)
 
 
 def _r1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
@@ -306,11 +306,11 @@ def _j1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     citer = next(e for e in t.after.live_edits() + t.after.entries if lost in e.cites)
     whose = f"live edit {citer.record}" if isinstance(citer, EditInfo) else \
         f"the compaction whose rationale is #{citer.rationale}"
-    how = _taken_words(policy) if lost in t.evicted else _truncation_words(policy, t)
+    how = taken_words(policy) if lost in t.evicted else _truncation_words(policy, t)
     points = (predicate_points(policy, t.before, lost) + stage_points(policy, t.before) if lost in t.evicted
               else ()) + (_setting(policy, "justification", where, "lets a removal destroy a span a live entry "
                                    "cites (downgrade moves it to the log instead)"),)
-    return f"#{lost}, cited by {whose}, is {_absence(t.after, lost)} ({how}): the justification did not survive " \
+    return f"#{lost}, cited by {whose}, is {absence_words(t.after, lost)} ({how}): the justification did not survive " \
            "the edit", points
 
 

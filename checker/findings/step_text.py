@@ -10,20 +10,20 @@ from prunecheck.spec.state import host_truncates
 from prunecheck.checker.language.printer import to_text
 
 
-def _host_decides(policy: Policy, action) -> bool:
+def host_decides(policy: Policy, action) -> bool:
     """The compaction truncated to the host's budget, not the policy's (under `host_truncation: on` the least of the
     two applies; off, a host budget changes nothing, SPEC §2)."""
     host = getattr(action, "budget", None)
     return host is not None and host_truncates(policy) and (policy.budget is None or host < policy.budget)
 
 
-def _budget_words(policy: Policy, action) -> str:
-    if _host_decides(policy, action):
+def budget_words(policy: Policy, action) -> str:
+    if host_decides(policy, action):
         return f"the host budget of {action.budget}"
     return f"the policy's budget of {policy.budget}"
 
 
-def _role(state: State, span_id: int) -> str:
+def span_words(state: State, span_id: int) -> str:
     for e in state.edits:
         if e.record == span_id:
             return f"record of edit {e.record}"
@@ -32,7 +32,7 @@ def _role(state: State, span_id: int) -> str:
     return state.span(span_id).kind
 
 
-def _taken_words(policy: Policy) -> str:
+def taken_words(policy: Policy) -> str:
     """What the stage did to the spans it took: evicted (and where they went), masked or cut in place."""
     if policy.effect == "cut":
         return f"cut by the policy to at most {policy.placeholder_tokens} token{'s' * (policy.placeholder_tokens != 1)}" \
@@ -55,7 +55,7 @@ def _downgraded(policy: Policy, before: State, after: State, span_id: int) -> bo
 
 def _truncated_label(policy: Policy, a: Compact) -> str:
     moved = " (moved to the log)" if policy.deployment.evicted == "logged" else ""
-    return f"truncated to {_budget_words(policy, a)}{moved}: "
+    return f"truncated to {budget_words(policy, a)}{moved}: "
 
 
 def _names(written) -> str:
@@ -90,9 +90,9 @@ def step_label(policy: Policy, t: Transition) -> str:
                 f"{rationale.namespace} namespace")
     if isinstance(a, Read):
         times = f" {a.times} times in a row (steps {before.step + 1}-{after.step})" if a.times != 1 else ""
-        return f"#{a.span} ({_role(after, a.span)}) read{times}: reads={after.span(a.span).reads}"
+        return f"#{a.span} ({span_words(after, a.span)}) read{times}: reads={after.span(a.span).reads}"
     if isinstance(a, (Pin, Unpin)):
-        return f"#{a.span} ({_role(after, a.span)}) {'pinned' if isinstance(a, Pin) else 'unpinned'}"
+        return f"#{a.span} ({span_words(after, a.span)}) {'pinned' if isinstance(a, Pin) else 'unpinned'}"
     if isinstance(a, Compact):
         return _compaction_label(policy, t)
     if isinstance(a, Undo):
@@ -116,10 +116,10 @@ def _compaction_label(policy: Policy, t: Transition) -> str:
     moved = sorted(i for i in t.evicted if _downgraded(policy, before, after, i))
     kept_words = sorted(set(t.evicted) - set(moved))
     if kept_words:
-        parts.append(f"{_taken_words(policy)}: " + ", ".join(f"#{i} ({_role(before, i)})" for i in kept_words))
+        parts.append(f"{taken_words(policy)}: " + ", ".join(f"#{i} ({span_words(before, i)})" for i in kept_words))
     if moved:
         parts.append("cited, so moved to the log (justification: downgrade): "
-                     + ", ".join(f"#{i} ({_role(before, i)})" for i in moved))
+                     + ", ".join(f"#{i} ({span_words(before, i)})" for i in moved))
     for written in after.spans[len(before.spans):]:  # a summary, a ledger entry's rationale (SPEC 4d, 6d)
         tokens = f"{written.tokens} token{'s' * (written.tokens != 1)}"
         if written.kind == "summary":
@@ -129,7 +129,7 @@ def _compaction_label(policy: Policy, t: Transition) -> str:
                          + "".join(f", cites #{c}" for c in getattr(a, "cites", ())))
     if t.truncated:  # a summary truncated at once is not in `before`
         parts.append(_truncated_label(policy, a)
-                     + ", ".join(f"#{i} ({_role(before if i < len(before.spans) else after, i)})"
+                     + ", ".join(f"#{i} ({span_words(before if i < len(before.spans) else after, i)})"
                                  for i in sorted(t.truncated)))
     return "compaction: " + ("; ".join(parts) if parts else "nothing removed")
 
@@ -140,15 +140,15 @@ def _undo_label(t: Transition) -> str:
     if t.outcome == "reverted":
         return f"undo of edit {a.edit}: #{info.target} reverted to {info.prior_kind}"
     if t.outcome == "irreversible":
-        return f"undo of edit {a.edit}: irreversible, record #{a.edit} is {_absence(before, a.edit)}"
+        return f"undo of edit {a.edit}: irreversible, record #{a.edit} is {absence_words(before, a.edit)}"
     if t.outcome == "merged":
         return (f"undo of edit {a.edit}: #{info.target} was re-edited, merged as new edit {merge.record} "
                 f"(record #{merge.record}, rationale #{merge.rationale})")
     if t.outcome == "reconstructed":
-        return (f"undo of edit {a.edit}: record #{a.edit} is {_absence(before, a.edit)}, #{info.target} "
+        return (f"undo of edit {a.edit}: record #{a.edit} is {absence_words(before, a.edit)}, #{info.target} "
                 f"reconstructed as {info.prior_kind} from what is left (confabulated)")
     return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
 
 
-def _absence(state: State, span_id: int) -> str:
+def absence_words(state: State, span_id: int) -> str:
     return "masked" if state.span(span_id).masked and state.span(span_id).alive else "gone"
