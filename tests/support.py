@@ -1,4 +1,5 @@
-"""Helpers the test modules share: the parse-error position check and runs of the z3 model pinned to the runtime."""
+"""Helpers the test modules share: the parse-error position check, runs of the z3 model pinned to the runtime, and
+runs of the runtime projected onto the pair model."""
 
 import dataclasses
 import io
@@ -16,16 +17,22 @@ from prunecheck.checker.engines.invariants import inductive_lemmas, lemma_terms
 from prunecheck.checker.result import Verdict
 from prunecheck.checker.engines.replay import as_modelled, decode_state
 from prunecheck.checker.language.loader import parse_policy_text
-from prunecheck.spec.conditions import applicable, state_violations, violations
+from prunecheck.spec.conditions import (STATE_CONDITIONS, STEP_CONDITIONS, applicable, lost_content,
+                                       rewritten_log_entries, state_violations, transition_violations, violations)
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, ROLES, Deployment, masks, mentioned_names, name_code
 from prunecheck.spec.runtime import (
-    Append, Audit, Compact, Edit, Pin, Read, State, Undo, Unpin, enabled, enabled_actions, status, step,
+    REVERSIBLE, Append, Audit, Compact, Edit, Pin, Read, State, Undo, Unpin, addressable, enabled, enabled_actions,
+    is_candidate, is_pair, positions, present, status, step,
 )
+from prunecheck.spec.refusal import named
 from prunecheck.spec.actions import action_args
 from prunecheck.strategies import CORE_CHOICES
-from prunecheck.symbolic.conditions import violation_at
+from prunecheck.symbolic.conditions import pair_violation, violation_at
+from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD
 from prunecheck.symbolic.model import ACT, Model
+from prunecheck.symbolic.pair_evidence import EVIDENCE_FIELDS
+from prunecheck.symbolic.parametric import DEFAULTS, FIELDS, GHOSTS, MASKED_FIELD, ROLE_FIELD, SUMMARY_FIELD, PairModel
 from prunecheck.symbolic.terms import ENUM_CODES
 
 from conftest import CLI_BOUNDS, HOUR, RLIMIT, ROOT
@@ -401,3 +408,248 @@ def assert_itf_py_reads_our_states(policy, transitions, document):
         assert values["violations"] == bad
         assert values["mbt::actionTaken"] == action
         assert dict(values["mbt::nondetPicks"]._asdict()) == args
+
+
+# Runs of the runtime projected onto the pair model (symbolic/parametric.py), the soundness of every proof: each state
+# of a run, seen from a pair of ids (r, r + 1), is a state of the pair model, each step a step of it, and each
+# violation of a condition at r a violation of the pair model's term (tests/test_parametric.py,
+# tests/test_combinations.py).
+
+
+def span_values(state: State, i: int, names: tuple = ()) -> dict:
+    """The pair model's fields of ghost span i as the runtime's state gives them (None for each: no span i yet)."""
+    if i >= len(state.spans):
+        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD, **SUMMARY_FIELD, **TOMBSTONE_FIELD,
+                                        **dict(names), **EVIDENCE_FIELDS}}
+    span = state.span(i)
+    edit = state.edit(i)
+    return {"used": True, "alive": span.alive, "kind": ENUM_CODES["kind"][span.kind],
+            "ns": ENUM_CODES["namespace"][span.namespace], "tokens": span.tokens, "created": span.created,
+            "last_read": span.last_read, "reads": span.reads, "pinned": span.pinned, "edited": span.edited,
+            "version": span.version, "undone": bool(edit and edit.undone), "role": ENUM_CODES["role"][span.role],
+            "masked": span.masked, "summary": span.place != span.id, "tombstone": span.tombstone,
+            # evidence: on (spec/SPEC.md §6d): some live entry cites it; it is a compaction's ledger rationale
+            "cited": i in state.cited_ids(), "ledger": any(e.rationale == i for e in state.entries),
+            **{attr: name_code(table, getattr(span, attr)) for attr, table in names}}
+
+
+def project(ps, state: State, r: int) -> list:
+    """Constraints pinning the pair state ps to the runtime's state seen from the pair (r, r + 1)."""
+    out = [ps.clock == state.step, ps.window_tokens == state.window_tokens()]
+    if ps.window_spans is not None:  # a model with positions: its counters take the runtime's values
+        out.append(ps.window_spans == sum(1 for s in state.spans if addressable(s)))
+        for g, i in zip(GHOSTS, (r, r + 1)):
+            values = positions(state, state.span(i)) if i < len(state.spans) else {}
+            out += [var == int(values[name]) for name, var in ps.counters[g].items() if name in values]
+    for g, i in zip(GHOSTS, (r, r + 1)):
+        for name, value in span_values(state, i, ps.names).items():
+            if name not in ps.span[g]:  # a role, mask, summary flag or name, in a model whose policy has none
+                continue
+            var = ps.span[g][name]
+            out.append(var == (DEFAULTS[var.sort()] if value is None else value))
+    return out
+
+
+def splits(t, r) -> bool:
+    """The runtime's T1 at the pair (r, r + 1) (spec/conditions.py _t1): the step's compaction stage removes exactly
+    one span of the tool-call pair from the window. Removed as T1 says: taken and not masked in the state after (a
+    masked span stays in the window; a span moved to the log, e.g. a cited one under `justification: downgrade`,
+    does not); the host's truncation is not the stage's."""
+    before = t.before
+    removed = {i for i in t.evicted if not t.after.span(i).masked}
+    return (is_pair(before, r) and addressable(before.span(r)) and addressable(before.span(r + 1))
+            and (r in removed) != (r + 1 in removed))
+
+
+def changes(t, r) -> bool:
+    """The step changes a span of the pair (r, r + 1), the clock aside."""
+    return any(i < len(t.after.spans) and (i >= len(t.before.spans) or t.before.span(i) != t.after.span(i))
+               for i in (r, r + 1))
+
+
+def _record_removed(t, r) -> bool:
+    return t.before.edit(r) is not None and present(t.before.span(r)) and not present(t.after.span(r))
+
+
+def _edits_r(t, r) -> bool:
+    return getattr(t.action, "edit", None) == r
+
+
+# Per step condition: the runtime violates it at the pair (r, r + 1) on the transition t, so the pair must.
+STEP_AT_PAIR = {
+    "C2": _record_removed,
+    "C3": _edits_r,
+    "U1": _edits_r,
+    "T1": splits,
+    "M1": lambda t, r: r in lost_content(t.before, t.after),  # the pair's M1 term must be true at ghost r
+    "A1": lambda t, r: r in rewritten_log_entries(t.before, t.after),
+    "X1": changes,
+}
+
+# Per state condition: the runtime violates it at record r (and its rationale r + 1), so the pair (r, r + 1) must.
+AT_RECORD = {
+    "C1": lambda policy, state, r: state.span(r).alive and is_candidate(policy, state, state.span(r)),
+    "C4": lambda policy, state, r: not present(state.span(r)) and status(policy, state) == REVERSIBLE,
+    "P1": lambda policy, state, r: not present(state.span(r + 1)),
+    "R1": lambda policy, state, r: r < len(state.spans) and named(policy, state, state.span(r)),  # any recovery span
+}
+
+# Per state condition violated at span r itself, not at a record: J1 at a cited span that is not present, P1 at a
+# compaction's ledger rationale that is not present (spec/SPEC.md §6d).
+AT_GHOST = {
+    "J1": lambda state, r: r in state.cited_ids() and not present(state.span(r)),
+    "P1": lambda state, r: any(e.rationale == r for e in state.entries) and not present(state.span(r)),
+}
+
+
+def state_violated_at(condition: str, policy, state: State, r: int) -> bool:
+    """The runtime's state, which violates the state condition, violates it at the pair (r, r + 1)."""
+    edit = state.edit(r)
+    live_r = edit is not None and not edit.undone
+    at_record = condition in AT_RECORD and (live_r or condition == "R1") and AT_RECORD[condition](policy, state, r)
+    return at_record or (condition in AT_GHOST and AT_GHOST[condition](state, r))
+
+
+def conjunction(terms) -> z3.BoolRef:
+    """The conjunction of boolean terms, made by z3's C API at once (z3.And re-checks every argument's sort in
+    Python, the bulk of a projection's cost)."""
+    terms = [t if isinstance(t, z3.BoolRef) else z3.BoolVal(t) for t in terms]
+    if not terms:
+        return z3.BoolVal(True)
+    ctx = terms[0].ctx
+    args = (z3.Ast * len(terms))(*[t.as_ast() for t in terms])
+    return z3.BoolRef(z3.Z3_mk_and(ctx.ref(), len(terms), args), ctx)
+
+
+def ask(constraints, rlimit=RLIMIT):
+    """fresh_check's answer (a new z3 context, rlimit-bounded), the constraints carried over as one conjunction: one
+    translation instead of one per constraint."""
+    ctx = z3.Context()
+    solver = z3.Solver(ctx=ctx)
+    solver.set("rlimit", rlimit)
+    solver.add(conjunction(constraints).translate(ctx))
+    return solver.check()
+
+
+@dataclasses.dataclass
+class Obligation:
+    """What must be satisfiable on the pair model: `base` (a state or a step, pinned to the runtime's), each term of
+    `violated` (the pair model's violation of a condition the runtime violates there) together with it."""
+
+    what: str
+    base: list
+    violated: dict
+
+    def constraints(self) -> list:
+        return self.base + list(self.violated.values())
+
+    def failure(self, rlimit=RLIMIT) -> str:
+        """Why the obligation fails: the step does not project, or which conditions' terms are false ("" if it
+        holds)."""
+        if ask(self.constraints(), rlimit) == z3.sat:
+            return ""
+        answer = ask(self.base, rlimit)
+        if answer != z3.sat:
+            return f"{self.what} does not project onto the pair model ({answer})"
+        missed = [c for c, term in self.violated.items() if ask(self.base + [term], rlimit) != z3.sat]
+        return (f"{self.what}: the runtime violates {', '.join(missed or sorted(self.violated))} at this pair, the "
+                f"pair model's violation term is false there")
+
+
+class PairEncoding:
+    """A pair model with its states s0, s1, ... and the encoding of each step k (s_k, a_k, s_k+1), made once: the
+    encoding of step k does not depend on the run, so every run of the policy shares it."""
+
+    def __init__(self, policy, free_policy: bool = False):
+        self.model = PairModel(policy, free_policy=free_policy)
+        self.free_policy = free_policy
+        self.states, self.steps = [self.model.state("s0")], []
+        self.init = self.model.encode_init(self.states[0])
+
+    def step(self, k: int) -> tuple:
+        """(its constraints, its action, each condition's violation term) of step k."""
+        while len(self.steps) <= k:
+            j = len(self.steps)
+            pre, post, act = self.states[j], self.model.state(f"s{j + 1}"), self.model.action(f"a{j}")
+            self.states.append(post)
+            pair_step = self.model.encode_step(pre, act, post)
+            terms = {c: pair_violation(self.model, c, post, pair_step) for c in STEP_CONDITIONS + STATE_CONDITIONS}
+            self.steps.append((list(pair_step.constraints), act, terms))
+        return self.steps[k]
+
+
+class ProjectedRun:
+    """A runtime run and its encoding on one pair model: each step's constraints and violation terms do not depend
+    on the pair (r, r + 1) the run is seen from, only the projections do."""
+
+    def __init__(self, policy, actions, free_policy: bool = False, encoding: PairEncoding = None, conditions=None):
+        """conditions: those whose violations must map onto the pair model's (default: every condition, whether or
+        not it applies to the policy)."""
+        self.policy, self.free_policy = policy, free_policy
+        self.conditions = frozenset(STEP_CONDITIONS + STATE_CONDITIONS if conditions is None else conditions)
+        encoding = encoding or PairEncoding(policy, free_policy)
+        assert encoding.free_policy == free_policy
+        self.model = encoding.model
+        self.transitions = run_actions(policy, actions)[1]
+        self.runtime_states = [State()] + [t.after for t in self.transitions]
+        self.width = len(self.runtime_states[-1].spans) + 1
+        self.steps, self.violated = [], []
+        for k, t in enumerate(self.transitions):
+            constraints, act, terms = encoding.step(k)
+            self.steps.append((constraints + [act.act == ACT[t.action.name]], terms))
+            self.violated.append((transition_violations(t), state_violations(policy, t.after)))
+        self.states = encoding.states[:len(self.runtime_states)]
+        self.init = encoding.init
+        # what every pair's batched query shares: the initial state and every step, as one term
+        self.chain = conjunction(self.init + [c for base, _ in self.steps for c in base])
+
+    def projected(self, r: int) -> list:
+        """Per state of the run, the constraints pinning the model's state to it, seen from the pair (r, r + 1)."""
+        return [project(ps, state, r) for ps, state in zip(self.states, self.runtime_states)]
+
+    def obligations(self, r: int, projected=None) -> list:
+        """Everything that must be satisfiable for the run to project onto the pair (r, r + 1): the initial state,
+        each step (with the violation terms of the step conditions the runtime violates there), and each state
+        after a step in which the runtime violates a state condition at the pair (with those terms)."""
+        projected = projected or self.projected(r)
+        out = [Obligation("the initial state", self.init + projected[0], {})]
+        for k, (t, (base, terms), (on_step, on_state)) in enumerate(zip(self.transitions, self.steps, self.violated)):
+            on_step, on_state = on_step & self.conditions, on_state & self.conditions
+            step_bad = {c: terms[c] for c in STEP_CONDITIONS if c in on_step and STEP_AT_PAIR[c](t, r)}
+            out.append(Obligation(f"step {k + 1} {t.action}", base + projected[k] + projected[k + 1], step_bad))
+            state_bad = {c: terms[c] for c in STATE_CONDITIONS
+                         if c in on_state and state_violated_at(c, self.policy, t.after, r)}
+            if state_bad:
+                out.append(Obligation(f"the state after step {k + 1} {t.action}", projected[k + 1], state_bad))
+        return out
+
+    def failures(self, batched: bool = True, rlimit=RLIMIT) -> list:
+        """(r, why) for each pair the run does not project onto. Batched: one query per pair, the conjunction of its
+        obligations (their variables are the states' and steps' own, a state shared by two steps pinned alike in
+        both), each obligation asked alone only where that conjunction fails; otherwise one query per obligation."""
+        out = []
+        for r in range(self.width):
+            projected = self.projected(r)
+            obligations = self.obligations(r, projected)
+            if batched:
+                terms = [self.chain] + [c for state in projected for c in state]
+                terms += [t for o in obligations for t in o.violated.values()]
+                if ask(terms, rlimit) == z3.sat:
+                    continue
+            whys = [why for why in (o.failure(rlimit) for o in obligations) if why]
+            out += [(r, why) for why in whys[:1]]
+            if batched and not whys:  # never expected: each obligation holds alone but not all together
+                out.append((r, "the obligations hold one by one but not together"))
+        return out
+
+
+def check_projection(policy, actions, free_policy: bool = False, batched: bool = False, context: str = "") -> int:
+    """Assert that the run of actions projects onto every pair of the pair model (of the policy's own terms, or with
+    the policy abstracted); the failure names the context, the model, the pair, the step and the condition. Returns
+    the number of pairs checked."""
+    run = ProjectedRun(policy, actions, free_policy)
+    failures = run.failures(batched)
+    model = "free-policy model" if free_policy else "pair model"
+    assert not failures, "\n".join(f"{context}{model}, pair ({r}, {r + 1}): {why}" for r, why in failures) + \
+        f"\n  run: {tuple(t.action for t in run.transitions)}"
+    return run.width

@@ -1,159 +1,33 @@
 """The parametric model over-approximates the runtime: every run, projected on every pair (r, r+1), is a run of it."""
 
-import pytest
 import z3
 from hypothesis import given, settings
 
 from prunecheck.spec.actions import ACTION_TYPES, expand
-from prunecheck.spec.conditions import (STATE_CONDITIONS, lost_content, rewritten_log_entries, state_violations,
-                                       transition_violations)
+from prunecheck.spec.conditions import STATE_CONDITIONS, STEP_CONDITIONS
 from prunecheck.spec.policy import (ATTRS, EFFECTS, ORDERS, PAIRS, POSITION_ATTRS, ROLES, SUMMARY_ROLES, Deployment,
-                                    name_code, read_attributes, read_positions, summarises)
-from prunecheck.symbolic.conditions import pair_violation
-from prunecheck.symbolic.model import ACT
-from prunecheck.symbolic.parametric import (
-    DEFAULTS, FIELDS, GHOSTS, MASKED_FIELD, ROLE_FIELD, SUMMARY_FIELD, PairModel, PairState,
-)
-from prunecheck.spec.runtime import (
-    REVERSIBLE, Append, Audit, Compact, Edit, Pin, State, Undo, addressable, enabled, enabled_actions, is_candidate, is_pair, positions,
-    present, status, step,
-)
-from prunecheck.spec.refusal import named
-from prunecheck.symbolic.pair_evidence import EVIDENCE_FIELDS
-from prunecheck.symbolic.terms import ENUM_CODES
-from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD
+                                    read_attributes, read_positions, summarises)
+from prunecheck.symbolic.parametric import PairModel, PairState
+from prunecheck.spec.runtime import (Append, Audit, Compact, Edit, Pin, State, Undo, enabled, enabled_actions, step)
 
-from support import (NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, SUMMARY_POLICIES, TARGETED, fresh_check,
-                     model_policy, runs)
+from support import (AT_GHOST, AT_RECORD, NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, STEP_AT_PAIR,
+                     SUMMARY_POLICIES, TARGETED, check_projection, model_policy, runs)
 
 
-def _span_values(state: State, i: int, names: tuple = ()) -> dict:
-    if i >= len(state.spans):
-        return {name: None for name in {**FIELDS, **ROLE_FIELD, **MASKED_FIELD, **SUMMARY_FIELD, **TOMBSTONE_FIELD,
-                                        **dict(names), **EVIDENCE_FIELDS}}
-    span = state.span(i)
-    edit = state.edit(i)
-    return {"used": True, "alive": span.alive, "kind": ENUM_CODES["kind"][span.kind],
-            "ns": ENUM_CODES["namespace"][span.namespace], "tokens": span.tokens, "created": span.created,
-            "last_read": span.last_read, "reads": span.reads, "pinned": span.pinned, "edited": span.edited,
-            "version": span.version, "undone": bool(edit and edit.undone), "role": ENUM_CODES["role"][span.role],
-            "masked": span.masked, "summary": span.place != span.id, "tombstone": span.tombstone,
-            # evidence: on (spec/SPEC.md §6d): some live entry cites it; it is a compaction's ledger rationale
-            "cited": i in state.cited_ids(), "ledger": any(e.rationale == i for e in state.entries),
-            **{attr: name_code(table, getattr(span, attr)) for attr, table in names}}
-
-
-def _project(ps: PairState, state: State, r: int) -> list:
-    out = [ps.clock == state.step, ps.window_tokens == state.window_tokens()]
-    if ps.window_spans is not None:  # a model with positions: its counters take the runtime's values
-        out.append(ps.window_spans == sum(1 for s in state.spans if addressable(s)))
-        for g, i in zip(GHOSTS, (r, r + 1)):
-            values = positions(state, state.span(i)) if i < len(state.spans) else {}
-            out += [var == int(values[name]) for name, var in ps.counters[g].items() if name in values]
-    for g, i in zip(GHOSTS, (r, r + 1)):
-        for name, value in _span_values(state, i, ps.names).items():
-            if name not in ps.span[g]:  # a role, mask, summary flag or name, in a model whose policy has none
-                continue
-            var = ps.span[g][name]
-            out.append(var == (DEFAULTS[var.sort()] if value is None else value))
-    return out
-
-
-def _check_projection(policy, actions):
-    model = PairModel(policy)
-    state = State()
-    transitions = []
-    for action in actions:
-        transitions.append(step(policy, state, action))
-        state = transitions[-1].after
-    width = len(state.spans) + 1
-    for r in range(width):
-        pre = model.state("pre")
-        initial = model.encode_init(pre) + _project(pre, State(), r)
-        assert fresh_check(initial) == z3.sat, f"initial state does not project on pair {r}"
-        for k, t in enumerate(transitions):
-            pre, post = model.state(f"s{k}"), model.state(f"s{k + 1}")
-            act = model.action(f"a{k}")
-            pair_step = model.encode_step(pre, act, post)
-            constraints = list(pair_step.constraints) + _project(pre, t.before, r) + _project(post, t.after, r)
-            constraints.append(act.act == ACT[t.action.name])
-            concrete = transition_violations(t)
-            record_r = t.before.edit(r)
-            if "C2" in concrete and record_r is not None and present(t.before.span(r)) and not present(t.after.span(r)):
-                constraints.append(pair_violation(model, "C2", post, pair_step))
-            if "C3" in concrete and getattr(t.action, "edit", None) == r:
-                constraints.append(pair_violation(model, "C3", post, pair_step))
-            if "U1" in concrete and getattr(t.action, "edit", None) == r:
-                constraints.append(pair_violation(model, "U1", post, pair_step))
-            if "T1" in concrete and _splits(t, r):
-                constraints.append(pair_violation(model, "T1", post, pair_step))
-            if r in lost_content(t.before, t.after):  # M1 at r: the pair's M1 term must be true at ghost r
-                constraints.append(pair_violation(model, "M1", post, pair_step))
-            if r in rewritten_log_entries(t.before, t.after):
-                constraints.append(pair_violation(model, "A1", post, pair_step))
-            if "X1" in concrete and _changes(t, r):
-                constraints.append(pair_violation(model, "X1", post, pair_step))
-            assert fresh_check(constraints) == z3.sat, f"step {k + 1} {t.action} does not project on pair ({r}, {r + 1})"
-            after = state_violations(policy, t.after)
-            holds = _project(post, t.after, r)
-            live_r = t.after.edit(r) is not None and not t.after.edit(r).undone
-            for condition in STATE_CONDITIONS:
-                bad = pair_violation(model, condition, post, pair_step)
-                concrete_here = (condition in after and condition in AT_RECORD and (live_r or condition == "R1")
-                                 and _at_r(condition, policy, t.after, r))
-                at_ghost = condition in after and condition in AT_GHOST and AT_GHOST[condition](t.after, r)
-                if concrete_here or at_ghost:
-                    assert fresh_check(holds + [bad]) == z3.sat, \
-                        f"{condition} at record {r} is not a violation of the pair model"
-
-
-def _splits(t, r) -> bool:
-    """The step's compaction stage takes exactly one span of the tool-call pair (r, r + 1)."""
-    before = t.before
-    return (is_pair(before, r) and addressable(before.span(r)) and addressable(before.span(r + 1))
-            and (r in t.evicted) != (r + 1 in t.evicted))
-
-
-def _changes(t, r) -> bool:
-    """The step changes a span of the pair (r, r + 1), the clock aside."""
-    return any(i < len(t.after.spans) and (i >= len(t.before.spans) or t.before.span(i) != t.after.span(i))
-               for i in (r, r + 1))
-
-
-# Per state condition: the runtime violates it at record r (and its rationale r + 1), so the pair (r, r + 1) must.
-AT_RECORD = {
-    "C1": lambda policy, state, r: state.span(r).alive and is_candidate(policy, state, state.span(r)),
-    "C4": lambda policy, state, r: not present(state.span(r)) and status(policy, state) == REVERSIBLE,
-    "P1": lambda policy, state, r: not present(state.span(r + 1)),
-    "R1": lambda policy, state, r: r < len(state.spans) and named(policy, state, state.span(r)),  # any recovery span
-}
-
-
-# Per state condition violated at span r itself, not at a record: J1 at a cited span that is not present, P1 at a
-# compaction's ledger rationale that is not present (spec/SPEC.md §6d).
-AT_GHOST = {
-    "J1": lambda state, r: r in state.cited_ids() and not present(state.span(r)),
-    "P1": lambda state, r: any(e.rationale == r for e in state.entries) and not present(state.span(r)),
-}
-
-
-def _at_r(condition, policy, state, r):
-    return AT_RECORD[condition](policy, state, r)
-
-
-def test_every_state_condition_has_a_projection_witness():
+def test_every_condition_has_a_projection_witness():
     assert set(AT_RECORD) | set(AT_GHOST) == set(STATE_CONDITIONS)
+    assert set(STEP_AT_PAIR) == set(STEP_CONDITIONS)
 
 
 @settings(max_examples=30)
 @given(runs())
 def test_every_run_projects_onto_every_pair(run):
-    _check_projection(*run)
+    check_projection(*run)
 
 
 def test_targeted_runs_project_onto_every_pair():
     for text, deployment, actions in TARGETED:
-        _check_projection(model_policy(text, deployment), actions)
+        check_projection(model_policy(text, deployment), actions)
 
 
 # Undo's options (spec/SPEC.md §4e): a merge writes a new record and rationale on an undo step (here at r or q) and
@@ -170,14 +44,14 @@ UNDO_RUNS = (
 
 def test_runs_under_undos_options_project_onto_every_pair():
     for text, deployment, actions in UNDO_RUNS:
-        _check_projection(model_policy(text, deployment), actions)
+        check_projection(model_policy(text, deployment), actions)
 
 
 @settings(max_examples=30)
 @given(runs(policies=POSITIONAL))
 def test_runs_of_policies_reading_positions_project_onto_every_pair(run):
     # The counters' facts (spec/SPEC.md §1b) are part of the pair model's step: each projected state must meet them.
-    _check_projection(*run)
+    check_projection(*run)
 
 
 def test_the_positional_policies_read_every_positional_attribute_and_get_counters():
@@ -203,18 +77,18 @@ POSITION_TARGETED = [
 
 def test_targeted_runs_of_policies_reading_positions_project_onto_every_pair():
     for text, deployment, actions in POSITION_TARGETED:
-        _check_projection(model_policy(text, deployment), actions)
+        check_projection(model_policy(text, deployment), actions)
 @settings(max_examples=18)
 @given(runs(policies=STAGE_POLICIES))
 def test_runs_of_stage_policies_project_onto_every_pair(run):
-    _check_projection(*run)
+    check_projection(*run)
 
 
 @settings(max_examples=20)
 @given(runs(policies=SUMMARY_POLICIES))
 def test_runs_of_summarising_policies_project_onto_every_pair(run):
     # A summary is written at r, q or elsewhere; the adjacency facts hold only for pairs without a summary.
-    _check_projection(*run)
+    check_projection(*run)
 
 
 # A summary written at r and at q, folded by the next one, standing before an appended pair, truncated at once.
@@ -231,7 +105,7 @@ SUMMARY_TARGETED = [
 
 def test_targeted_runs_of_summarising_policies_project_onto_every_pair():
     for text, deployment, actions in SUMMARY_TARGETED:
-        _check_projection(model_policy(text, deployment), actions)
+        check_projection(model_policy(text, deployment), actions)
 
 
 def test_only_a_summarising_policy_reading_positions_gets_the_summary_flag():
@@ -243,7 +117,7 @@ def test_only_a_summarising_policy_reading_positions_gets_the_summary_flag():
 @given(runs(policies=START_ON))
 def test_runs_of_start_on_policies_project_onto_every_pair(run):
     # start_on's leading spans (SPEC 4b): r leads iff nothing left before it has the role (a free choice), q as r says.
-    _check_projection(*run)
+    check_projection(*run)
 
 
 # Runs where start_on takes r and q together, takes r but stops at q, is stopped before r by a span of the role,
@@ -261,19 +135,19 @@ START_ON_TARGETED = [
 
 def test_targeted_runs_of_start_on_policies_project_onto_every_pair():
     for text, deployment, actions in START_ON_TARGETED:
-        _check_projection(model_policy(text, deployment), actions)
+        check_projection(model_policy(text, deployment), actions)
 def test_a_run_of_call_result_pairs_projects_onto_every_pair_step_by_step():
     # Append(times=n, result_tokens=m) stands for its single calls and results (spec.actions.expand), one step each:
     # those are what the pair model's steps must project.
     policy = model_policy("evict: role == 'tool_result' and from_end_in_role >= 2\npairs: together",
                           Deployment(records="window"))
     run = (Append("message", 2), Edit(0, "transform"), Append("message", 1, "tool_call", 3, 2), Compact(), Audit())
-    _check_projection(policy, tuple(single for action in run for single in expand(action)))
+    check_projection(policy, tuple(single for action in run for single in expand(action)))
 @settings(max_examples=25)
 @given(runs(policies=NAMED))
 def test_runs_of_policies_reading_tool_names_and_tags_project_onto_every_pair(run):
     # Names are codes (mentioned names, 0 for the rest), the result's tool is its call's, records get record_tool's.
-    _check_projection(*run)
+    check_projection(*run)
 
 
 def test_targeted_runs_with_tool_names_project_onto_every_pair():
@@ -282,7 +156,7 @@ def test_targeted_runs_with_tool_names_project_onto_every_pair():
              Append("message", 1, "tool_result", tool="zz"))
     for text in NAMED:
         for deployment in (Deployment(records="window", rationale="window", record_tool="edit"), Deployment()):
-            _check_projection(model_policy(text, deployment), calls + (Edit(0, "transform"), Compact(), Compact(1)))
+            check_projection(model_policy(text, deployment), calls + (Edit(0, "transform"), Compact(), Compact(1)))
     assert PairModel(model_policy(NAMED[0], Deployment())).state("s").span["r"]["tool"].sort() == z3.IntSort()
     old = PairModel(model_policy(POLICIES[0], Deployment()))
     assert old.state("s").variables() == PairState("s").variables()
@@ -340,7 +214,7 @@ def test_targeted_runs_of_refusing_deployments_project_onto_every_pair():
         policy = model_policy(text, deployment)
         blocked = [step(policy, s, a).outcome for s, a in _states(policy, actions) if isinstance(a, Compact)]
         assert "blocked" in blocked, text
-        _check_projection(policy, actions)
+        check_projection(policy, actions)
 
 
 def _states(policy, actions):
@@ -375,7 +249,7 @@ def test_targeted_evidence_runs_project_onto_every_pair():
                 deployment = Deployment(evidence="on", justification=justification, rationale=rationale,
                                         records="window")
                 policy = model_policy(text, deployment)
-                _check_projection(policy, _enabled_prefix(policy, actions))
+                check_projection(policy, _enabled_prefix(policy, actions))
 
 
 def _enabled_prefix(policy, actions) -> tuple:
