@@ -205,6 +205,7 @@ def _rows_3wise() -> tuple:
 
 
 @pytest.mark.slow
+@pytest.mark.ci
 @pytest.mark.parametrize("chunk", range(SLOW_CHUNKS))
 def test_every_row_of_a_3_wise_array_projects_onto_both_pair_models(chunk):
     rows = [(k, row) for k, row in enumerate(_rows_3wise()) if k % SLOW_CHUNKS == chunk]

@@ -17,6 +17,7 @@ def _policies() -> tuple:
 
 
 @pytest.mark.slow
+@pytest.mark.ci
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_no_proved_condition_is_violated_by_any_run(chunk):
     tally, failures = 0, []
