@@ -273,6 +273,7 @@ def test_an_undo_that_brings_a_summarised_span_back_beside_its_summary_projects(
     policy = model_policy("evict: from_end >= 1 and position >= 0 or turn >= 1 or tokens_after > window_spans\n"
                           "rank: 0 - tokens\nwhen: window_tokens > 2\neffect: summarise\npairs: together\n"
                           "placeholder_tokens: 3\nsummary_role: system\nstart_on: tool_result", deployment)
-    _check_projection(policy, (Append("message", 2), Append("file_body", 1, "assistant"),
-                               Edit(0, "transform", cites=(1,)), Edit(0, "destroy"), Pin(1), Compact(), Undo(2),
-                               Read(0), Compact(1), Undo(4)))
+    actions = (Append("message", 2), Append("file_body", 1, "assistant"), Edit(0, "transform", cites=(1,)),
+               Edit(0, "destroy"), Pin(1), Compact(), Undo(2), Read(0), Compact(1), Undo(4))
+    for free_policy in (False, True):
+        assert check_projection(policy, actions, free_policy=free_policy) >= 2
