@@ -349,7 +349,9 @@ class Report:
 
 @dataclass(frozen=True)
 class RecoveryPeak:
-    """The most recovery records present at once over the runs explored, and their most tokens (None: not counted),
+    """The most recovery records present at once over the runs explored, and the most tokens of the recovery set
+    (records and their rationales present: the first seed's cost, "a token reservation for the recovery set"; None:
+    not counted),
     within `depth` actions, `spans` slots and the appends' token counts `token_domain` (None: any): a bounded
     figure, not a proof. `complete`: the bounds were searched completely, so no run within them has more; otherwise
     the figures are what was reached. `witness`, `tokens_witness`: actions of runs that reach them (explicit engine)."""

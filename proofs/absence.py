@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.checker.engines.certificate import Status
-from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
+from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, induction_label, prove_invariant, timed
 
 NAME = "absence is observable"
 STATEMENT = ("With an independent audit, a gap between edits performed and records present is always reported as "
@@ -11,10 +11,18 @@ STATEMENT = ("With an independent audit, a gap between edits performed and recor
              "every depth and window size.")
 
 
+def cases() -> list:
+    """(policy, condition) pairs the theorem proves."""
+    return [(any_policy(dep), "C4") for dep in deployments(audit="independent")]
+
+
+def label():
+    return induction_label(cases())
+
+
 def prove() -> TheoremResult:
     def run():
-        return [(dep, *prove_invariant(any_policy(dep), "C4", free_policy=True))
-                for dep in deployments(audit="independent")]
+        return [(policy.deployment, *prove_invariant(policy, c, free_policy=True)) for policy, c in cases()]
     outcomes, seconds = timed(run)
     failed = [f"{dep.as_dict()}: {why}" for dep, ok, _, why in outcomes if not ok]
     confirmed = sum(1 for _, ok, status, _ in outcomes if ok and status is Status.CONFIRMED)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from prunecheck.checker.engines.certificate import Status
-from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
+from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, induction_label, prove_invariant, timed
 from prunecheck.proofs.tombstones import audit_unread
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, EFFECTS
 
@@ -18,13 +18,19 @@ STATEMENT = ("With evidence: on, A1 (no step removes or rewrites a decision-log 
              "Trans and A1's Bad are the same text under both audits (checked).")
 
 
+def cases() -> list:
+    """(policy, condition) pairs the theorem proves."""
+    return [(replace(any_policy(dep), effect=effect), "A1") for evicted in DEPLOYMENT_CHOICES["evicted"]
+            for dep in deployments(evicted=evicted, evidence="on", audit="independent") for effect in EFFECTS]
+
+
+def label():
+    return induction_label(cases())
+
+
 def prove() -> TheoremResult:
     def run():
-        cases = [(dep, effect) for evicted in DEPLOYMENT_CHOICES["evicted"]
-                 for dep in deployments(evicted=evicted, evidence="on", audit="independent")
-                 for effect in EFFECTS]
-        return [(dep, effect, *prove_invariant(replace(any_policy(dep), effect=effect), "A1", free_policy=True))
-                for dep, effect in cases]
+        return [(p.deployment, p.effect, *prove_invariant(p, c, free_policy=True)) for p, c in cases()]
     outcomes, seconds = timed(run)
     failed = [f"A1 under {dep.as_dict()}, effect {effect}: {why}" for dep, effect, ok, _, why in outcomes if not ok]
     failed += [f"A1 reads audit under {dep.as_dict()}, effect {effect}" for dep, effect, *_ in outcomes

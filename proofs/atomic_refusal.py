@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.checker.engines.certificate import Status
-from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
+from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, induction_label, prove_invariant, timed
 
 NAME = "atomic refusal"
 STATEMENT = ("With refusal: silent or atomic, X1 holds for every policy the language can express (evict, rank and "
@@ -12,10 +12,18 @@ STATEMENT = ("With refusal: silent or atomic, X1 holds for every policy the lang
              "(Under refusal: sequential, the seed demo's walk, it does not: the checker finds X1 violated.)")
 
 
+def cases() -> list:
+    """(policy, condition) pairs the theorem proves."""
+    return [(any_policy(dep), "X1") for refusal in ("silent", "atomic") for dep in deployments(refusal=refusal)]
+
+
+def label():
+    return induction_label(cases())
+
+
 def prove() -> TheoremResult:
     def run():
-        outcomes = [(dep, *prove_invariant(any_policy(dep), "X1", free_policy=True))
-                    for refusal in ("silent", "atomic") for dep in deployments(refusal=refusal)]
+        outcomes = [(p.deployment, *prove_invariant(p, c, free_policy=True)) for p, c in cases()]
         failed = [f"X1 under {dep.as_dict()}: {why}" for dep, ok, _, why in outcomes if not ok]
         confirmed = sum(1 for _, ok, status, _ in outcomes if ok and status is Status.CONFIRMED)
         return outcomes, failed, confirmed

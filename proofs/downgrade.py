@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from prunecheck.checker.engines.certificate import Status
-from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
+from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, induction_label, prove_invariant, timed
 
 NAME = "downgrade suffices"
 STATEMENT = ("With evidence edges on and `justification: downgrade`, J1 (justification survives) holds for every "
@@ -15,11 +15,19 @@ STATEMENT = ("With evidence edges on and `justification: downgrade`, J1 (justifi
 EFFECTS = ("evict", "mask")
 
 
+def cases() -> list:
+    """(policy, condition) pairs the theorem proves."""
+    return [(replace(any_policy(dep), effect=effect), "J1")
+            for dep in deployments(evidence="on", justification="downgrade") for effect in EFFECTS]
+
+
+def label():
+    return induction_label(cases())
+
+
 def prove() -> TheoremResult:
     def run():
-        policies = [replace(any_policy(dep), effect=effect)
-                    for dep in deployments(evidence="on", justification="downgrade") for effect in EFFECTS]
-        outcomes = [(p, *prove_invariant(p, "J1", free_policy=True)) for p in policies]
+        outcomes = [(p, *prove_invariant(p, c, free_policy=True)) for p, c in cases()]
         failed = [f"{p.effect} under {p.deployment.as_dict()}: {why}" for p, ok, _, why in outcomes if not ok]
         confirmed = sum(1 for _, ok, status, _ in outcomes if ok and status is Status.CONFIRMED)
         return outcomes, failed, confirmed

@@ -13,7 +13,7 @@ from prunecheck.spec.policy import BoolLit, Policy
 from prunecheck.spec.runtime import Append, Compact, Edit
 from prunecheck.symbolic.terms import ENUM_CODES, Frac
 
-from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, TheoremResult, deployments, timed
+from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, Label, Shown, TheoremResult, deployments, timed
 
 NAME = "no budget-proof record in the window"
 STATEMENT = ("With recovery records in the window and a host that truncates to a budget of its own (host_truncation: "
@@ -65,6 +65,12 @@ def _every_policy_violates(deployment, ranked: bool, budgeted: bool) -> str:
         return "vacuous"
     solver.add(z3.Not(violation_at(model, "C2", states, actions, steps, len(SCHEMA))))
     return query(solver).status
+
+
+def label():
+    """Every policy violates C2 on one fixed schema, the policy's choices free at every step: an unbounded statement
+    about policies shown by a counterexample schema (the schema needs SLOTS slots; no bound is assumed)."""
+    return Label(Shown.PROVED, "a counterexample schema for every policy")
 
 
 def prove() -> TheoremResult:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.checker.engines.certificate import Status
-from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
+from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, induction_label, prove_invariant, timed
 
 NAME = "a merge is not a revert"
 STATEMENT = ("With undo: merge, a stale undo writes the target as a new edit with its own record instead of "
@@ -12,10 +12,19 @@ STATEMENT = ("With undo: merge, a stale undo writes the target as a new edit wit
              "or reconstruct), at every depth and window size.")
 
 
+def cases() -> list:
+    """(policy, condition) pairs the theorem proves."""
+    deps = deployments(undo="merge") + deployments(undo="merge", missing_record="reconstruct")
+    return [(any_policy(dep), "C3") for dep in deps]
+
+
+def label():
+    return induction_label(cases())
+
+
 def prove() -> TheoremResult:
     def run():
-        deps = deployments(undo="merge") + deployments(undo="merge", missing_record="reconstruct")
-        outcomes = [(dep, *prove_invariant(any_policy(dep), "C3", free_policy=True)) for dep in deps]
+        outcomes = [(p.deployment, *prove_invariant(p, c, free_policy=True)) for p, c in cases()]
         failed = [f"C3 under {dep.as_dict()}: {why}" for dep, ok, _, why in outcomes if not ok]
         confirmed = sum(1 for *_, ok, status, _ in outcomes if ok and status is Status.CONFIRMED)
         return outcomes, failed, confirmed

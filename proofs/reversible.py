@@ -9,7 +9,7 @@ from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.symbolic.model import ACT, Model
 from prunecheck.spec.policy import BoolLit, Policy
 
-from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, TheoremResult, deployments, timed
+from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, TheoremResult, bounded_label, deployments, timed
 
 NAME = "soundness of 'reversible'"
 STATEMENT = ("In every reachable state (over 6 span slots, relative to the proved structural invariant) of a "
@@ -19,6 +19,11 @@ STATEMENT = ("In every reachable state (over 6 span slots, relative to the prove
              "before that edit and makes it live; and in every deployment, an undo whose record is absent changes "
              "nothing (the runtime raises IrreversibleEditError) instead of reconstructing.")
 SLOTS = 6
+
+
+def label():
+    """z3 alone on the model over SLOTS span slots, no induction: bounded."""
+    return bounded_label(SLOTS)
 
 
 def _undo_facts(deployment) -> tuple:

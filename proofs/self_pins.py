@@ -13,7 +13,7 @@ from prunecheck.symbolic.pair_lemmas import pair_candidates
 from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import Append, Edit, State, span_env, step
 
-from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, TheoremResult, any_policy, timed
+from prunecheck.proofs.theorem import RLIMIT, TIMEOUT, Label, Shown, TheoremResult, any_policy, timed
 
 NAME = "self-set pins never suffice"
 STATEMENT = ("With records in the window and pins: self, 'records are pinned' is not an invariant (it is one under "
@@ -40,6 +40,12 @@ def _pins_invariant(deployment: Deployment) -> bool:
     after = {n: t for n, t in pair_candidates(enc.model, enc.post) if not n.startswith("not ")}
     invariant = houdini(enc.init, before, enc.step.constraints, before, after, TIMEOUT, RLIMIT)
     return "host_pins_records[r]" in invariant.names
+
+
+def label():
+    """Houdini's inductiveness check (unbounded) and a counterexample schema for every policy that holds of a fresh
+    record."""
+    return Label(Shown.PROVED, "a counterexample schema for every policy")
 
 
 def prove() -> TheoremResult:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.checker.engines.certificate import Status
-from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
+from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, induction_label, prove_invariant, timed
 
 NAME = "separation suffices"
 STATEMENT = ("With recovery records in their own undo region, C1 and C2 hold for every policy the language can "
@@ -17,10 +17,18 @@ CASES = (({"records": "undo_region"}, ("C1", "C2")),
          ({"records": "undo_region", "missing_record": "reconstruct", "undo": "merge"}, ("C1", "C2", "U1")))
 
 
+def cases() -> list:
+    """(policy, condition) pairs the theorem proves."""
+    return [(any_policy(dep), c) for fixed, conditions in CASES for dep in deployments(**fixed) for c in conditions]
+
+
+def label():
+    return induction_label(cases())
+
+
 def prove() -> TheoremResult:
     def run():
-        outcomes = [(dep, c, *prove_invariant(any_policy(dep), c, free_policy=True))
-                    for fixed, conditions in CASES for dep in deployments(**fixed) for c in conditions]
+        outcomes = [(p.deployment, c, *prove_invariant(p, c, free_policy=True)) for p, c in cases()]
         failed = [f"{c} under {dep.as_dict()}: {why}" for dep, c, ok, _, why in outcomes if not ok]
         confirmed = sum(1 for *_, ok, status, _ in outcomes if ok and status is Status.CONFIRMED)
         return outcomes, failed, confirmed

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import enum
 import time
 from dataclasses import dataclass
+from typing import Optional
 from fractions import Fraction
 from itertools import product
 
@@ -11,7 +13,7 @@ import z3
 
 from prunecheck.spec.conditions import STEP_CONDITIONS
 from prunecheck.checker.engines.certificate import certificate_document, recheck
-from prunecheck.checker.engines.certificate_model import Encoding
+from prunecheck.checker.engines.certificate_model import Encoding, by_construction
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.engines.invariants import houdini
 from prunecheck.symbolic.solver import Status, new_solver, query
@@ -25,9 +27,46 @@ RLIMIT = 100_000_000
 TIMEOUT = 600.0
 
 
+class Shown(enum.Enum):
+    """What a theorem's evidence shows: a non-trivial inductive or unbounded proof; a statement whose violation term
+    is False under the deployments it is about (true by construction, not a theorem); or a result within bounds."""
+
+    PROVED = "proved"
+    BY_CONSTRUCTION = "by construction"
+    BOUNDED = "bounded"
+
+
+@dataclass(frozen=True)
+class Label:
+    """A theorem's label, derived from its code: `shown`, and the bounds (bounded) or the part by construction
+    (proved with some cases trivial)."""
+
+    shown: Shown
+    qualifier: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.shown.value} ({self.qualifier})" if self.qualifier else self.shown.value
+
+
+def induction_label(cases) -> Label:
+    """The label of a theorem proved by induction over `cases`, (policy, condition) pairs with the policy free: by
+    construction when every case's violation term simplifies to False, proved otherwise (naming the trivial part)."""
+    cases = list(cases)
+    trivial = sum(1 for policy, condition in cases if by_construction(policy, condition))
+    if trivial == len(cases):
+        return Label(Shown.BY_CONSTRUCTION)
+    return Label(Shown.PROVED, f"{trivial} of {len(cases)} cases by construction" if trivial else "")
+
+
+def bounded_label(slots: int) -> Label:
+    """The label of a theorem decided by z3 alone on the model over `slots` span slots, without induction."""
+    return Label(Shown.BOUNDED, f"{slots} span slots, z3 only")
+
+
 @dataclass(frozen=True)
 class TheoremResult:
-    """One theorem's outcome: proved (or, for a negative result, its counterexample replayed), with evidence."""
+    """One theorem's outcome: proved (or, for a negative result, its counterexample replayed), with evidence, and
+    its label (what the evidence shows; the module's `label()`)."""
 
     name: str
     statement: str
@@ -36,6 +75,7 @@ class TheoremResult:
     seconds: float
     rechecked: str
     extra: str = ""
+    label: Optional[Label] = None  # set by run.results from the module's label(), never by hand
 
 
 # The first seed's deployment choices, over which the structural theorems quantify (issue 16's keys are fixed by the

@@ -7,7 +7,7 @@ from dataclasses import replace
 from prunecheck.checker.engines.certificate import Status
 from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.engines.replay import replay
-from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, prove_invariant, timed
+from prunecheck.proofs.theorem import TheoremResult, any_policy, deployments, induction_label, prove_invariant, timed
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, EFFECTS, BoolLit, Deployment, Policy
 from prunecheck.spec.runtime import Append, Compact
@@ -44,12 +44,19 @@ def _destroyed_violates(effect: str) -> bool:
     return "M1" in violations(policy, replay(policy, SCHEMA)[-1])
 
 
+def cases() -> list:
+    """(policy, condition) pairs the theorem proves."""
+    return [(_policy(dep, effect), "M1") for evicted, effects in EVIDENCE
+            for dep in deployments(evicted=evicted, evidence="on", audit="independent") for effect in effects]
+
+
+def label():
+    return induction_label(cases())
+
+
 def prove() -> TheoremResult:
     def run():
-        cases = [(dep, effect) for evicted, effects in EVIDENCE
-                 for dep in deployments(evicted=evicted, evidence="on", audit="independent") for effect in effects]
-        return [(dep, effect, *prove_invariant(_policy(dep, effect), "M1", free_policy=True))
-                for dep, effect in cases]
+        return [(p.deployment, p.effect, *prove_invariant(p, c, free_policy=True)) for p, c in cases()]
     outcomes, seconds = timed(run)
     failed = [f"M1 under {dep.as_dict()}, effect {effect}: {why}" for dep, effect, ok, _, why in outcomes if not ok]
     failed += [f"the schema does not violate M1 under destroyed, effect {e}" for e in EFFECTS

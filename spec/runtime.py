@@ -12,7 +12,7 @@ from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy, name_problem
 from prunecheck.spec.state import (REVERSIBLE, UNKNOWN, Span, EditInfo, LedgerEntry, State, deferred, effective_budget,
                                    ActionRefused, Transition, window_env, window_in_order, window_spans, span_env,
                                    positions, addressable, present, is_candidate, candidates, status, with_span,
-                                   answers_call, is_call, is_pair, partner, kept, PROVISIONAL, claim_status)
+                                   answers_call, is_call, is_pair, partner, kept, PROVISIONAL, claim_status, counter)
 from prunecheck.spec.compaction import (stage_order, triggered, pair_closure, stage_taken, removed, take,
                                         summary_span, staged_state, truncated_ids, compact_transition, host_budgets,
                                         citing, slots_needed)
@@ -24,7 +24,7 @@ __all__ = ["REVERSIBLE", "UNKNOWN", "Span", "EditInfo", "State", "effective_budg
            "kept", "stage_order", "triggered", "pair_closure", "stage_taken", "removed", "take", "summary_span",
            "staged_state", "truncated_ids", "compact_transition", "host_budgets", "enabled", "step", "undo",
            "enabled_actions", "PROVISIONAL", "claim_status", "LedgerEntry", "deferred", "citing", "slots_needed",
-           "cite_choices"]
+           "cite_choices", "counter"]
 
 
 def _require(condition: bool, why: str) -> None:

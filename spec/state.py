@@ -244,6 +244,13 @@ def status(policy: Policy, state: State) -> str:
     return REVERSIBLE if all(present(state.span(e.record)) for e in known) else UNKNOWN
 
 
+def counter(state: State) -> tuple:
+    """The first seed's "monotone counter of edits-performed vs. records-present": (every edit the ledger holds,
+    undone or not; the records among them still present). Neither count is reduced by an undo, so a gap opened by a
+    lost record stays open, a confabulated undo included."""
+    return len(state.edits), sum(1 for e in state.edits if present(state.span(e.record)))
+
+
 PROVISIONAL = "provisional"
 
 

@@ -37,11 +37,22 @@ def test_safe_design_is_a_reversibility_mechanism():
     assert ("R1", HOLDS) in {(b.condition, b.verdict) for b in decision.answers[0].because}
 
 
-def test_records_in_the_window_stop_at_q1_even_when_every_condition_holds():
-    decision = decision_of(report(SAFE, records="window"))
+def test_records_in_the_window_stop_at_q1_unless_c1_and_r1_are_proved():
+    decision = decision_of(report(SAFE, records="window"))  # R1 not checked: no proof that the predicate excludes
     assert decision.answers[0].answer is Answer.YES and decision.answers[0].note is Note.IN_WINDOW
     assert decision.consequence is Consequence.CACHE and decision.at == "Q1"
     assert ("records", "window") in decision.answers[0].settings
+    for verdicts in ({**SAFE, "R1": VIOLATED}, {**SAFE, "R1": UNKNOWN}, {**SAFE, "C1": UNKNOWN, "R1": HOLDS}):
+        assert decision_of(report(verdicts, records="window")).answers[0].answer is Answer.YES
+
+
+def test_records_in_the_window_with_c1_and_r1_proved_are_structurally_excluded():
+    # The seed's condition 1 accepts "a policy predicate that structurally excludes the undo region".
+    decision = decision_of(report({**SAFE, "R1": HOLDS}, records="window"))
+    q1 = decision.answers[0]
+    assert q1.answer is Answer.NO and q1.note is Note.STRUCTURAL
+    assert [str(b) for b in q1.because] == ["C1 holds", "R1 holds"]
+    assert decision.consequence is Consequence.MECHANISM
 
 
 def test_a_policy_that_names_the_undo_region_is_a_best_effort_cache():
@@ -72,17 +83,36 @@ def test_c4_decides_q2_and_q3(verdict, answer):
     assert decision.consequence is Consequence.UNKNOWN and decision.at == "Q2"
 
 
-def test_confabulation_makes_absence_unobservable():
+def test_q3_is_the_seed_counter_which_a_confabulated_undo_does_not_close():
+    from prunecheck.checker.commands.reproduce_seed1 import SEED_POLICY, seed_run
+    from prunecheck.checker.commands.observation import with_keys
+    from prunecheck.checker.language.loader import parse_policy_text
+    from prunecheck.spec.runtime import Undo, counter, status
+
+    policy = with_keys(parse_policy_text(SEED_POLICY, "s.yaml"), missing_record="reconstruct", audit="independent")
+    run, e1, e2, *_ = seed_run(policy)
+    performed, present = counter(run.state)
+    assert performed - present == 2
+    run.do(Undo(e1))  # each reconstructs: the live gap closes, the counter's does not
+    run.do(Undo(e2))
+    assert counter(run.state) == (performed, present) and status(policy, run.state) == "reversible"
     decision = decision_of(report({**SAFE, "U1": VIOLATED}, missing_record="reconstruct"))
-    assert answers(decision)["Q3"] is Answer.NO and decision.at == "Q3"
-    assert "confabulation" in decision.reason()
+    assert answers(decision)["Q3"] is Answer.YES and decision.answers[2].note is Note.COUNTER
+    assert decision_of(report(SAFE, audit="policy")).answers[2].note is Note.COUNTER_IN_WINDOW
+
+
+def test_confabulation_is_a_silent_pass_not_a_hard_error():
+    decision = decision_of(report({**SAFE, "U1": VIOLATED}, missing_record="reconstruct"))
+    assert answers(decision)["Q2"] is Answer.NO and decision.at == "Q2"
+    assert decision.answers[1].note is Note.SILENT_PASS
+    assert decision.reason() == "Q2 no: \"a missing record is a hard error, never a silent pass\""
 
 
 def test_u1_must_be_checked_where_the_deployment_reconstructs():
     decision = decision_of(report(SAFE, missing_record="reconstruct"))
-    assert decision.answers[2].answer is Answer.UNKNOWN and decision.answers[2].note is Note.NOT_CHECKED
-    assert [str(b) for b in decision.answers[2].because] == ["C4 holds", "U1 not checked"]
-    assert answers(decision_of(report({**SAFE, "U1": HOLDS}, missing_record="reconstruct")))["Q3"] is Answer.YES
+    assert decision.answers[1].answer is Answer.UNKNOWN and decision.answers[1].note is Note.NOT_CHECKED
+    assert [str(b) for b in decision.answers[1].because] == ["C4 holds", "U1 not checked"]
+    assert answers(decision_of(report({**SAFE, "U1": HOLDS}, missing_record="reconstruct")))["Q2"] is Answer.YES
 
 
 def test_merge_answers_q4_yes_merged_as_a_new_edit():
@@ -142,7 +172,8 @@ def test_json_report_carries_the_decision_in_the_schema():
     entry = doc["policies"][0]
     decision = entry["decision"]
     assert [q["id"] for q in decision["questions"]] == ["Q1", "Q2", "Q3", "Q4"]
-    assert decision["questions"][0]["because"] == [{"condition": "C1", "verdict": entry["conditions"]["C1"]["verdict"]}]
+    assert decision["questions"][0]["because"] == [{"condition": "C1", "verdict": entry["conditions"]["C1"]["verdict"]},
+                                                   {"condition": "R1", "verdict": "not checked"}]
     assert decision["questions"][0]["settings"] == {"records": "window"}
     assert decision["questions"][1]["answer"] == "unknown"  # C4 was not checked: never a yes or a no
     assert decision["questions"][1]["because"] == [{"condition": "C4", "verdict": "not checked"}]

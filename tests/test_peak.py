@@ -8,7 +8,7 @@ import pytest
 
 from prunecheck.checker.cli import main
 from prunecheck.checker.engines.explicit import domains_for
-from prunecheck.checker.engines.peak import explicit_peak, recovery_set, symbolic_peak
+from prunecheck.checker.engines.peak import explicit_peak, recovery_set, reservation, symbolic_peak
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.outputs.report_schema import report_schema
 from prunecheck.spec.runtime import Edit, State, step
@@ -27,13 +27,13 @@ def replayed(policy, actions) -> State:
 
 
 def size(state: State) -> tuple:
-    records = recovery_set(state)
-    return len(records), sum(span.tokens for span in records)
+    return len(recovery_set(state)), sum(span.tokens for span in reservation(state))
 
 
 def test_an_agent_that_only_transforms_keeps_one_token_per_record():
     peak = explicit_peak(POLICY, DEPTH, SPANS, domains_for(POLICY), HOUR, modes=("transform",))
-    assert peak.complete and peak.records == 2 and peak.tokens == peak.records
+    # Each record and its rationale hold one token: the seed's reservation is two tokens per record.
+    assert peak.complete and peak.records == 2 and peak.tokens == 2 * peak.records
     assert all(a.mode == "transform" for a in peak.tokens_witness if isinstance(a, Edit))
 
 
@@ -44,7 +44,7 @@ def test_a_destroy_record_is_as_large_as_its_target():
     largest = max(recovery_set(final), key=lambda span: span.tokens)
     (edit,) = [e for e in final.edits if e.record == largest.id]
     assert edit.mode == "destroy" and largest.tokens == max(domains.tokens)
-    assert peak.tokens == peak.records * max(domains.tokens)
+    assert peak.tokens == peak.records * (max(domains.tokens) + 1)  # each record's rationale holds one token
 
 
 def test_the_figures_are_reached_by_the_runtime_runs_the_peak_names():
@@ -77,7 +77,8 @@ def test_the_peak_is_off_by_default_and_labelled_bounded_when_asked(tmp_path):
     assert "recovery set" not in _check(tmp_path)
     text = _check(tmp_path, "--recovery-peak", "--engine", "explicit")
     peak = explicit_peak(POLICY, DEPTH, SPANS, domains_for(POLICY), HOUR)
-    assert text.splitlines()[-1] == (f"  recovery set: at most {peak.records} records, {peak.tokens} tokens (depth "
+    assert text.splitlines()[-1] == (f"  recovery set: at most {peak.records} records, the seed's cost: "
+                                     f"{peak.tokens} tokens reserved for records and rationales (depth "
                                      f"{DEPTH}, {SPANS} spans, tokens {{1, 2}}; bounded, not a proof)")
 
 
@@ -101,4 +102,5 @@ def test_a_query_stopped_at_its_limit_gives_a_figure_reached_never_at_most():
 
     peak = symbolic_peak(POLICY, DEPTH, SPANS, None, HOUR, rlimit=1)
     assert not peak.complete
-    assert peak_text(peak).startswith(f"reached {peak.records} records, the search stopped at a limit")
+    assert peak_text(peak).startswith(f"reached {peak.records} records, the seed's cost (its token reservation for "
+                                      "records and rationales) not counted, the search stopped at a limit")

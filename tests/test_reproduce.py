@@ -40,11 +40,14 @@ def test_every_observation_comes_out_as_the_seed_describes(reproduced):
     assert "NOT AS THE SEED DESCRIBES" not in out
     assert f"{len(rows)} of {len(rows)} observations come out as the seeds describe" in out
     # The three observations the issue names, each next to its fix.
-    assert rows["1d"] == "failure reproduced under missing_record=reconstruct"
+    assert rows["1a"] == "failure reproduced under records=window, pins=self, audit=policy"
+    assert rows["1d"] == "failure by setting missing_record=reconstruct"
+    assert rows["1g"] == "failure by setting missing_record=reconstruct"
     assert rows["1e"] == "prevented by missing_record=refuse"
     assert rows["2a"] == "demo behaviour reproduced under refusal=sequential"
     assert rows["2c"] == "prevented by refusal=atomic"
-    assert rows["3a"] == "failure reproduced under evidence=on, justification=unchecked"
+    assert rows["3a"] == "failure scripted by `compact(cites=(2,))`, under evidence=on, justification=unchecked"
+    assert rows["3c"] == "failure reproduced under evidence=on, justification=unchecked"
     assert rows["3b"] == "prevented by evidence=on, justification=downgrade"
     assert rows["2f"].startswith("refused")
 
@@ -70,11 +73,13 @@ def test_every_claim_reference_resolves():
     for claim in CLAIMS:
         assert set(claim.conditions) <= set(CONDITIONS), claim.id
         assert set(claim.theorems) <= theorem_names, claim.id
-        if claim.status is Status.PROVED:
+        if claim.status is Status.PROVED:  # its printed status is derived from the theorems' labels
             assert claim.theorems, claim.id
+        assert claim.status not in (Status.BOUNDED, Status.BY_CONSTRUCTION, Status.MODELLED_DIFFERENTLY), \
+            f"{claim.id}: a derived status typed by hand"
         if claim.status is Status.CHECKED:
             assert claim.conditions, claim.id
-        if claim.status is Status.REPRODUCED:
+        if claim.status in claims.ROW_STATUSES:
             assert claim.rows, claim.id
         if claim.status is Status.OUT_OF_SCOPE:
             assert claim.where, f"{claim.id} is out of scope without a reason"
@@ -91,3 +96,54 @@ def test_the_readme_holds_the_claim_table_and_reproduce_prints_it():
     code, out, _ = run_reproduce("--claims")
     assert code == 0 and out == table
     assert sum(claims.counts().values()) == len(CLAIMS) == 60
+
+
+@pytest.fixture(scope="module")
+def scenario_rows():
+    return {row.id: row for scenario in (reproduce_seed1.observed_failure, reproduce_seed1.demonstration,
+                                         reproduce_seed2.turn_112) for row in scenario()[1]}
+
+
+def test_a_row_claims_status_is_what_its_rows_show(scenario_rows):
+    # Derived from the rows (each derives its own `shown` from the code): scripted if one rests on a script, by
+    # setting if one is what a setting defines, reproduced only if every one follows from the mechanism.
+    from prunecheck.checker.commands.observation import How
+
+    for claim in CLAIMS:
+        if claim.status not in claims.ROW_STATUSES:
+            continue
+        shown = [scenario_rows[r].shown for r in claim.rows]
+        for how, status in ((How.SCRIPTED, Status.SCRIPTED), (How.SETTING, Status.BY_SETTING)):
+            named = sorted({s.what for s in shown if s.how is how})
+            if named:
+                assert (claim.status, claim.setting_or_script) == (status, "; ".join(named)), claim.id
+                break
+        else:
+            assert (claim.status, claim.setting_or_script) == (Status.REPRODUCED, ""), claim.id
+
+
+def test_the_seed_budget_row_follows_from_the_budget_and_its_trigger(scenario_rows, monkeypatch):
+    from prunecheck.checker.commands.observation import How
+
+    assert scenario_rows["1a"].shown.how is How.MECHANISM
+    # The same policy without its trigger: the eviction is the script's compact(), labelled so.
+    monkeypatch.setattr(reproduce_seed1, "SEED_POLICY", reproduce_seed1.SEED_POLICY.replace(
+        "when: window_tokens > budget\n", ""))
+    (row,) = [r for r in reproduce_seed1.observed_failure()[1] if r.id == "1a"]
+    assert row.shown.how is How.SCRIPTED and row.label().startswith("failure scripted by `compact()`")
+
+
+def test_theorem_backed_claims_take_the_weakest_label_of_their_theorems():
+    by_id = {c.id: c for c in CLAIMS}
+    assert claims.status_text(by_id["1.4"]) == "by construction"  # C4 is False under audit: independent
+    assert claims.status_text(by_id["1.19"]) == "by construction"
+    assert claims.status_text(by_id["1.5"]) == "bounded (6 span slots, z3 only)"
+    assert claims.status_text(by_id["1.31"]) == "bounded (6 span slots, z3 only)"  # with "separation suffices"
+    assert claims.status_text(by_id["1.20"]) == "proved"
+
+
+def test_the_destroy_claim_says_what_the_model_does(monkeypatch):
+    by_id = {c.id: c for c in CLAIMS}
+    assert claims.shown(by_id["2.3"])[0] is Status.MODELLED_DIFFERENTLY
+    monkeypatch.setattr(claims, "_destroy_is_undone", lambda: False)  # a destroy edit that cannot be undone
+    assert claims.shown(by_id["2.3"])[0] is Status.MODELLED

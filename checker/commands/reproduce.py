@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from prunecheck.checker.commands.observation import Kind
 from prunecheck.checker.commands.reproduce_seed1 import demonstration, observed_failure
 from prunecheck.checker.commands.reproduce_seed2 import turn_112
 
@@ -25,7 +24,10 @@ def run_all(out: TextIO) -> int:
         print(file=out)
         rows += found
     good = sum(row.ok for row in rows)
-    tally = {kind: sum(1 for row in rows if row.kind is kind and row.ok) for kind in Kind}
+    tally = {}
+    for row in rows:
+        if row.ok:
+            tally[row.tally()] = tally.get(row.tally(), 0) + 1
     print(f"{good} of {len(rows)} observations come out as the seeds describe: "
-          + ", ".join(f"{n} {kind.value}" for kind, n in tally.items() if n), file=out)
+          + ", ".join(f"{n} {what}" for what, n in tally.items()), file=out)
     return 0 if good == len(rows) else 1

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from prunecheck.spec.conditions import state_violations, violations
 from prunecheck.spec.errors import IrreversibleEditError
-from prunecheck.spec.runtime import REVERSIBLE, Append, Audit, Compact, Edit, Pin, Undo, status, undo
+from prunecheck.spec.runtime import REVERSIBLE, Append, Audit, Compact, Edit, Pin, Undo, status, triggered, undo
 
 from prunecheck.checker.check import check
-from prunecheck.checker.commands.observation import (BOUNDS, Kind, Row, Run, checker_pair, checker_words,
-                                                   deployment_words, with_keys)
+from prunecheck.checker.commands.observation import (BOUNDS, MECHANISM, How, Kind, Row, Run, Shown, by_setting,
+                                                   checker_pair, checker_words, deployment_words, with_keys)
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.result import Verdict
 
+# The seed's soft budget: the stage runs only over the budget (`when`) and stops once under it (`until`); the
+# session's tokens are scaled down (1420 tokens of content, 2321 with the records, against a budget of 1500).
 SEED_POLICY = """
 name: seed-recency-frequency
 evict: not pinned and recency * frequency < 0.25
+budget: 1500
+when: window_tokens > budget
+until: window_tokens <= budget
 deployment: {records: window, pins: self, audit: policy}
 """
+# The budget no run of the seed's session reaches: the trigger never fires.
+UNREACHED_BUDGET = 1_000_000
 
 # The demo's compact(["e1", "undo:e1"]): a policy whose selection names e1's summary and e1's record.
 DEMO_POLICY = """
@@ -48,6 +57,7 @@ def confabulation(policy) -> tuple:
     """Rows 1d and 1e: undo of edit 1 after its record was evicted, reconstructing and refusing."""
     words = "asked to undo edit 1, the instance reconstructed a plausible stack trace"
     confabulating = with_keys(policy, missing_record="reconstruct")
+    shown = by_setting(confabulating, "U1", "missing_record")
     run, e1, _e2, _c, _e3 = seed_run(confabulating)
     target = run.state.edit(e1).target
     undone = run.do(Undo(e1))
@@ -58,7 +68,7 @@ def confabulation(policy) -> tuple:
     d = Row("1d", Kind.FAILURE, words,
             f"undo of edit 1 (record #{e1} absent) has outcome '{undone.outcome}': span #{target} reads as a "
             f"'{span.kind}' again, from no record; the audit then says '{audit}'; U1 violated on the runtime",
-            deployment_words(confabulating, "missing_record"), failed)
+            deployment_words(confabulating, "missing_record"), failed, shown)
     run, e1, _e2, _c, _e3 = seed_run(policy)
     try:
         undo(policy, run.state, e1)
@@ -66,6 +76,15 @@ def confabulation(policy) -> tuple:
     except IrreversibleEditError as exc:
         refused, found = True, f"undo of edit 1 raises IrreversibleEditError ({exc}); nothing is reconstructed"
     return d, Row("1e", Kind.PREVENTED, words, found, deployment_words(policy, "missing_record"), refused)
+
+
+def budget_shown(policy, compaction, lost: list) -> Shown:
+    """The mechanism when the policy's own trigger made the compaction evict the records (the same session with
+    the budget out of reach loses none); otherwise the script's `compact()` did it."""
+    if policy.when is None or policy.budget is None or not triggered(policy, compaction.before):
+        return Shown(How.SCRIPTED, "compact()")
+    _run, e1, e2, untriggered, _e3 = seed_run(replace(policy, budget=UNREACHED_BUDGET))
+    return MECHANISM if lost and not untriggered.evicted & {e1, e2} else Shown(How.SCRIPTED, "compact()")
 
 
 def observed_failure() -> tuple:
@@ -76,9 +95,12 @@ def observed_failure() -> tuple:
     under = deployment_words(policy, "records", "pins", "audit")
     independent = status(with_keys(policy, audit="independent"), run.state)
     rows = [
-        Row("1a", Kind.FAILURE, "the records of edits 1 and 2 were evicted by the compaction between edit 2 and 3",
-            f"the compaction after edit 2 evicted records #{e1} and #{e2}; edit 3's record #{e3} is live",
-            under, lost == [e1, e2]),
+        Row("1a", Kind.FAILURE, "over its soft budget, the compaction between edit 2 and 3 evicted the records of "
+            "edits 1 and 2",
+            f"the window holds {compaction.before.window_tokens()} tokens, over the budget of {policy.budget}: the "
+            f"trigger fires and the compaction evicts records #{e1} and #{e2} (unpinned, unread) until "
+            f"{compaction.after.window_tokens()} tokens; edit 3's record #{e3} is live",
+            under, lost == [e1, e2], budget_shown(policy, compaction, lost)),
         Row("1b", Kind.FAILURE, "the instance still reported the window as 'fully reversible'",
             f"the self-certified audit reports '{report_status}'; C4 violated on the runtime", under,
             report_status == REVERSIBLE and "C4" in state_violations(policy, run.state)),
@@ -94,7 +116,7 @@ def observed_failure() -> tuple:
                     c1.verdict == Verdict.VIOLATED and len(c1.trace.actions) <= 8))
     rows += checker_pair("1g", "1h", "undo without its record succeeds (confabulation)", "U1",
                          with_keys(policy, missing_record="reconstruct"), ("records", "missing_record"),
-                         {"records": "undo_region"})
+                         {"records": "undo_region"}, defines=("missing_record",))
     return "1. First seed, what was observed: a self-authored recency x frequency policy", rows
 
 

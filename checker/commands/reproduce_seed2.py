@@ -5,7 +5,8 @@ from __future__ import annotations
 from prunecheck.spec.conditions import violations
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, present
 
-from prunecheck.checker.commands.observation import Kind, Row, Run, checker_pair, deployment_words, with_keys
+from prunecheck.checker.commands.observation import (Kind, Row, Run, checker_pair, deployment_words, scripted,
+                                                   with_keys)
 from prunecheck.checker.language.loader import parse_policy_text
 
 # Compact at 80% of the budget; summarise the tool transcripts three steps old or older.
@@ -27,6 +28,8 @@ deployment: {rationale: window}
 
 WORDS = ("the selection rationale ('ingest/v3 was superseded at turn 112') existed only inside the transcript of "
          "turn 112, which was among the pruned spans")
+# The checker's rows are its own shortest traces on the same policy, not the turn-112 script: their words say so.
+CHECKER_WORDS = "on the turn-112 policy, a compaction's cited evidence can be among the spans its stage takes"
 
 
 def turn_112_run(policy) -> tuple:
@@ -52,7 +55,8 @@ def runtime_rows(policy) -> list:
                         f"the 80% compaction cites span #{turn} and summarises {sorted(compaction.evicted)}; span "
                         f"#{turn} is {where}; J1 {'violated' if lost else 'holds'} on the runtime",
                         deployment_words(variant, "evidence", "justification"),
-                        lost if kind is Kind.FAILURE else not lost and present(span)))
+                        lost if kind is Kind.FAILURE else not lost and present(span),
+                        scripted(a.action for a in run.transitions)))
     return rows
 
 
@@ -74,7 +78,7 @@ def rationale_entry_row() -> Row:
 def turn_112() -> tuple:
     policy = parse_policy_text(TURN_112_POLICY, "seed2-turn-112.yaml")
     rows = runtime_rows(policy)
-    rows += checker_pair("3c", "3d", WORDS, "J1", policy, ("evidence", "justification"),
+    rows += checker_pair("3c", "3d", CHECKER_WORDS, "J1", policy, ("evidence", "justification"),
                          {"justification": "downgrade"})
     rows.append(rationale_entry_row())
     return "3. Second seed: the rationale for a compaction lived in a span the compaction removed", rows

@@ -22,9 +22,15 @@ def recovery_set(state: State) -> tuple:
     return tuple(state.span(e.record) for e in state.edits if present(state.span(e.record)))
 
 
+def reservation(state: State) -> tuple:
+    """What the first seed's cost reserves: "a small, permanent token reservation for the recovery set", its
+    records and their rationale spans present, wherever they live (undo region, log or window)."""
+    return recovery_set(state) + tuple(state.span(e.rationale) for e in state.edits
+                                       if present(state.span(e.rationale)))
+
+
 def _size(state: State) -> tuple:
-    records = recovery_set(state)
-    return len(records), sum(span.tokens for span in records)
+    return len(recovery_set(state)), sum(span.tokens for span in reservation(state))
 
 
 def _path(parent: dict, state: State) -> tuple:

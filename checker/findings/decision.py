@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from prunecheck.spec.policy import Deployment
@@ -30,6 +30,11 @@ class Note(enum.Enum):
     """What qualifies an answer, in fixed words."""
 
     IN_WINDOW = "the records live in the window the policy selects from"
+    STRUCTURAL = ("the records live in the window, but C1 and R1 are proved: the policy's predicate structurally "
+                  "excludes the undo region")
+    COUNTER = "the seed's counter: the edit ledger holds every edit performed, undone or not, beside the records present"
+    COUNTER_IN_WINDOW = "the self-certified audit counts only the edits it sees in the window"
+    SILENT_PASS = "an undo without its record passes silently (U1)"
     REFUSED = "a stale undo is refused"
     MERGED = "merged as a new edit"
     NOT_CHECKED = "a condition it rests on was not checked"
@@ -65,6 +70,8 @@ QUESTIONS = (
              "the undo is a merge, not a revert, and must be treated as a new edit with its own record"),
 )
 BY_ID = {q.id: q for q in QUESTIONS}
+# Q2's other clause, for an answer decided by U1 rather than by the audit.
+SILENT_PASS_WORDS = "a missing record is a hard error, never a silent pass"
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,7 @@ class Answered:
     because: tuple = ()
     settings: tuple = ()
     note: Optional[Note] = None
+    meaning: Optional[str] = None  # the seed's words for this answer when not the question's own (Q2 on U1)
 
     @property
     def safe(self) -> bool:
@@ -115,7 +123,7 @@ class Decision:
         if answered.answer is Answer.UNKNOWN:
             open_ = ", ".join(str(b) for b in answered.because if b.verdict is not Verdict.HOLDS)
             return f"{self.at} unknown" + (f" ({open_})" if open_ else "")
-        return f"{self.at} {answered.answer}: \"{answered.question.meaning}\""
+        return f"{self.at} {answered.answer}: \"{answered.meaning or answered.question.meaning}\""
 
 
 def _bases(verdicts: dict, required: tuple, optional: tuple = ()) -> tuple:
@@ -137,31 +145,48 @@ def _by_conditions(question: Question, bases: tuple, bad: Answer, good: Answer, 
 
 
 def _q1(deployment: Deployment, verdicts: dict) -> Answered:
-    """Inside when the records live in the window, when a live record is a candidate (C1) or the policy names the
-    undo region (R1)."""
+    """Inside when a live record is a candidate (C1) or the policy names the undo region (R1). With the records in
+    the window, outside only where C1 and R1 are both proved (the seed's condition 1: "or a policy predicate that
+    structurally excludes the undo region"); without both proofs they are inside."""
     settings = (("records", deployment.records),)
     bases = _bases(verdicts, ("C1",), ("R1",))
     if deployment.records == "window":
-        return Answered(BY_ID["Q1"], Answer.YES, bases, settings, Note.IN_WINDOW)
+        proved = _bases(verdicts, ("C1", "R1"))
+        if all(b.verdict is Verdict.HOLDS for b in proved):
+            return Answered(BY_ID["Q1"], Answer.NO, proved, settings, Note.STRUCTURAL)
+        return Answered(BY_ID["Q1"], Answer.YES, proved, settings, Note.IN_WINDOW)
     return _by_conditions(BY_ID["Q1"], bases, Answer.YES, Answer.NO, settings=settings)
 
 
 def _q2(deployment: Deployment, verdicts: dict) -> Answered:
-    """Independent when the audit is (deployment) and status never says reversible over a gap (C4)."""
-    settings = (("audit", deployment.audit),)
-    bases = _bases(verdicts, ("C4",))
+    """Independent when the audit is (deployment) and status never says reversible over a gap (C4); and, where the
+    deployment reconstructs, no undo succeeds without its record (U1): "a missing record is a hard error, never a
+    silent pass"."""
+    settings = (("audit", deployment.audit), ("missing_record", deployment.missing_record))
+    bases = _bases(verdicts, ("C4", "U1") if _reconstructs(deployment) else ("C4",))
     if deployment.audit == "policy":
         return Answered(BY_ID["Q2"], Answer.NO, bases, settings)
-    return _by_conditions(BY_ID["Q2"], bases, Answer.NO, Answer.YES, settings=settings)
+    answered = _by_conditions(BY_ID["Q2"], bases, Answer.NO, Answer.YES, settings=settings)
+    if answered.answer is Answer.NO and verdicts.get("C4") is not Verdict.VIOLATED:
+        return replace(answered, note=Note.SILENT_PASS, meaning=SILENT_PASS_WORDS)
+    return answered
+
+
+def _reconstructs(deployment: Deployment) -> bool:
+    return deployment.missing_record == "reconstruct"
 
 
 def _q3(deployment: Deployment, verdicts: dict) -> Answered:
-    """Observable when a gap shows in the status (C4) and no undo succeeds without its record (U1, which must have
-    been checked where the deployment reconstructs)."""
-    reconstructs = deployment.missing_record == "reconstruct"
-    settings = (("missing_record", deployment.missing_record),)
-    bases = _bases(verdicts, ("C4", "U1") if reconstructs else ("C4",), () if reconstructs else ("U1",))
-    return _by_conditions(BY_ID["Q3"], bases, Answer.NO, Answer.YES, settings=settings)
+    """From the seed's counter: "a monotone counter of edits-performed vs. records-present; a gap is the signal".
+    The edit ledger (spec `counter`) holds every edit performed, undone or not, outside the window, and no step
+    removes an entry, so a confabulated undo does not close the counter's gap: with an independent audit the pass
+    that can read it is one the policy cannot suppress (C4 holds there by construction). A self-certified audit
+    counts only the edits it sees in the window, so a gap vanishes with them: C4 decides. Whether an undo without
+    its record then passes silently is Q2's ("a missing record is a hard error"), not this question's."""
+    settings = (("audit", deployment.audit),)
+    bases = _bases(verdicts, ("C4",))
+    note = Note.COUNTER if deployment.audit == "independent" else Note.COUNTER_IN_WINDOW
+    return _by_conditions(BY_ID["Q3"], bases, Answer.NO, Answer.YES, settings=settings, note=note)
 
 
 def _q4(deployment: Deployment, verdicts: dict) -> Answered:

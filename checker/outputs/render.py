@@ -188,13 +188,16 @@ def _decision(report: Report, findings):
 
 
 def peak_text(peak: RecoveryPeak) -> str:
-    """`at most 3 records, 5 tokens (depth 12, 6 spans, tokens {1, 2}; bounded, not a proof)`."""
+    """`at most 3 records, the seed's cost: 5 tokens reserved for records and rationales (depth 12, ...; bounded,
+    not a proof)`."""
     figures = f"{peak.records} record{'s' if peak.records != 1 else ''}" + (
-        "" if peak.tokens is None else f", {peak.tokens} token{'s' if peak.tokens != 1 else ''}")
+        ", the seed's cost (its token reservation for records and rationales) not counted" if peak.tokens is None
+        else f", the seed's cost: {peak.tokens} token{'s' if peak.tokens != 1 else ''} reserved for records and "
+        f"rationales")
     domain = "any" if peak.token_domain is None else "{" + ", ".join(map(str, peak.token_domain)) + "}"
     bounds = f"depth {peak.depth}, {peak.spans} spans, tokens {domain}"
     if peak.tokens is None:
-        bounds += "; records counted by bounded queries, tokens not counted"
+        bounds += "; records counted by bounded queries"
     if not peak.complete:
         return f"reached {figures}, the search stopped at a limit ({bounds}; bounded, not a proof)"
     return f"at most {figures} ({bounds}; bounded, not a proof)"

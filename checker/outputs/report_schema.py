@@ -122,7 +122,8 @@ def _decision() -> dict:
 
 
 def _recovery_peak() -> dict:
-    """render.peak_json: the recovery set's peak size within bounds (--recovery-peak)."""
+    """render.peak_json: the recovery set's peak size within bounds (--recovery-peak); `tokens` is the seed's cost,
+    the token reservation for its records and their rationales (null: not counted)."""
     domain = {"type": ["array", "null"], "items": COUNT}
     return _closed({"records": COUNT, "tokens": {"type": ["integer", "null"], "minimum": 0},
                     "complete": {"type": "boolean"}, "engine": {"enum": ["bmc", "explicit"]},
