@@ -189,10 +189,10 @@ def test_a_deployment_change_is_named_and_its_divergence_witnessed(tmp_path):
     seed = str(EXAMPLES / "seed_flawed.yaml")
     moved = write(tmp_path, "moved.yaml", "name: moved\nevict: not pinned and recency * frequency < 0.25\n"
                                           "deployment: {records: undo_region, pins: self, audit: policy}\n")
-    code, out, _ = run(seed, moved, "--depth", "3", "--spans", "3")
+    code, out, _ = run(seed, moved, "--depth", "3", "--spans", "4")  # a compaction writes its ledger entry
     assert code == 1
     assert "deployment differs: records window -> undo_region" in out
-    options = options_with(DIFF_DEFAULTS, depth=3, spans=3, **BOUNDS)
+    options = options_with(DIFF_DEFAULTS, depth=3, spans=4, **BOUNDS)
     diff = diff_policies(load_policy(seed), load_policy(moved), options)
     assert diff.deployment_keys == ("records",)
     assert diff.old_evicts.witness is not None

@@ -192,12 +192,13 @@ def _pair_invariant(m_old: Model, m_new: Model, plain: bool, timeout: float, rli
     at_init = {name for name, term in _pair_lemmas(m_old, m_new, init_old, init_new) if z3.is_true(z3.simplify(term))}
     clock = z3.Int("pair_clock@pre")
     pre_old = SymState("pre", n, "old_", clock, masking=m_old.masking, placing=m_old.placing, names=m_old.names,
-                       tombstones=m_old.tombstones)
+                       tombstones=m_old.tombstones, cites=m_old.evidence)
     pre_new = SymState("pre", n, "new_", clock, masking=m_new.masking, placing=m_new.placing, names=m_new.names,
-                       tombstones=m_new.tombstones)
+                       tombstones=m_new.tombstones, cites=m_new.evidence)
     post_old, post_new = m_old.state("post"), m_new.state("post")
-    a = SymAction("pre", n, "pair_", m_old.names)
-    step = m_old.encode_step(pre_old, a, post_old).constraints + m_new.encode_step(pre_new, a, post_new).constraints
+    a = shared_action("pre", m_old, m_new)
+    step = (m_old.encode_step(pre_old, a, post_old).constraints + m_new.encode_step(pre_new, a, post_new).constraints
+            + uncited(a, m_old, m_new))
     before = dict(_pair_lemmas(m_old, m_new, pre_old, pre_new, at_init))
     after = dict(_pair_lemmas(m_old, m_new, post_old, post_new, at_init))
     invariant = houdini(None, None, step, before, after, timeout, rlimit)
@@ -209,6 +210,16 @@ def _pair_invariant(m_old: Model, m_new: Model, plain: bool, timeout: float, rli
         if query(solver).status == Status.UNSAT:
             impossible.append(d)
     return frozenset(invariant.names), tuple(impossible)
+
+
+def shared_action(k, m_old: Model, m_new: Model) -> SymAction:
+    """The one action that drives both runs: with citations when either model has evidence (SPEC §6d)."""
+    return SymAction(k, m_old.n, tag="pair_", names=m_old.names, cites=m_old.evidence or m_new.evidence)
+
+
+def uncited(a: SymAction, m_old: Model, m_new: Model) -> list:
+    """A policy without evidence refuses an action that cites, so a shared action cites only if both have it."""
+    return [z3.Not(c) for c in a.cites] if m_old.evidence != m_new.evidence else []
 
 
 def shared_names(old: Policy, new: Policy) -> tuple:
@@ -245,8 +256,9 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.dep
         if not pending:
             break
         # One action drives both runs (the models' own actions would only be constrained equal field by field).
-        a = SymAction(k - 1, spans, tag="pair_", names=names)
+        a = shared_action(k - 1, m_old, m_new)
         actions.append(a)
+        solver.add(uncited(a, m_old, m_new))
         olds.append(m_old.state(k))
         news.append(m_new.state(k))
         solver.add(m_old.encode_step(olds[k - 1], a, olds[k]).constraints)
