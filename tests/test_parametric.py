@@ -11,7 +11,7 @@ from prunecheck.symbolic.parametric import PairModel, PairState
 from prunecheck.spec.runtime import (Append, Audit, Compact, Edit, Pin, State, Undo, enabled, enabled_actions, step)
 
 from support import (AT_GHOST, AT_RECORD, NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, STEP_AT_PAIR,
-                     SUMMARY_POLICIES, TARGETED, check_projection, model_policy, runs)
+                     SUMMARY_POLICIES, TARGETED, check_projection, enabled_prefix, model_policy, runs)
 
 
 def test_every_condition_has_a_projection_witness():
@@ -254,11 +254,7 @@ def test_targeted_evidence_runs_project_onto_every_pair():
 
 def _enabled_prefix(policy, actions) -> tuple:
     """The actions, those the runtime refuses left out (a span cited later may be gone under some deployments)."""
-    state, out = State(), []
-    for action in actions:
-        if enabled(policy, state, action):
-            out.append(action)
-            state = step(policy, state, action).after
+    out = enabled_prefix(policy, actions)
     assert any(getattr(a, "cites", ()) for a in out)
     return tuple(out)
 
