@@ -17,8 +17,9 @@ STATEMENT = ("With evidence: on and evicted: tombstone, M1 (no step destroys a s
              "place in the log) holds for every policy the language can express (evict, rank and budget all free), "
              "whatever its effect (evict, mask, cut, summarise), and with evicted: logged for the effects evict and "
              "summarise, in every deployment of the other settings, at every depth and window size. Under "
-             "evicted: destroyed the schema append(message, 2); compact(budget=1) violates M1 for every policy (the "
-             "host's truncation takes the span whatever the policy says): replayed on the runtime for each effect. `audit` "
+             "evicted: destroyed and a host that truncates (host_truncation: on) the schema append(message, 2); "
+             "compact(budget=1) violates M1 for every policy (the host's truncation takes the span whatever the "
+             "policy says): replayed on the runtime for each effect. `audit` "
              "is fixed: the pair model's Init, Trans and M1's Bad are the same text under both audits (checked).")
 # What each `evicted` keeps of a removed span, with the effects under which it is evidence for every removal.
 EVIDENCE = (("tombstone", EFFECTS), ("logged", ("evict", "summarise")))
@@ -36,8 +37,10 @@ def audit_unread(condition: str, deployment: Deployment, effect: str) -> bool:
 
 
 def _destroyed_violates(effect: str) -> bool:
-    """The schema violates M1 on the runtime under destroyed, for a policy that takes nothing itself."""
-    policy = replace(Policy("takes nothing", BoolLit(False), deployment=Deployment(evidence="on")), effect=effect)
+    """The schema violates M1 on the runtime under destroyed and a truncating host, for a policy that takes nothing
+    itself."""
+    policy = replace(Policy("takes nothing", BoolLit(False), deployment=Deployment(evidence="on", host_truncation="on")),
+                     effect=effect)
     return "M1" in violations(policy, replay(policy, SCHEMA)[-1])
 
 

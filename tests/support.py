@@ -653,3 +653,13 @@ def check_projection(policy, actions, free_policy: bool = False, batched: bool =
     assert not failures, "\n".join(f"{context}{model}, pair ({r}, {r + 1}): {why}" for r, why in failures) + \
         f"\n  run: {tuple(t.action for t in run.transitions)}"
     return run.width
+
+
+def enabled_prefix(policy, actions) -> tuple:
+    """The actions, those the runtime refuses (in the state the earlier ones reach) left out."""
+    state, out = State(), []
+    for action in actions:
+        if enabled(policy, state, action):
+            out.append(action)
+            state = step(policy, state, action).after
+    return tuple(out)

@@ -12,7 +12,7 @@ from prunecheck.spec.runtime import (Append, Audit, Compact, Edit, Pin, Read, St
                                      enabled_actions, step)
 
 from covering import covering_array, missing_targets
-from support import RUN_NAMES, PairEncoding, ProjectedRun, model_policy
+from support import RUN_NAMES, PairEncoding, ProjectedRun, enabled_prefix, model_policy
 
 # Which attribute family the `evict` expression reads: each makes the pair model track different fields (roles,
 # positional counters, names, masks) or none at all (a constant). Every one selects something of each targeted run.
@@ -102,14 +102,6 @@ def targeted_runs(policy) -> list:
     return [enabled_prefix(policy, run) for run in runs]
 
 
-def enabled_prefix(policy, actions) -> tuple:
-    """The actions, those the runtime refuses (in the state the earlier ones reach) left out."""
-    state, out = State(), []
-    for action in actions:
-        if enabled(policy, state, action):
-            out.append(action)
-            state = step(policy, state, action).after
-    return tuple(out)
 
 
 def random_walk(policy, seed: int, steps: int, max_spans: int = 6) -> tuple:

@@ -93,7 +93,7 @@ def _old_form(document):
 def test_traces_in_the_old_option_form_still_replay_and_explain(tmp_path):
     written = _write_traces(EXAMPLES / "kind_excludes_records.json", tmp_path / "out", *_hosted(tmp_path))
     (path,) = [p for p in written if ".C2." in p.name]
-    old = tmp_path / "old.C2.itf.json"
+    old = path.parent / "old.C2.itf.json"  # beside the original: the policy path it names resolves alike
     old.write_text(json.dumps(_old_form(json.loads(path.read_text())), indent=1))
     assert '"tag": "None"' in old.read_text() and '"budget": {\n' in old.read_text()
     for command in ("replay", "explain"):

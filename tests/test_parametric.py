@@ -12,7 +12,7 @@ from prunecheck.spec.runtime import (Append, Audit, Compact, Edit, Pin, Read, St
                                      step)
 
 from support import (AT_GHOST, AT_RECORD, NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, STEP_AT_PAIR,
-                     SUMMARY_POLICIES, TARGETED, check_projection, model_policy, runs)
+                     SUMMARY_POLICIES, TARGETED, check_projection, enabled_prefix, model_policy, runs)
 
 
 def test_every_condition_has_a_projection_witness():
@@ -255,19 +255,15 @@ def test_targeted_evidence_runs_project_onto_every_pair():
 
 def _enabled_prefix(policy, actions) -> tuple:
     """The actions, those the runtime refuses left out (a span cited later may be gone under some deployments)."""
-    state, out = State(), []
-    for action in actions:
-        if enabled(policy, state, action):
-            out.append(action)
-            state = step(policy, state, action).after
+    out = enabled_prefix(policy, actions)
     assert any(getattr(a, "cites", ()) for a in out)
     return tuple(out)
 
 
 def test_an_undo_that_brings_a_summarised_span_back_beside_its_summary_projects():
-    """Issue 27: the 3-wise covering array's row 66. The undo of edit 2 (a merge) brings span 0 back at its own place,
-    where compaction 6's summary stands, so spans 0 and 1 are no longer adjacent in window order: the pair model of a
-    summarising policy that reads positions once assumed they were, and the read that follows did not project."""
+    """Issue 27 (the 3-wise covering array's row 66): the undo of edit 2 (a merge) brings span 0 back at its own
+    place, where compaction 6's summary stands, so spans 0 and 1 are no longer adjacent in window order; the pair model
+    of a summarising policy that reads positions once assumed they were, and the read that follows did not project."""
     deployment = Deployment(rationale="window", pins="self", audit="policy", undo="merge", record_role="user",
                             evicted="tombstone", evidence="on", justification="defer", record_tool="edit")
     policy = model_policy("evict: from_end >= 1 and position >= 0 or turn >= 1 or tokens_after > window_spans\n"

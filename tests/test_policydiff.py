@@ -328,3 +328,15 @@ def test_generated_pairs_never_blur_the_outcomes_and_agree_with_explicit_search(
     for d, length in explicit_witness_lengths(old, new, 4, 3).items():
         witness = diff.direction(d).witness
         assert witness is not None and len(witness.actions) <= length, diff.direction(d).reason
+
+
+def test_two_policies_that_keep_evidence_are_compared_without_a_crash(tmp_path):
+    """The lockstep proof once built its pre-states without the citation fields (evidence: on), and z3 crashed in
+    the template substitution; now the shared action cites only when both policies keep evidence."""
+    old = write(tmp_path, "old.yaml", "name: old\nevict: kind == 'tool_output'\ndeployment: {evidence: 'on'}\n")
+    new = write(tmp_path, "new.yaml", "name: new\nevict: kind == 'tool_output' and age > 1\n"
+                                      "deployment: {evidence: 'on'}\n")
+    plain = write(tmp_path, "plain.yaml", "name: plain\nevict: kind == 'tool_output'\n")
+    for a, b in ((old, new), (old, plain)):
+        code, out, err = run(a, b, "--depth", "3", "--spans", "4")
+        assert code in (0, 1, 3) and err == "" and "outcome:" in out, (code, out, err)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import json
 import time
 from dataclasses import dataclass, field
@@ -197,8 +199,8 @@ def _pair_invariant(m_old: Model, m_new: Model, plain: bool, timeout: float, rli
                        tombstones=m_new.tombstones, cites=m_new.evidence)
     post_old, post_new = m_old.state("post"), m_new.state("post")
     a = shared_action("pre", m_old, m_new)
-    step = (m_old.encode_step(pre_old, a, post_old).constraints + m_new.encode_step(pre_new, a, post_new).constraints
-            + uncited(a, m_old, m_new))
+    step = (m_old.encode_step(pre_old, seen_by(a, m_old), post_old).constraints
+            + m_new.encode_step(pre_new, seen_by(a, m_new), post_new).constraints + uncited(a, m_old, m_new))
     before = dict(_pair_lemmas(m_old, m_new, pre_old, pre_new, at_init))
     after = dict(_pair_lemmas(m_old, m_new, post_old, post_new, at_init))
     invariant = houdini(None, None, step, before, after, timeout, rlimit)
@@ -215,6 +217,15 @@ def _pair_invariant(m_old: Model, m_new: Model, plain: bool, timeout: float, rli
 def shared_action(k, m_old: Model, m_new: Model) -> SymAction:
     """The one action that drives both runs: with citations when either model has evidence (SPEC §6d)."""
     return SymAction(k, m_old.n, tag="pair_", names=m_old.names, cites=m_old.evidence or m_new.evidence)
+
+
+def seen_by(a: SymAction, model: Model) -> SymAction:
+    """The shared action as a model without evidence sees it: the same variables, no citations."""
+    if model.evidence or not a.cites:
+        return a
+    view = copy.copy(a)
+    view.cites = []
+    return view
 
 
 def uncited(a: SymAction, m_old: Model, m_new: Model) -> list:
@@ -261,8 +272,8 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.dep
         solver.add(uncited(a, m_old, m_new))
         olds.append(m_old.state(k))
         news.append(m_new.state(k))
-        solver.add(m_old.encode_step(olds[k - 1], a, olds[k]).constraints)
-        solver.add(m_new.encode_step(news[k - 1], a, news[k]).constraints)
+        solver.add(m_old.encode_step(olds[k - 1], seen_by(a, m_old), olds[k]).constraints)
+        solver.add(m_new.encode_step(news[k - 1], seen_by(a, m_new), news[k]).constraints)
         solver.add([term for _, term in _pair_lemmas(m_old, m_new, olds[k], news[k], lemmas)])
         for d in list(pending):
             per_slot = [_witness(plain, a, olds[k - 1], news[k - 1], olds[k], news[k], d, i)

@@ -1,7 +1,7 @@
 """prunecheck 0.1.0: C2 counterexample (3 steps) for policy 'budget-truncates-records'.
 
 C2: budget independence: no compaction, at any budget, removes a recovery record.
-Why: the compaction removes record #1 of edit 1 (truncated to the host budget of 1: a host may impose any budget at any compaction, and the window held 4 tokens).
+Why: the compaction removes record #1 of edit 1 (truncated to the policy's budget of 4000).
 
 test_recorded_policy_violates_c2 replays the steps on the policy as it was checked (embedded below) and asserts
 the violation at the last step, so the finding stays reproducible. test_policy_file_keeps_c2 runs the same steps
@@ -26,9 +26,9 @@ DEPLOYMENT_OVERRIDE = {}
 
 def steps():
     return [
-        Append(kind='message', tokens=2),  # span #0 (message, 2 tokens) enters the window
+        Append(kind='message', tokens=4001),  # span #0 (message, 4001 tokens) enters the window
         Edit(target=0, mode='destroy'),  # edit 1: destroy #0 (now diff); record #1 in the window namespace, pinned by the host; rationale #2 in the log namespace
-        Compact(budget=1),  # compaction: truncated to the host budget of 1: #0 (diff), #1 (record of edit 1)
+        Compact(),  # compaction: truncated to the policy's budget of 4000: #0 (diff), #1 (record of edit 1)
     ]
 
 

@@ -16,11 +16,11 @@ SPANS = 3
 POLICY_NAME = 'budget-truncates-records'
 CHECKED_FROM = '<ROOT>/examples/policies/budget_truncates_records.yaml'
 POLICY = '{"name": "budget-truncates-records", "evict": "kind not in [\'record\', \'rationale\'] and reads == 0 and age > 2", "budget": 4000, "deployment": {"records": "window", "rationale": "decision_log", "pins": "host", "audit": "independent", "undo": "versioned", "record_role": "tool_result"}}'
-WHY = 'the compaction removes record #1 of edit 1 (truncated to the host budget of 1: a host may impose any budget at any compaction, and the window held 4 tokens)'
+WHY = "the compaction removes record #1 of edit 1 (truncated to the policy's budget of 4000)"
 STEPS = [
-    Append(kind='message', tokens=2),
+    Append(kind='message', tokens=4001),
     Edit(target=0, mode='destroy'),
-    Compact(budget=1),
+    Compact(),
 ]
 
 

@@ -26,9 +26,9 @@ DEPLOYMENT_OVERRIDE = {}
 
 def steps():
     return [
-        Append(kind='message', tokens=2),  # span #0 (message, 2 tokens) enters the window
+        Append(kind='message', tokens=2001),  # span #0 (message, 2001 tokens) enters the window
         Edit(target=0, mode='destroy'),  # edit 1: destroy #0 (now diff); record #1 in the window namespace, pinned by the host; rationale #2 in the log namespace
-        Compact(budget=1),  # compaction: truncated to the host budget of 1: #0 (diff), #1 (record of edit 1)
+        Compact(),  # compaction: truncated to the policy's budget of 2000: #0 (diff), #1 (record of edit 1)
     ]
 
 

@@ -16,11 +16,11 @@ SPANS = 3
 POLICY_NAME = 'self-certified-budget'
 CHECKED_FROM = '<ROOT>/examples/policies/self_certified_budget.yaml'
 POLICY = '{"name": "self-certified-budget", "evict": "kind == \'tool_output\' and idle > 2", "rank": "recency", "budget": 2000, "deployment": {"records": "window", "rationale": "decision_log", "pins": "host", "audit": "policy", "undo": "versioned", "record_role": "tool_result"}}'
-WHY = 'the compaction removes record #1 of edit 1 (truncated to the host budget of 1: a host may impose any budget at any compaction, and the window held 4 tokens)'
+WHY = "the compaction removes record #1 of edit 1 (truncated to the policy's budget of 2000)"
 STEPS = [
-    Append(kind='message', tokens=2),
+    Append(kind='message', tokens=2001),
     Edit(target=0, mode='destroy'),
-    Compact(budget=1),
+    Compact(),
 ]
 
 

@@ -18,9 +18,9 @@ CHECKED_FROM = '<ROOT>/examples/policies/self_certified_budget.yaml'
 POLICY = '{"name": "self-certified-budget", "evict": "kind == \'tool_output\' and idle > 2", "rank": "recency", "budget": 2000, "deployment": {"records": "window", "rationale": "decision_log", "pins": "host", "audit": "policy", "undo": "versioned", "record_role": "tool_result"}}'
 WHY = "status says 'reversible' while record #1 of edit 1 is gone (removed at step 3)"
 STEPS = [
-    Append(kind='message', tokens=2),
+    Append(kind='message', tokens=2001),
     Edit(target=0, mode='destroy'),
-    Compact(budget=1),
+    Compact(),
 ]
 
 
