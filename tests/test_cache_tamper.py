@@ -27,7 +27,7 @@ from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES
 # Depth and spans bound every solver here (the tests never rely on a time limit).
 OPTIONS = CheckOptions(depth=6, spans=4, **BOUNDS)
 ARGS = ["--depth", "6", "--spans", "4", *CLI_BOUNDS]
-FLAWED_VIOLATED = ("C1", "C2", "C4")
+FLAWED_VIOLATED = ("C1", "C2", "C4", "T1")  # T1: a role-blind predicate splits pairs (ADR 0033)
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,8 @@ def flip_with_relabelled_certificate_of_another_policy(clean):
 def flip_with_certificate_for_another_condition(clean):
     # seed_flawed's own, genuine proofs of C3 and P1, offered for the conditions it violates.
     own = clean.flawed_entry["report"]["conditions"]
-    forged = {"C1": own["C3"]["certificate"], "C2": own["P1"]["certificate"], "C4": own["C3"]["certificate"]}
+    forged = {"C1": own["C3"]["certificate"], "C2": own["P1"]["certificate"], "C4": own["C3"]["certificate"],
+              "T1": own["P1"]["certificate"]}
     return _claim_holds(json.loads(json.dumps(clean.flawed_entry)), forged)
 
 

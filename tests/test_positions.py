@@ -150,8 +150,12 @@ def test_python_form_and_printers_round_trip():
 
 def test_explicit_domains_for_positions():
     assert domains_for(model_policy("evict: from_end_in_role >= 1", Deployment())).roles == ROLES
-    assert set(domains_for(model_policy("evict: turn >= 1", Deployment())).roles) == {"user", "assistant"}
-    assert domains_for(model_policy("evict: from_end >= 1", Deployment())).roles == ("user",)
+    no_tools = Deployment(tool_calls="off")
+    assert set(domains_for(model_policy("evict: turn >= 1", no_tools)).roles) == {"user", "assistant"}
+    turn = ("user", "assistant", "tool_call", "tool_result")  # T1 asks for the tool roles (ADR 0033)
+    assert domains_for(model_policy("evict: turn >= 1", Deployment())).roles == turn
+    assert domains_for(model_policy("evict: from_end >= 1", no_tools)).roles == ("user",)
+    assert domains_for(model_policy("evict: from_end >= 1", Deployment())).roles == ("user", "tool_call", "tool_result")
     assert 50 in domains_for(model_policy("evict: tokens_after > 50", Deployment())).tokens
 
 

@@ -1,5 +1,7 @@
 """`prunecheck repair`: candidate order, text surgery in every form, the re-parse guard, and proved repairs."""
 
+from dataclasses import replace
+
 import io
 import json
 import subprocess
@@ -36,6 +38,7 @@ RECORDS = Change("exclude", kinds=("record",))
 RATIONALE = Change("exclude", kinds=("rationale",))
 BOTH = Change("exclude", kinds=("record", "rationale"))
 DROP_BUDGET = Change("drop_budget")
+PAIRS = Change("pairs")
 
 
 def flip(key, value):
@@ -44,15 +47,16 @@ def flip(key, value):
 
 def hosted(tmp_path, name, text=None):
     """A copy of the example `name` (or of `text`) under a host that truncates (host_truncation: on, SPEC §2), where
-    excluding records by the policy's text no longer protects them: moving them is the repair."""
+    excluding records by the policy's text no longer protects them: moving them is the repair. The agent calls no
+    tools (tool_calls: off), so T1 and its repair `pairs: together` (tested on their own below) stay out of it."""
     text = (EXAMPLES / name).read_text() if text is None else text
     if name.endswith(".json"):
         document = json.loads(text)
-        document["deployment"]["host_truncation"] = "on"
+        document["deployment"].update(host_truncation="on", tool_calls="off")
         text = json.dumps(document, indent=1) + "\n"
     else:
         assert "\ndeployment:\n" in text, name
-        text = text.replace("\ndeployment:\n", '\ndeployment:\n  host_truncation: "on"\n', 1)
+        text = text.replace("\ndeployment:\n", '\ndeployment:\n  host_truncation: "on"\n  tool_calls: "off"\n', 1)
     path = tmp_path / name
     path.write_text(text)
     return path
@@ -79,8 +83,14 @@ def changed_lines(old, new):
 # --------------------------------------------------------------------------- candidates
 
 
+def without_tools(policy):
+    """policy under `tool_calls: off`: T1 is not asked, so `pairs: together` is no candidate."""
+    return replace(policy, deployment=replace(policy.deployment, tool_calls="off"))
+
+
 def test_changes_are_ordered_text_then_deployment_then_budget_and_only_unsafe_keys_flip():
-    policy = load_policy(EXAMPLES / "self_certified_budget.yaml")  # records: window, audit: policy, budget
+    # records: window, audit: policy, budget
+    policy = without_tools(load_policy(EXAMPLES / "self_certified_budget.yaml"))
     records, audit = flip("records", "undo_region"), flip("audit", "independent")
     assert available_changes(policy) == (RECORDS, RATIONALE, BOTH, records, audit, DROP_BUDGET)
     assert available_changes(policy, allow_deployment=False) == (RECORDS, RATIONALE, BOTH, DROP_BUDGET)
@@ -94,6 +104,33 @@ def test_changes_are_ordered_text_then_deployment_then_budget_and_only_unsafe_ke
     assert sets[-1] == (BOTH, records, audit, DROP_BUDGET)
     assert all(sum(c.kind == "exclude" for c in s) <= 1 for s in sets)
     assert len(sets) == len(set(sets)) == 4 * 8 - 1  # one exclusion or none, times any subset of the rest
+
+
+def test_pairs_together_is_a_text_change_offered_where_t1_is_asked_and_never_a_host_fact():
+    policy = load_policy(EXAMPLES / "self_certified_budget.yaml")  # role-blind, under tool_calls: on (ADR 0033)
+    records, audit = flip("records", "undo_region"), flip("audit", "independent")
+    assert available_changes(policy) == (RECORDS, RATIONALE, BOTH, PAIRS, records, audit, DROP_BUDGET)
+    sets = list(candidate_sets(available_changes(policy)))
+    assert sets[:3] == [(RECORDS,), (RATIONALE,), (PAIRS,)]  # one text change (the narrower first)
+    text_only = [i for i, changes in enumerate(sets) if all(c.kind in ("exclude", "pairs") for c in changes)]
+    assert text_only == list(range(7))  # every set of text changes before any deployment change
+    together = replace(policy, pairs="together")
+    assert PAIRS not in available_changes(together) and PAIRS not in available_changes(without_tools(policy))
+    hosted_policy = replace(policy, deployment=replace(policy.deployment, tool_calls="off", host_truncation="on"))
+    assert all(c.key not in ("tool_calls", "host_truncation") for c in available_changes(hosted_policy))
+
+
+@pytest.mark.parametrize("source, text, added", [
+    ("p.yaml", "name: p\nevict: age > 2\nbudget: 10\n", "evict: age > 2\npairs: together\nbudget: 10\n"),
+    ("p.yaml", "name: p\nevict: age > 2\n", "evict: age > 2\npairs: together\n"),
+    ("p.yaml", "name: p\nevict: age > 2\npairs: 'apart'\n", "pairs: 'together'\n"),
+    ("p.py", "def evict(span, window):\n    return span.age > 2\n", 'PAIRS = "together"\n\n\ndef evict'),
+    ("p.py", "PAIRS = 'apart'\n\ndef evict(span, window):\n    return span.age > 2\n", "PAIRS = 'together'\n"),
+    ("p.json", '{"name": "p", "evict": "age > 2", "budget": 3}', '"evict": "age > 2", "pairs": "together", "budget"'),
+    ("p.json", '{\n  "name": "p",\n  "evict": "age > 2"\n}\n', '"evict": "age > 2",\n  "pairs": "together"\n}'),
+])
+def test_pairs_together_is_a_minimal_edit(source, text, added):
+    assert added in surgery(text, source, (PAIRS,))
 
 
 UNIT_CHANGES = (RECORDS, RATIONALE, BOTH, *(flip(k, v) for k, v in (
@@ -261,25 +298,28 @@ def test_yaml_repair_moves_records_out_of_the_window_printed_as_a_diff(tmp_path)
 def test_python_repair_is_proved_and_text_output_names_each_condition():
     # No host truncates (host_truncation: off, SPEC §2), so excluding records in the policy's text is the repair:
     # the seed's condition 1 accepts "a policy predicate that structurally excludes the undo region".
+    # The predicate is role-blind, so T1 is asked too (ADR 0033) and PAIRS is set.
     code, stdout, _ = cli(str(EXAMPLES / "seed_flawed.py"), "--alternatives", "0")
     assert code == 0
     assert "exclude recovery records from eviction: evict first returns False when `span.kind == \"record\"`" in stdout
-    assert {c for c in CONDITIONS if f"  {c}  holds  " in stdout} == {"C1", "C2", "C3", "C4", "P1", "R1"}
-    assert stdout.count("certificate re-checked by cvc5") == 6
-    assert ' def evict(span, window):\n+    if span.kind == "record":\n+        return False\n' in stdout
-    assert "expect table still says violated for C1, C2, C4" in stdout
+    assert 'keep each tool call with its result: set PAIRS to "together"' in stdout
+    assert {c for c in CONDITIONS if f"  {c}  holds  " in stdout} == {"C1", "C2", "C3", "C4", "P1", "T1", "R1"}
+    assert stdout.count("certificate re-checked by cvc5") == 7
+    assert '+PAIRS = "together"\n+\n+\n def evict(span, window):\n+    if span.kind == "record":\n+        return False\n' in stdout
+    assert "expect table still says violated for C1, C2, C4, T1" in stdout
 
 
 def test_json_repair_moves_rationale_out_of_the_window():
     text = ('{"name": "j", "evict": "kind != \'record\' and not edited and age >= 3",\n'
-            ' "deployment": {"rationale": "window", "host_truncation": "on"}}\n')
+            ' "deployment": {"rationale": "window", "host_truncation": "on", "tool_calls": "off"}}\n')
     policy = parse_policy_text(text, "p.json")
     result = repair(policy, text, "p.json", alternatives=0, options=CheckOptions(**BOUNDS))
     assert_proved(result)
     # Excluding rationale from evict is not enough under a host that truncates: its budget truncates it (P1).
     assert result.changes == (flip("rationale", "decision_log"),)
     assert result.original.result("P1").verdict == Verdict.VIOLATED
-    assert json.loads(result.text)["deployment"] == {"rationale": "decision_log", "host_truncation": "on"}
+    assert json.loads(result.text)["deployment"] == {"rationale": "decision_log", "host_truncation": "on",
+                                                     "tool_calls": "off"}
 
 
 def test_text_only_repair_of_records_in_the_window_is_impossible_and_says_why(tmp_path):
@@ -291,7 +331,8 @@ def test_text_only_repair_of_blind_undo_is_impossible_and_says_why():
     code, stdout, _ = cli(str(EXAMPLES / "blind_undo.yaml"), "--text-only")
     assert code == 1
     assert "no text repair can exist for C3" in stdout and "has no compact step" in stdout
-    assert "violates C3 under all 3 text candidates too" in stdout and "undo: blind" in stdout
+    # 7 text candidates: three exclusions, pairs: together (T1 is violated too), each exclusion with it.
+    assert "violates C3 under all 7 text candidates too" in stdout and "undo: blind" in stdout
     assert "---" not in stdout
 
 
@@ -411,8 +452,9 @@ def test_candidates_get_the_verdicts_check_gives_them():
     assert {r.verdict for r in mine.results} == {Verdict.HOLDS, Verdict.VIOLATED}
 
 
-def test_a_superset_of_the_repair_is_not_named_an_alternative_though_proved():
-    path = EXAMPLES / "self_certified_budget.yaml"  # budget 2000, records: window, audit: policy
+def test_a_superset_of_the_repair_is_not_named_an_alternative_though_proved(tmp_path):
+    path = tmp_path / "self_certified_budget.yaml"  # budget 2000, records: window, audit: policy; no tool calls
+    path.write_text((EXAMPLES / path.name).read_text().replace("\ndeployment:\n", '\ndeployment:\n  tool_calls: "off"\n'))
     result = prunecheck.repair(path, alternatives=64, **BOUNDS)
     records = flip("records", "undo_region")
     assert result.status == "repaired" and result.changes == (records,) and result.undecided == ()
@@ -427,7 +469,7 @@ def test_the_api_reuses_check_s_report_and_refuses_one_of_other_bounds():
     path = EXAMPLES / "blind_undo.yaml"
     report = prunecheck.check(path, **BOUNDS)
     result = prunecheck.repair(path, report=report, **BOUNDS)
-    assert result.original is report and result.changes == (flip("undo", "versioned"),)
+    assert result.original is report and result.changes == (PAIRS, flip("undo", "versioned"))
     with pytest.raises(ValueError, match="not check's report"):
         prunecheck.repair(path, report=prunecheck.check(path, depth=3, **BOUNDS), **BOUNDS)
 

@@ -31,7 +31,7 @@ def seed_traces(tmp_path_factory):
     code, _, err = run("check", SEED, "--depth", "4", "--spans", "3", "--no-prove", "--out", out, *CLI_BOUNDS)
     assert code == 1, err
     traces = {path.name.split(".")[1]: path for path in out.glob("*.itf.json")}
-    assert sorted(traces) == ["C1", "C2", "C4"]
+    assert sorted(traces) == ["C1", "C2", "C4", "T1"]  # T1: seed_flawed's predicate is role-blind (ADR 0033)
     return traces
 
 

@@ -24,7 +24,8 @@ from prunecheck.checker.outputs.reasons import RECHECKED, reason_text
 from prunecheck.checker.options import DEFAULTS, MAX_SPANS, CheckOptions, options_with
 from prunecheck.spec.actions import action_text
 from prunecheck.spec.state import host_truncates
-from prunecheck.checker.commands.repair_text import EXCLUSIONS, SAFE_DEPLOYMENT, Change, form_of, repaired_policy, repaired_text, unified_diff
+from prunecheck.checker.commands.repair_text import (EXCLUSIONS, ENVIRONMENT_KEYS, SAFE_DEPLOYMENT, Change, form_of,
+                                                     repaired_policy, repaired_text, unified_diff)
 from prunecheck.checker.result import Report, Result, Trace, Verdict
 from prunecheck.checker.language.typecheck import check_policy
 
@@ -95,12 +96,17 @@ class RepairResult:
 
 
 def available_changes(policy: Policy, allow_deployment: bool = True) -> tuple:
-    """Every unit change that applies to policy, in preference order (text, deployment, budget)."""
+    """Every unit change that applies to policy, in preference order (text, deployment, budget). The deployment keys
+    that describe the host rather than a choice (ENVIRONMENT_KEYS) are never changed: a repair cannot switch off a
+    host's truncation or its tool calls."""
     changes = [Change("exclude", kinds=kinds) for kinds in EXCLUSIONS]
+    if "T1" in applicable(policy) and policy.pairs != "together":
+        changes.append(Change("pairs"))
     if allow_deployment:
         safe = SAFE_DEPLOYMENT.as_dict()
         changes += [Change("deployment", key=key, value=safe[key])  # `evicted` (not in safe) is never changed
-                    for key in DEPLOYMENT_CHOICES if key in safe and getattr(policy.deployment, key) != safe[key]]
+                    for key in DEPLOYMENT_CHOICES if key in safe and key not in ENVIRONMENT_KEYS
+                    and getattr(policy.deployment, key) != safe[key]]
     if policy.budget is not None:
         changes.append(Change("drop_budget"))
     return tuple(changes)
@@ -111,7 +117,7 @@ def preference(changes: tuple, available: tuple) -> tuple:
     comes first (dropping it changes what the policy evicts and where it stops), then fewer deployment settings
     changed, then the narrower evict exclusion (none, one kind, both), then the order `available` lists them in."""
     kinds = Counter(c.kind for c in changes)
-    width = sum(len(c.kinds) for c in changes if c.kind == "exclude")
+    width = sum(len(c.kinds) for c in changes if c.kind == "exclude") + kinds["pairs"]
     return (kinds["drop_budget"], kinds["deployment"], width, tuple(available.index(c) for c in changes))
 
 

@@ -23,18 +23,20 @@ from prunecheck.checker.language.printer import policy_python, policy_yaml
 from prunecheck.checker.language.pyscan import PythonSource
 
 SAFE_DEPLOYMENT = Deployment()
+ENVIRONMENT_KEYS = ("tool_calls", "host_truncation")  # the host's facts: a repair never changes them
 EXCLUSIONS = (("record",), ("rationale",), ("record", "rationale"))
 _KIND_WORDS = {"record": "recovery records", "rationale": "rationale entries"}
 
 
 @dataclass(frozen=True)
 class Change:
-    """One unit-cost change: exclude kinds from evict, set a deployment key to its safe value, or drop the budget.
+    """One unit-cost change: exclude kinds from evict, keep tool-call pairs together (`pairs: together`, the one
+    text change that answers T1), set a deployment key to its safe value, or drop the budget.
 
     Change sets are tried in the order of repair.preference: keeping the budget first, then fewer deployment
     settings, then the narrower exclusion."""
 
-    kind: str  # "exclude" | "deployment" | "drop_budget"
+    kind: str  # "exclude" | "pairs" | "deployment" | "drop_budget"
     kinds: tuple = ()
     key: str = ""
     value: str = ""
@@ -46,6 +48,9 @@ class Change:
             if form == "python":
                 return f"exclude {words} from eviction: evict first returns False when `{test}`"
             return f"exclude {words} from eviction: add `and {test}` to evict"
+        if self.kind == "pairs":
+            return ("keep each tool call with its result: set PAIRS to \"together\"" if form == "python"
+                    else "keep each tool call with its result: set pairs to together")
         if self.kind == "deployment":
             return f"deployment: set {self.key} to {self.value}"
         return "drop the token budget (truncation only to a host's budget)"
@@ -93,6 +98,8 @@ def repaired_policy(policy: Policy, changes: tuple, form: str) -> Policy:
     for change in changes:
         if change.kind == "exclude":
             policy = replace(policy, evict=_exclusion_ast(policy.evict, change.kinds, form))
+        elif change.kind == "pairs":
+            policy = replace(policy, pairs="together")
         elif change.kind == "deployment":
             policy = replace(policy, deployment=replace(policy.deployment, **{change.key: change.value}))
         else:
@@ -171,6 +178,8 @@ def _yaml_edits(text: str, form: str, policy: Policy, changes: tuple) -> list:
             if not isinstance(node, ScalarNode):
                 raise NoSurgery("evict is not a scalar")
             edits += _evict_edits(text, root, node, policy.evict, change.kinds)
+        elif change.kind == "pairs":
+            edits.append(_pairs_edit(text, root, keys))
         elif change.kind == "deployment":
             section = root.value[keys.index("deployment")][1] if "deployment" in keys else None
             found = [v for k, v in section.value if k.value == change.key] if isinstance(section, MappingNode) else []
@@ -181,6 +190,36 @@ def _yaml_edits(text: str, form: str, policy: Policy, changes: tuple) -> list:
         else:
             edits.append(_entry_removal(text, root, keys.index("budget")))
     return edits
+
+
+def _pairs_edit(text: str, root: MappingNode, keys: list) -> Tuple[int, int, str]:
+    """`pairs: together`: the value replaced if the key is there, else a line after evict's entry (block style)."""
+    if "pairs" in keys:
+        node = root.value[keys.index("pairs")][1]
+        if not isinstance(node, ScalarNode):
+            raise NoSurgery("pairs is not a scalar")
+        return node.start_mark.index, node.end_mark.index, _deployment_value(node, "together", text)
+    if "evict" not in keys:
+        raise NoSurgery("no evict entry to add pairs after")
+    if root.flow_style:  # JSON, or a YAML flow mapping: `, "pairs": "together"` after evict's value, spaced alike
+        key, value = root.value[keys.index("evict")]
+        lead = max(text.rfind(",", 0, key.start_mark.index), text.rfind("{", 0, key.start_mark.index)) + 1
+        spacing = text[lead: key.start_mark.index]
+        if spacing.strip() or value.end_mark.index <= key.start_mark.index:
+            raise NoSurgery("evict's key is not preceded by blanks only")
+        return value.end_mark.index, value.end_mark.index, f',{spacing or " "}"pairs": "together"'
+    if "\r" in text:
+        raise NoSurgery("carriage returns")
+    after = keys.index("evict") + 1
+    if after < len(keys):
+        key = root.value[after][0]
+        line_start = text.rfind("\n", 0, key.start_mark.index) + 1
+        indent = text[line_start: key.start_mark.index]
+        if indent.strip():
+            raise NoSurgery("the key after evict does not start its line")
+        return line_start, line_start, f"{indent}pairs: together\n"
+    ending = "" if text.endswith("\n") else "\n"
+    return len(text), len(text), f"{ending}pairs: together\n"
 
 
 # --------------------------------------------------------------------------- restricted Python
@@ -213,6 +252,8 @@ def _python_edits(text: str, changes: tuple) -> list:
             test = exclusion_text(change.kinds, "python", _python_quote(text))
             edits.append((lines.starts[first.lineno - 1], lines.starts[first.lineno - 1],
                           f"{indent}if {test}:\n{indent * 2}return False\n"))
+        elif change.kind == "pairs":
+            edits.append(_python_pairs_edit(text, tree, lines))
         elif change.kind == "deployment":
             stmt = _assignment(tree, "DEPLOYMENT")
             pairs = list(zip(stmt.value.keys, stmt.value.values)) if stmt and isinstance(stmt.value, ast.Dict) else []
@@ -237,6 +278,21 @@ def _python_edits(text: str, changes: tuple) -> list:
                 raise NoSurgery("BUDGET shares its line with other statements")
             edits.append((line_start, line_end, ""))
     return edits
+
+
+def _python_pairs_edit(text: str, tree, lines: PythonSource) -> Tuple[int, int, str]:
+    """`PAIRS = "together"`: the value replaced if assigned, else a line before the first top-level def."""
+    quote = _python_quote(text)
+    stmt = _assignment(tree, "PAIRS")
+    if stmt is not None:
+        node = stmt.value
+        start, end = lines.index(node.lineno, node.col_offset), lines.index(node.end_lineno, node.end_col_offset)
+        return start, end, f"{quote}together{quote}"
+    fn = next((s for s in tree.body if isinstance(s, ast.FunctionDef)), None)
+    if fn is None or fn.col_offset != 0:
+        raise NoSurgery("no top-level def to put PAIRS before")
+    first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
+    return lines.starts[first - 1], lines.starts[first - 1], f"PAIRS = {quote}together{quote}\n\n\n"
 
 
 # --------------------------------------------------------------------------- applying and verifying

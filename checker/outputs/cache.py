@@ -144,7 +144,8 @@ def report_from_json(doc, reasons) -> Report:
             "bad deployment_overridden")
     deployment = {key: deployment[key] for key in DEPLOYMENT_KEYS if key in deployment}  # stored sorted
     _expect(isinstance(reasons, dict) and set(reasons) == set(conditions), "reasons do not match its conditions")
-    results = tuple(_result(c, conditions[c], doc["spans"], reasons[c]) for c in conditions)
+    # A JSON object's key order means nothing (a writer may sort keys): the results take the conditions' order.
+    results = tuple(_result(c, conditions[c], doc["spans"], reasons[c]) for c in CONDITIONS if c in conditions)
     stats = doc.get("stats", {"conditions": {}})
     _expect(isinstance(stats, dict) and isinstance(stats.get("conditions"), dict), "bad stats")
     results = tuple(replace(r, stats=_stats(r.condition, stats["conditions"].get(r.condition, []))) for r in results)

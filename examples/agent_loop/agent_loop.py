@@ -20,14 +20,17 @@ DRAFTS = [
     ("draft1.yaml", "name: evict-idle\n"
                     "evict: idle > 3 and not pinned\n"
                     "deployment:\n  records: window\n  pins: self\n"),
-    # 2: excludes records from eviction, but keeps them in the window under a budget (truncation takes them).
+    # 2: excludes records from eviction and keeps each tool call with its result (T1 was violated too), but keeps
+    # records in the window under a budget (truncation takes them).
     ("draft2.yaml", "name: evict-idle-except-records\n"
                     "evict: kind not in ['record', 'rationale'] and idle > 3\n"
+                    "pairs: together\n"
                     "budget: 4000\n"
                     "deployment:\n  records: window\n"),
     # 3: the same, with records in their own undo region, outside the policy's reach.
     ("draft3.yaml", "name: evict-idle-records-apart\n"
                     "evict: kind not in ['record', 'rationale'] and idle > 3\n"
+                    "pairs: together\n"
                     "budget: 4000\n"
                     "deployment:\n  records: undo_region\n"),
 ]
