@@ -192,8 +192,9 @@ def test_progress_and_summaries(batch):
     assert "3/3" in stream.getvalue() and "\x1b[" not in stream.getvalue()
     text = summary_text(items)
     lines = text.splitlines()
-    assert lines[0].split() == ["policy", "verdict", "C1", "C2", "C3", "C4", "P1", "T1", "R1", "seconds",
-                                 "cached"]  # T1: ADR 0033
+    # T1: ADR 0033; M1, A1, J1: the safe design keeps evidence (the second seed's conditions)
+    assert lines[0].split() == ["policy", "verdict", "C1", "C2", "C3", "C4", "P1", "T1", "R1", "M1", "A1", "J1",
+                                 "seconds", "cached"]
     assert lines[1].split()[:7] == [str(paths[0]), "violated", "violated", "violated", "holds", "violated", "holds"]
     assert lines[-1] == "4 policies: 3 violated, 1 holds; 3 from the cache"  # blind_undo: T1 violated
     console = Console(file=io.StringIO(), width=200)

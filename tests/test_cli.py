@@ -27,17 +27,17 @@ def test_violated_policy_exits_1_with_a_table_and_trace():
 def test_safe_policy_is_proved_and_exits_0():
     code, out, _ = run("check", SAFE, "--depth", "4")
     assert code == 0
-    # seven rows: T1 is asked of every policy under the default tool_calls: on (ADR 0033)
-    assert out.count("  holds ") == 7 and "certificate re-checked by cvc5" in out and "verdict: holds" in out
+    # ten rows: T1 is asked of every policy under the default tool_calls: on (ADR 0033); M1, A1, J1 (evidence: on)
+    assert out.count("  holds ") == 10 and "certificate re-checked by cvc5" in out and "verdict: holds" in out
 
 
 def test_without_proofs_a_safe_policy_is_unknown_and_exits_3():
     code, out, _ = run("check", SAFE, "--depth", "4", "--no-prove")
     assert code == 3
     # no row holds (Q3's answer now says "the edit ledger holds every edit", ADR 0031, so the word alone may appear);
-    # seven rows with T1 (ADR 0033)
+    # ten rows, with T1 (ADR 0033) and M1, A1, J1
     assert "violated" not in out and "  holds " not in out and "verdict: holds" not in out
-    assert out.count("bounded search only") == 7
+    assert out.count("bounded search only") == 10
 
 
 def test_json_document_records_what_reproduces_the_verdict():

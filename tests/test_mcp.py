@@ -104,7 +104,9 @@ def test_every_tool_and_resource_over_stdio():
                                                            "name": "repaired.yaml"})
             assert certified.structured_content["confirmed"], text_of(certified)
             assert {c["status"] for c in certified.structured_content["certificates"]} == {"confirmed"}
-            diff = await client.call_tool("diff", {"old": FLAWED, "new": SAFE, "depth": 3, "spans": 3})
+            # 4 spans: the safe design's compaction writes a ledger entry (evidence: on) beside the span and its
+            # edit's record and rationale
+            diff = await client.call_tool("diff", {"old": FLAWED, "new": SAFE, "depth": 3, "spans": 4})
             assert diff.structured_content["outcome"] == "different", text_of(diff)
     run(scenario)
 

@@ -181,7 +181,8 @@ def test_out_works_with_jobs_and_directories_even_for_identical_files(policies, 
     out_dir = tmp_path / "out"
     code, out, err = run(policies, "--jobs", "2", "--out", out_dir, "--no-cache")
     assert code == 1 and "4 policies" in out
-    _check_out_names(out_dir, err, 25)  # safe.yaml's T1 certificate (T1 asked of every policy, ADR 0033)
+    # safe.yaml's T1 certificate (T1 asked of every policy, ADR 0033) and its M1, A1, J1 (evidence: on) ones
+    _check_out_names(out_dir, err, 28)
     assert len({p.name.split(".")[0] for p in out_dir.iterdir()}) == 4
     sources = {json.loads(p.read_text())["#meta"]["source"] for p in out_dir.glob("*.itf.json")}
     assert sources == {str(policies / "flawed.yaml"), str(policies / "again" / "flawed.yaml"),

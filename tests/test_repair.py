@@ -336,12 +336,19 @@ def test_text_only_repair_of_blind_undo_is_impossible_and_says_why():
     assert "---" not in stdout
 
 
-def test_a_safe_policy_without_a_deployment_section_needs_no_repair():
-    path = EXAMPLES / "seed_safe_design.yaml"
-    assert "deployment" not in path.read_text()
+def test_the_seeds_safe_design_needs_no_repair():
+    code, stdout, _ = cli(str(EXAMPLES / "seed_safe_design.yaml"))
+    assert code == 0 and "every condition already holds; nothing to repair" in stdout
+    # With T1 (pairs: together, ADR 0033) and the second seed's M1, A1, J1 (evidence: on).
+    assert stdout.count("  holds  ") == 10 and "---" not in stdout
+
+
+def test_a_safe_policy_without_a_deployment_section_needs_no_repair(tmp_path):
+    path = tmp_path / "safe.yaml"
+    path.write_text("name: safe\nevict: not pinned and age > 3\npairs: together\n")
     code, stdout, _ = cli(str(path))
     assert code == 0 and "every condition already holds; nothing to repair" in stdout
-    assert stdout.count("  holds  ") == 7 and "---" not in stdout  # with T1 (pairs: together, ADR 0033)
+    assert stdout.count("  holds  ") == 7 and "---" not in stdout
 
 
 def test_input_errors_exit_2(tmp_path):

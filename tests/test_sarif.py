@@ -62,7 +62,8 @@ def test_a_safe_policy_gives_a_valid_log_without_findings(monkeypatch):
     assert code == 0
     jsonschema.validate(log, SCHEMA)
     assert log["runs"][0]["results"] == []
-    assert log["runs"][0]["properties"]["policies"][0]["holds"] == ["C1", "C2", "C3", "C4", "P1", "T1", "R1"]  # T1: ADR 0033
+    assert log["runs"][0]["properties"]["policies"][0]["holds"] == ["C1", "C2", "C3", "C4", "P1", "T1", "R1",
+                                                                     "M1", "A1", "J1"]  # T1: ADR 0033
 
 
 def test_unknown_is_a_warning_not_an_error(monkeypatch, tmp_path):
