@@ -461,6 +461,12 @@ def read_positions(policy: Policy) -> tuple:
     return tuple(name for name in POSITION_ATTRS if name in names)
 
 
+def keeps_destroyed_content(deployment: Deployment) -> bool:
+    """A destroy edit's record keeps the destroyed content verbatim (`destroy_record: verbatim`): then every present
+    record can restore its target; under `id` a destroy's record is its target's id and cannot (SPEC §4)."""
+    return deployment.destroy_record == "verbatim"
+
+
 def shortens(policy: Policy, tokens) -> bool:
     """Whether taking a span of `tokens` in place changes it: a mask always does; a cut only a span longer than its
     placeholder (a cut that shortens nothing removes nothing, SPEC §4c)."""

@@ -8,7 +8,7 @@ from typing import Optional
 from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.actions import (REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, expand,
                                      steps_of)
-from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy, name_problem
+from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy, keeps_destroyed_content, name_problem
 from prunecheck.spec.state import (REVERSIBLE, UNKNOWN, Span, EditInfo, LedgerEntry, State, deferred, effective_budget,
                                    ActionRefused, Transition, window_env, window_in_order, window_spans, span_env,
                                    positions, addressable, present, is_candidate, candidates, status, with_span,
@@ -145,13 +145,13 @@ def step(policy: Policy, state: State, action: Action, max_spans: Optional[int] 
 def keeps_verbatim(policy: Policy, mode: str) -> bool:
     """An edit's record holds the target's content verbatim: a destroy's under `destroy_record: verbatim` (its
     tokens); a transform's record is a pointer to the content the target still has (1 token)."""
-    return mode == "destroy" and policy.deployment.destroy_record == "verbatim"
+    return mode == "destroy" and keeps_destroyed_content(policy.deployment)
 
 
 def restorable(policy: Policy, info: EditInfo) -> bool:
     """The edit's record can restore its target: a transform's, or a destroy's kept verbatim (the second seed:
     "Transformation is reversible within the session; destruction is not", unless the content was kept)."""
-    return info.mode != "destroy" or policy.deployment.destroy_record == "verbatim"
+    return info.mode != "destroy" or keeps_destroyed_content(policy.deployment)
 
 
 def _undo(policy: Policy, state: State, action: Undo, now: int) -> Transition:

@@ -6,7 +6,8 @@ from typing import List
 
 import z3
 
-from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, masks, mentioned_names, read_positions, summarises)
+from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, keeps_destroyed_content,
+                                    masks, mentioned_names, read_positions, summarises)
 from prunecheck.symbolic.refusal import refusal_blocks, refused_step
 from prunecheck.symbolic.compaction import stage_trigger, stage_walk, summary_written, truncation
 from prunecheck.symbolic import evidence
@@ -14,7 +15,7 @@ from prunecheck.symbolic.terms import (ENUM_CODES, ExprEncoder, Frac, KindSort, 
                                        left_tokens_term, shortens_term)
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
-from prunecheck.symbolic.undo_terms import keeps_content, entry_fields, restored_edited, selected_target, unrolled_undo
+from prunecheck.symbolic.undo_terms import entry_fields, restored_edited, selected_target, unrolled_undo
 from prunecheck.symbolic.window_terms import before, position_terms, stage_closures
 from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD, has_tombstones, write_tombstone
 from prunecheck.symbolic.sym_action import (ACT, ACTION_CONSTS, ACTIONS, ActionSort, StepTerms,  # noqa: F401
@@ -344,7 +345,7 @@ class Model:
             else sel["alive"]
         sel["content"] = z3.Or([sel["kind"] == c for c in CONTENT])
         selected_target(self.dep, pick, s, sel)
-        if not keeps_content(self.dep):  # an undo reads whether the edit destroyed its target (SPEC §4)
+        if not keeps_destroyed_content(self.dep):  # an undo reads whether the edit destroyed its target (SPEC §4)
             sel["destroy"] = pick(s.destroy, arg, "sel_destroy")
         return sel
 

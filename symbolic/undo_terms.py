@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import z3
 
+from prunecheck.spec.policy import keeps_destroyed_content
 
 def merges(dep) -> bool:
     return dep.undo == "merge"
@@ -13,12 +14,6 @@ def merges(dep) -> bool:
 
 def reconstructs(dep) -> bool:
     return dep.missing_record == "reconstruct"
-
-
-def keeps_content(dep) -> bool:
-    """A destroy edit's record keeps the destroyed content verbatim (`destroy_record: verbatim`): then every present
-    record can restore its target; under `id` a destroy's cannot (spec.runtime.restorable)."""
-    return dep.destroy_record == "verbatim"
 
 
 @dataclass(frozen=True)
@@ -36,7 +31,7 @@ class UndoTerms:
 def unrolled_undo(dep, is_: dict, sel: dict, fresh, room_for_two, out: list) -> UndoTerms:
     """The undo's outcome terms in the unrolled model; a merge's guard (room for its entry) goes into out."""
     checked = dep.undo in ("versioned", "merge")
-    present = sel["present"] if keeps_content(dep) else z3.And(sel["present"], z3.Not(sel["destroy"]))
+    present = sel["present"] if keeps_destroyed_content(dep) else z3.And(sel["present"], z3.Not(sel["destroy"]))
     reverted = z3.And(is_["undo"], present, fresh if checked else z3.BoolVal(True))
     merged = z3.And(is_["undo"], present, z3.Not(fresh)) if merges(dep) else z3.BoolVal(False)
     changes = [reverted] + ([merged] if merges(dep) else [])
@@ -64,7 +59,7 @@ def entry_fields(dep, u: UndoTerms, a, sel: dict) -> dict:
     target, 1 token, not a destroy)."""
     fields = {"target": a.arg, "rversion": sel["version"] + 1, "prior_kind": sel["kind"],
               "prior_edited": sel["edited"], "destroy": a.destroy,
-              "tokens": z3.If(a.destroy, sel["tokens"], 1) if keeps_content(dep) else z3.IntVal(1)}
+              "tokens": z3.If(a.destroy, sel["tokens"], 1) if keeps_destroyed_content(dep) else z3.IntVal(1)}
     if not merges(dep):
         return fields
     m = u.merged
@@ -73,7 +68,7 @@ def entry_fields(dep, u: UndoTerms, a, sel: dict) -> dict:
             "prior_kind": z3.If(m, sel["target_kind"], sel["kind"]),
             "prior_edited": z3.If(m, sel["target_edited"], sel["edited"]),
             "destroy": z3.And(a.destroy, z3.Not(m)),
-            "tokens": z3.If(z3.And(a.destroy, z3.Not(m)), sel["tokens"], 1) if keeps_content(dep) else z3.IntVal(1)}
+            "tokens": z3.If(z3.And(a.destroy, z3.Not(m)), sel["tokens"], 1) if keeps_destroyed_content(dep) else z3.IntVal(1)}
 
 
 # The pair model (symbolic/parametric.py): ghost g's record undone, and the merge's allocation.
@@ -83,7 +78,7 @@ def pair_undoes(dep, is_: dict, selected, present, fresh, restorable=None):
     `destroy_record: id` whether the ghost's edit destroyed its target is unseen, so `restorable` is a free choice
     (a present record that cannot restore changes nothing, spec.runtime.restorable)."""
     checked = dep.undo in ("versioned", "merge")
-    usable = present if keeps_content(dep) else z3.And(present, restorable)
+    usable = present if keeps_destroyed_content(dep) else z3.And(present, restorable)
     reverted = z3.And(is_["undo"], selected, usable, fresh if checked else z3.BoolVal(True))
     changes = [reverted] + ([z3.And(is_["undo"], selected, usable, z3.Not(fresh))] if merges(dep) else [])
     changes += [z3.And(is_["undo"], selected, z3.Not(present))] if reconstructs(dep) else []
@@ -100,6 +95,6 @@ def pair_entry(dep, is_: dict, a, merges_here):
 
 def entry_destroys(dep, is_: dict, a):
     """The new record copies its target (a destroy edit's, kept verbatim); a merge's record is 1 token."""
-    if not keeps_content(dep):
+    if not keeps_destroyed_content(dep):
         return z3.BoolVal(False)
     return z3.And(a.destroy, is_["edit"]) if merges(dep) else a.destroy
