@@ -133,8 +133,11 @@ def _with_runs(policy: Policy, conditions: list, options: CheckOptions, depth: i
     `unknown` (nothing is claimed when a replay disagrees)."""
     if not conditions or counted_spans(policy) <= options.spans or not runs_apply(policy):
         return {}
+    # Under `evidence: on` every compaction writes a ledger entry: one more slot, so that a window filled with runs
+    # still has room for the compaction that shows the violation.
+    slots = options.spans + (policy.deployment.evidence == "on")
     try:
-        searched = check_bounded(policy, depth, options.spans, conditions, options.timeout,
+        searched = check_bounded(policy, depth, slots, conditions, options.timeout,
                                  token_domain=options.tokens, lemmas=False, rlimit=options.rlimit,
                                  runs=run_lengths(policy))
     except ReplayMismatch:  # a run the policy does not treat as a whole after all: nothing is claimed

@@ -18,7 +18,7 @@ from prunecheck.proofs.theorem import (RLIMIT, TIMEOUT, TheoremResult, any_polic
 NAME = "implication lattice"
 STATEMENT = ("For each deployment (the safe design, each single setting flipped, the seed's, and records in the "
              "window with the confabulating undo), and each ordered pair of "
-             "the conditions that apply there to every policy (C1-C4, P1 and T1; M1, A1 and J1 with evidence: on, U1 "
+             "the conditions that apply there to every policy (C1-C4, P1 and T1; M1, A1 and J1 unless evidence: off, U1 "
              "with missing_record: reconstruct, X1 with refusal: sequential; not R1, which is about a policy's text) "
              "(a, b): either a implies b on every run of every policy (a run along which a holds at "
              "every step keeps b at every step; proved on the parametric model restricted to such runs, with the "
@@ -27,12 +27,13 @@ SAFE = Deployment()
 # The seeds' conditions: those that apply to every policy (T1 too, under the default `tool_calls: on`). R1 is left
 # out: it is about the policy's text, and with the policy free its pair term is "some recovery span is present", an
 # over-approximation of its violation that is sound as Bad but not as an assumption (it would "prove" R1 => C1).
-# Issue 16's gated conditions join in the deployments that switch them on (M1, A1, J1; U1; X1).
+# Issue 16's gated conditions join in the deployments that switch them on (U1; X1); M1, A1 and J1 are on by default
+# and leave under `evidence: off` (ADR 0035).
 CONDITIONS = tuple(c for c in applicable(any_policy(SAFE)) if c != "R1")
 DEPLOYMENTS = [("safe design", SAFE)] + [
     (f"{key}: {value}", replace(SAFE, **{key: value}))
     for key, value in (("records", "window"), ("rationale", "window"), ("pins", "self"), ("audit", "policy"),
-                       ("undo", "blind"), ("evidence", "on"), ("missing_record", "reconstruct"),
+                       ("undo", "blind"), ("evidence", "off"), ("missing_record", "reconstruct"),
                        ("refusal", "sequential"))] + [
     ("the seed's deployment", Deployment(records="window", pins="self", audit="policy")),
     ("records: window, missing_record: reconstruct", replace(SAFE, records="window", missing_record="reconstruct"))]

@@ -185,9 +185,13 @@ DEPLOYMENT_CHOICES = {
 DEPLOYMENT_NAMES = {"record_tool": ""}
 DEPLOYMENT_KEYS = (*DEPLOYMENT_CHOICES, *DEPLOYMENT_NAMES)
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
-UNLISTED_AT_DEFAULT = {"evicted": "destroyed", "evidence": "off", "justification": "unchecked", "refusal": "silent",
+UNLISTED_AT_DEFAULT = {"evicted": "destroyed", "evidence": "on", "justification": "unchecked", "refusal": "silent",
                        "missing_record": "refuse", "host_truncation": "off",
-                       "tool_calls": "on", "destroy_record": "verbatim", **DEPLOYMENT_NAMES}
+                       "tool_calls": "on", "destroy_record": "id", **DEPLOYMENT_NAMES}
+# The values a policy's hash (its repr) leaves out: the defaults these keys had when they came in. `evidence` and
+# `destroy_record` changed default (ADR 0035), so a policy that does not set them hashes differently than before
+# and no report cached under the old meaning is read back.
+UNHASHED = {"record_role": "tool_result", **UNLISTED_AT_DEFAULT, "evidence": "off", "destroy_record": "verbatim"}
 EFFECTS = ("evict", "mask", "cut", "summarise")
 IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
 SIZED = IN_PLACE + ("summarise",)  # effects that read placeholder_tokens (a summary's tokens for summarise)
@@ -196,7 +200,9 @@ SUMMARY_ROLES = ("user", "assistant", "system")  # a summary is a message, never
 
 @dataclass(frozen=True, repr=False)
 class Deployment:
-    """Where records and rationale live, who pins, who audits, how undo checks; defaults are the seed's safe design."""
+    """Where records and rationale live, who pins, who audits, how undo checks, what evidence is kept; the defaults are
+    the first seed's safe design with the second seed's conditions checked (ADR 0035): what a host does with an
+    evicted span or a cited one is not assumed (destroyed, unchecked) until the deployment says so."""
 
     records: str = "undo_region"
     rationale: str = "decision_log"
@@ -206,13 +212,13 @@ class Deployment:
     record_role: str = "tool_result"  # the role of the records and rationale entries an edit creates
     evicted: str = "destroyed"  # what a compaction does with the spans it removes: kill them, or move them to the log
     record_tool: str = ""  # the tool name of the records and rationale entries an edit creates ("" = unnamed)
-    evidence: str = "off"  # the second seed's evidence conditions apply, compactions write ledger entries (SPEC §6d)
+    evidence: str = "on"  # the second seed's evidence conditions apply, compactions write ledger entries (SPEC §6d)
     justification: str = "unchecked"  # what a removal does to a span a live entry cites (SPEC §6d)
     refusal: str = "silent"  # what a compaction whose selection names a recovery span does (SPEC §6e)
     missing_record: str = "refuse"  # undo without a present record: irreversible, or the seed's confabulation (§4)
     host_truncation: str = "off"  # a host truncating to its own budget: out of the seeds' scope (SPEC §2, ADR 0032)
     tool_calls: str = "on"  # the agent calls tools: T1 applies to every policy (SPEC §6c, ADR 0033)
-    destroy_record: str = "verbatim"  # what a destroy's record keeps: its content verbatim, or its id (SPEC §4)
+    destroy_record: str = "id"  # what a destroy's record keeps: its content verbatim, or its id (SPEC §4)
 
     def __post_init__(self):
         for key in DEPLOYMENT_KEYS:
@@ -229,10 +235,9 @@ class Deployment:
         return {key: getattr(self, key) for key in DEPLOYMENT_KEYS}
 
     def __repr__(self) -> str:
-        # record_role and the keys of UNLISTED_AT_DEFAULT at their defaults are left out, so that a policy's hash (its
-        # repr) stays what it was before them.
-        quiet = {"record_role": "tool_result", **UNLISTED_AT_DEFAULT}
-        keys = [k for k in DEPLOYMENT_KEYS if quiet.get(k) != getattr(self, k)]
+        # The keys at their UNHASHED values are left out, so that a policy's hash (its repr) stays what it was before
+        # they came in.
+        keys = [k for k in DEPLOYMENT_KEYS if UNHASHED.get(k) != getattr(self, k)]
         return f"Deployment({', '.join(f'{k}={getattr(self, k)!r}' for k in keys)})"
 
 
