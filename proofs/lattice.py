@@ -16,14 +16,19 @@ from prunecheck.proofs.theorem import (RLIMIT, TIMEOUT, TheoremResult, any_polic
                                        timed)
 
 NAME = "implication lattice"
-STATEMENT = ("For each deployment (the safe design, each single setting flipped, the seed's, and records in the "
-             "window with the confabulating undo), and each ordered pair of "
+STATEMENT = ("For each deployment (the safe design of both seeds, each single setting flipped, the first seed's, and "
+             "records in the window with the confabulating undo), and each ordered pair of "
              "the conditions that apply there to every policy (C1-C4, P1 and T1; M1, A1 and J1 unless evidence: off, U1 "
              "with missing_record: reconstruct, X1 with refusal: sequential; not R1, which is about a policy's text) "
              "(a, b): either a implies b on every run of every policy (a run along which a holds at "
              "every step keeps b at every step; proved on the parametric model restricted to such runs, with the "
              "policy free), or a witness trace, replayed on the runtime, keeps a at every step and violates b.")
-SAFE = Deployment()
+# The safe design of both seeds (examples/policies/seed_safe_design.yaml's deployment): the defaults, with tombstones
+# and downgrades, which the defaults do not assume (ADR 0035).
+SAFE = Deployment(evicted="tombstone", justification="downgrade")
+# The first seed's: records in the window, self pins, a self-certified audit, no evidence ledger, verbatim records
+# (as `reproduce` states it).
+FIRST_SEED = Deployment(records="window", pins="self", audit="policy", evidence="off", destroy_record="verbatim")
 # The seeds' conditions: those that apply to every policy (T1 too, under the default `tool_calls: on`). R1 is left
 # out: it is about the policy's text, and with the policy free its pair term is "some recovery span is present", an
 # over-approximation of its violation that is sound as Bad but not as an assumption (it would "prove" R1 => C1).
@@ -35,7 +40,7 @@ DEPLOYMENTS = [("safe design", SAFE)] + [
     for key, value in (("records", "window"), ("rationale", "window"), ("pins", "self"), ("audit", "policy"),
                        ("undo", "blind"), ("evidence", "off"), ("missing_record", "reconstruct"),
                        ("refusal", "sequential"))] + [
-    ("the seed's deployment", Deployment(records="window", pins="self", audit="policy")),
+    ("the seed's deployment", FIRST_SEED),
     ("records: window, missing_record: reconstruct", replace(SAFE, records="window", missing_record="reconstruct"))]
 
 
@@ -49,6 +54,9 @@ WITNESSES = [
     "evict: kind == 'rationale'",
     "evict: kind not in ['record', 'rationale'] and not pinned",
     "evict: kind == 'message' or namespace == 'undo'",
+    # The policy's own truncation alone: with 1-token records (destroy_record: id) the budget witness above needs
+    # more slots than the search has to take a record; this one takes the oldest spans, a record among them.
+    "evict: false\nbudget: 1",
 ]
 
 

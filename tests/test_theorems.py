@@ -39,6 +39,8 @@ print(json.dumps({"proved": result.proved, "detail": result.detail,
 """
 
 
+@pytest.mark.slow
+@pytest.mark.ci
 def test_lattice_decides_every_pair_with_a_proof_or_a_replayed_witness():
     # In a fresh interpreter: on z3's process-wide context this proof took 25 s alone and 187 s after the rest of
     # the suite in one worker (the solver's path depends on the terms earlier work made), its result the same.

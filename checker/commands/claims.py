@@ -207,7 +207,8 @@ CLAIMS = SEED_1 + SEED_2
 
 
 def _destroy_is_undone() -> bool:
-    """On the runtime: an edit in the mode named `destroy`, then its undo, gives the target back."""
+    """On the runtime, under the default deployment: an edit in the mode named `destroy`, then its undo, gives the
+    target back."""
     from prunecheck.spec.policy import BoolLit, Policy
     from prunecheck.spec.runtime import Append, Edit, State, Undo, step
 
@@ -225,8 +226,10 @@ def _destroy_probe() -> tuple:
             "(run on the runtime when this table is printed), so the model's 'destroy' is reversible within the "
             "session: a transformation with a pointer in this seed's terms. The seed's destruction (S discarded) is "
             "a removal that keeps nothing, under `evicted: destroyed`, which M1 reports; nothing undoes it")
-    return Status.MODELLED, ("an edit in the mode named `destroy` is not undone on the runtime (run when this "
-                             "table is printed); a transformation keeps its record")
+    return Status.MODELLED, ("under the default `destroy_record: id` an edit in the mode named `destroy` keeps only "
+                             "its target's id and its undo is a hard error on the runtime (run when this table is "
+                             "printed); a transformation keeps its record and is undone; `destroy_record: verbatim` "
+                             "keeps a verbatim excerpt, which the seed accepts as the retained record")
 
 
 PROBES = {"destroy": _destroy_probe}

@@ -104,7 +104,7 @@ def available_changes(policy: Policy, allow_deployment: bool = True) -> tuple:
         changes.append(Change("pairs"))
     if allow_deployment:
         safe = SAFE_DEPLOYMENT.as_dict()
-        changes += [Change("deployment", key=key, value=safe[key])  # `evicted` (not in safe) is never changed
+        changes += [Change("deployment", key=key, value=safe[key])
                     for key in DEPLOYMENT_CHOICES if key in safe and key not in ENVIRONMENT_KEYS
                     and getattr(policy.deployment, key) != safe[key]]
     if policy.budget is not None:

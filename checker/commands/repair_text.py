@@ -22,7 +22,9 @@ from prunecheck.checker.language.loader import EXTENSIONS, parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
 from prunecheck.checker.language.pyscan import PythonSource
 
-SAFE_DEPLOYMENT = Deployment()
+# The safe design of both seeds (examples/policies/seed_safe_design.yaml): the defaults, with the tombstones and the
+# downgrades the defaults do not assume (ADR 0035), so a repair may propose them for M1 and J1.
+SAFE_DEPLOYMENT = Deployment(evicted="tombstone", justification="downgrade")
 ENVIRONMENT_KEYS = ("tool_calls", "host_truncation")  # the host's facts: a repair never changes them
 EXCLUSIONS = (("record",), ("rationale",), ("record", "rationale"))
 _KIND_WORDS = {"record": "recovery records", "rationale": "rationale entries"}
@@ -172,7 +174,12 @@ def _yaml_edits(text: str, form: str, policy: Policy, changes: tuple) -> list:
         raise NoSurgery("the policy is not a mapping")
     keys = [k.value for k, _ in root.value]
     edits = []
+    added = [c for c in changes if c.kind == "deployment" and not _deployment_has(root, keys, c.key)]
+    if added:
+        edits.append(_deployment_addition(text, form, root, keys, added))
     for change in changes:
+        if change in added:
+            continue
         if change.kind == "exclude":
             node = root.value[keys.index("evict")][1]
             if not isinstance(node, ScalarNode):
@@ -190,6 +197,54 @@ def _yaml_edits(text: str, form: str, policy: Policy, changes: tuple) -> list:
         else:
             edits.append(_entry_removal(text, root, keys.index("budget")))
     return edits
+
+
+def _deployment_has(root: MappingNode, keys: list, key: str) -> bool:
+    section = root.value[keys.index("deployment")][1] if "deployment" in keys else None
+    return isinstance(section, MappingNode) and any(k.value == key for k, _ in section.value)
+
+
+def _deployment_addition(text: str, form: str, root: MappingNode, keys: list, changes: list) -> Tuple[int, int, str]:
+    """Deployment keys the policy does not set (a default the safe design changes, as `evicted`), added as entries
+    of its deployment section: after its last entry (block style), before its closing brace (flow style, JSON), or
+    as a new section before `expect` or at the end."""
+    entries = [(c.key, c.value) for c in changes]
+    if "\r" in text:
+        raise NoSurgery("carriage returns")
+    if "deployment" not in keys:
+        if root.flow_style:
+            last = root.value[-1][1]
+            body = ", ".join(f'"{k}": "{v}"' for k, v in entries)
+            return last.end_mark.index, last.end_mark.index, f', "deployment": {{{body}}}'
+        lines = "".join(f"  {k}: {v}\n" for k, v in entries)
+        if "expect" in keys:
+            start = text.rfind("\n", 0, root.value[keys.index("expect")][0].start_mark.index) + 1
+            return start, start, f"deployment:\n{lines}"
+        ending = "" if text.endswith("\n") else "\n"
+        return len(text), len(text), f"{ending}deployment:\n{lines}"
+    section = root.value[keys.index("deployment")][1]
+    if not isinstance(section, MappingNode):
+        raise NoSurgery("the deployment section is not a mapping")
+    if section.flow_style:
+        close = section.end_mark.index - 1
+        if text[close] != "}":
+            raise NoSurgery("the deployment section does not end in a brace")
+        quoted = form == "json" or any(isinstance(v, ScalarNode) and v.style == '"' for _, v in section.value)
+        body = ", ".join((f'"{k}": "{v}"' if quoted else f"{k}: {v}") for k, v in entries)
+        before = text[:close].rstrip()
+        return close, close, (body if before.endswith("{") else f", {body}")
+    if not section.value:
+        raise NoSurgery("an empty deployment section")
+    first = section.value[0][0]
+    indent = text[text.rfind("\n", 0, first.start_mark.index) + 1: first.start_mark.index]
+    if indent.strip():
+        raise NoSurgery("the deployment's first key does not start its line")
+    end = section.value[-1][1].end_mark.index
+    line_end = text.find("\n", end)
+    lines = "".join(f"{indent}{k}: {v}\n" for k, v in entries)
+    if line_end < 0:
+        return len(text), len(text), "\n" + lines
+    return line_end + 1, line_end + 1, lines
 
 
 def _pairs_edit(text: str, root: MappingNode, keys: list) -> Tuple[int, int, str]:
@@ -259,7 +314,8 @@ def _python_edits(text: str, changes: tuple) -> list:
             pairs = list(zip(stmt.value.keys, stmt.value.values)) if stmt and isinstance(stmt.value, ast.Dict) else []
             found = [v for k, v in pairs if isinstance(k, ast.Constant) and k.value == change.key]
             if not found:
-                raise NoSurgery(f"no `{change.key}` entry in DEPLOYMENT")
+                edits.append(_python_deployment_addition(text, tree, lines, stmt, change))
+                continue
             node = found[0]
             start, end = lines.index(node.lineno, node.col_offset), lines.index(node.end_lineno, node.end_col_offset)
             old = text[start:end]
@@ -278,6 +334,27 @@ def _python_edits(text: str, changes: tuple) -> list:
                 raise NoSurgery("BUDGET shares its line with other statements")
             edits.append((line_start, line_end, ""))
     return edits
+
+
+def _python_deployment_addition(text: str, tree, lines: PythonSource, stmt, change) -> Tuple[int, int, str]:
+    """A DEPLOYMENT entry the policy does not set: before the dict's closing brace, or a new DEPLOYMENT before the
+    first top-level def."""
+    quote = _python_quote(text)
+    entry = f"{quote}{change.key}{quote}: {quote}{change.value}{quote}"
+    if stmt is None:
+        fn = next((s for s in tree.body if isinstance(s, ast.FunctionDef)), None)
+        if fn is None or fn.col_offset != 0:
+            raise NoSurgery("no top-level def to put DEPLOYMENT before")
+        first = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
+        return lines.starts[first - 1], lines.starts[first - 1], f"DEPLOYMENT = {{{entry}}}\n\n\n"
+    if not isinstance(stmt.value, ast.Dict):
+        raise NoSurgery("DEPLOYMENT is not a dict display")
+    close = lines.index(stmt.value.end_lineno, stmt.value.end_col_offset) - 1
+    if text[close] != "}":
+        raise NoSurgery("DEPLOYMENT does not end in a brace")
+    before = text[:close].rstrip()
+    return close, close, (entry if before.endswith("{") or before.endswith(",") and not stmt.value.keys else
+                          (f" {entry}" if before.endswith(",") else f", {entry}"))
 
 
 def _python_pairs_edit(text: str, tree, lines: PythonSource) -> Tuple[int, int, str]:

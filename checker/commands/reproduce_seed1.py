@@ -15,28 +15,33 @@ from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.result import Verdict
 
 # The seed's soft budget: the stage runs only over the budget (`when`) and stops once under it (`until`); the
-# session's tokens are scaled down (1420 tokens of content, 2321 with the records, against a budget of 1500).
-SEED_POLICY = """
+# session's tokens are scaled down (1420 tokens of content, 2321 with the records, against a budget of 1500). The
+# first seed's session keeps no evidence ledger, and its records keep the prior state verbatim (the demo's
+# `{"prior_state": "full_trace"}`): its deployment says so (ADR 0035).
+FIRST_SEED = 'evidence: "off", destroy_record: verbatim'
+SEED_POLICY = f"""
 name: seed-recency-frequency
 evict: not pinned and recency * frequency < 0.25
 budget: 1500
 when: window_tokens > budget
 until: window_tokens <= budget
-deployment: {records: window, pins: self, audit: policy}
+deployment: {{records: window, pins: self, audit: policy, {FIRST_SEED}}}
 """
 # The budget no run of the seed's session reaches: the trigger never fires.
 UNREACHED_BUDGET = 1_000_000
 
 # The demo's compact(["e1", "undo:e1"]): a policy whose selection names e1's summary and e1's record.
-DEMO_POLICY = """
+DEMO_POLICY = f"""
 name: seed-demo-names-undo-region
 evict: kind == "summary" or namespace == "undo"
+deployment: {{{FIRST_SEED}}}
 """
 
-BELOW_THE_LINE = """
+BELOW_THE_LINE = f"""
 name: seed-demo-below-the-line
 evict: kind == "summary"
 pairs: together
+deployment: {{{FIRST_SEED}}}
 """
 
 
