@@ -258,8 +258,10 @@ def test_the_github_job_checks_a_directory_and_writes_valid_sarif(monkeypatch, t
     jsonschema.validate(log, json.loads((ROOT / "tests" / "data" / "sarif-2.1.0-rtm.5.json").read_text()))
     results = [r for run in log["runs"] for r in run["results"]]
     located = {(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["ruleId"]) for r in results}
-    # T1: the agent calls tools by default (tool_calls: on, ADR 0033) and seed_flawed's role-blind selection splits a pair
-    assert located == {("policies/seed_flawed.yaml", c) for c in ("C1", "C2", "C4", "T1")}
+    # T1: the agent calls tools by default (tool_calls: on, ADR 0033) and seed_flawed's role-blind selection splits a
+    # pair; M1 and J1: the second seed's conditions are checked by default and its compaction destroys what it takes,
+    # cited or not (ADR 0035)
+    assert located == {("policies/seed_flawed.yaml", c) for c in ("C1", "C2", "C4", "T1", "M1", "J1")}
 
 
 def recipe_commands() -> list:
