@@ -431,7 +431,7 @@ def _replay_against(args, info, actions, stdout) -> int:
     if condition not in CONDITIONS:
         raise PolicySyntaxError(f"the trace names no condition (one of {', '.join(CONDITIONS)})", args.trace, 1, 1)
     policy = load_policy(args.policy, load_deployment(args.deployment) if args.deployment else None)
-    deployment = deployment_items_text(policy.deployment.as_dict().items(), policy.overridden)
+    deployment = deployment_items_text(policy.deployment.as_dict(policy.overridden).items(), policy.overridden)
     print(f"trace of {condition} ({length_text(len(actions), real_steps(actions))}) against policy {policy.name} "
           f"({policy.source}), deployment {deployment}", file=stdout)
     try:

@@ -226,10 +226,11 @@ class Deployment:
             if problem:
                 raise ValueError(problem)
 
-    def as_dict(self) -> dict:
-        """Every key, except those of UNLISTED_AT_DEFAULT at their default."""
+    def as_dict(self, also: tuple = ()) -> dict:
+        """Every key, except those of UNLISTED_AT_DEFAULT at their default and not in `also` (the keys an override
+        set: a report names what it was told to check, a default included)."""
         return {key: getattr(self, key) for key in DEPLOYMENT_KEYS
-                if UNLISTED_AT_DEFAULT.get(key) != getattr(self, key)}
+                if key in also or UNLISTED_AT_DEFAULT.get(key) != getattr(self, key)}
 
     def all_keys(self) -> dict:
         return {key: getattr(self, key) for key in DEPLOYMENT_KEYS}

@@ -299,7 +299,7 @@ def verify_report(report: Report, policy, settings: dict) -> Optional[str]:
         return "the report is for another policy (policy hash)"
     if report.policy_name != policy.name:
         return "the report names another policy"
-    if report.deployment != tuple(policy.deployment.as_dict().items()) or report.overridden != policy.overridden:
+    if report.deployment != tuple(policy.deployment.as_dict(policy.overridden).items()) or report.overridden != policy.overridden:
         return "the report names another deployment, or other overridden keys"
     if (report.depth, report.spans) != (settings["depth"], settings["spans"]):
         return f"the report's bounds (depth {report.depth}, {report.spans} spans) are not the ones asked for"
