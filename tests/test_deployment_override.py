@@ -63,7 +63,8 @@ def test_an_override_of_a_policy_object_keeps_its_other_keys():
     overridden = prunecheck.check(policy, {"pins": "host"}, depth=4, only=["C1"], prove=False, **BOUNDS)
     assert dict(overridden.deployment) == seed_deployment(pins="host") and overridden.overridden == ("pins",)
     whole = prunecheck.check(policy, Deployment(), depth=4, only=["C1"], **BOUNDS)  # a Deployment sets every key
-    assert dict(whole.deployment) == Deployment().as_dict() and whole.overridden == tuple(DEPLOYMENT_KEYS)
+    # every key set, every key named, the defaults included
+    assert dict(whole.deployment) == Deployment().all_keys() and whole.overridden == tuple(DEPLOYMENT_KEYS)
 
 
 def test_a_deployment_file_with_one_key_overrides_only_that_key(tmp_path):
@@ -78,6 +79,20 @@ def test_a_deployment_file_with_one_key_overrides_only_that_key(tmp_path):
     assert code == 0 and doc["conditions"]["C2"]["verdict"] == "holds"
     code, out, _ = run("check", str(SEED), "--depth", "4", "--only", "C2", "--deployment", str(override))
     assert "  deployment records=window, rationale=decision_log, pins=host (overridden), audit=policy" in out
+
+
+def test_an_override_back_to_a_default_is_named_in_the_report(tmp_path):
+    # A key left out of reports at its default (tool_calls: on) is still named when an override set it: the report
+    # says what it was told to check.
+    policy, override = tmp_path / "p.yaml", tmp_path / "on.yaml"
+    policy.write_text('name: p\nevict: kind == "message"\ndeployment: {tool_calls: "off"}\n')
+    override.write_text('tool_calls: "on"\n')
+    code, out, _ = run("check", str(policy), "--depth", "2", "--only", "T1", "--no-prove", "--deployment", str(override))
+    assert code in (1, 3) and "tool_calls=on (overridden)" in out
+    code, out, _ = run("check", str(policy), "--depth", "2", "--only", "C1", "--no-prove", "--format", "json",
+                       "--deployment", str(override))
+    (doc,) = json.loads(out)["policies"]
+    assert doc["deployment"]["tool_calls"] == "on" and doc["deployment_overridden"] == ["tool_calls"]
 
 
 @pytest.mark.parametrize("text,line,col,message", [
