@@ -27,6 +27,10 @@ from support import agree, assert_confirmed, policy_error, run_actions
 CLEAR_RECORDS = "name: t\nevict: kind == 'record'\n"
 MASK_RECORDS = "name: t\nevict: kind == 'record'\neffect: mask\nplaceholder_tokens: 2\n"
 EDIT_THEN_COMPACT = (Append("message", 3), Edit(0, "destroy"), Compact())
+# The first seed's deployment, for runs about its mechanism (a destroy's record as large as its target, undoing a
+# destroy, a compaction with no ledger entry to write); the second seed's defaults are tested in test_evidence.py.
+FIRST_SEED = {"evidence": "off", "destroy_record": "verbatim"}
+FIRST_SEED_YAML = "".join(f'  {key}: "{value}"\n' for key, value in FIRST_SEED.items())  # under `deployment:`
 
 
 def _policy(text, **deployment):
@@ -34,8 +38,8 @@ def _policy(text, **deployment):
 
 
 def test_logged_eviction_keeps_the_record_present_where_destroying_it_violates_c2():
-    destroyed = _policy(CLEAR_RECORDS, records="window")
-    logged = _policy(CLEAR_RECORDS, records="window", evicted="logged")
+    destroyed = _policy(CLEAR_RECORDS, records="window", **FIRST_SEED)
+    logged = _policy(CLEAR_RECORDS, records="window", evicted="logged", **FIRST_SEED)
     _, gone = run_actions(destroyed, EDIT_THEN_COMPACT)
     state, kept = run_actions(logged, EDIT_THEN_COMPACT)
     # R1 judges the policy's text, which names records under either effect; the run itself keeps C2 when logged.
@@ -94,7 +98,7 @@ def test_taken_effect_is_what_the_window_loses_and_truncation_still_sees_masked_
      "placeholder_tokens: 3\n", {"records": "window", "evicted": "logged"},
      (Append("message", 1), Append("message", 1), Edit(0, "transform"), Compact())),
     # cut: a span keeps at most placeholder_tokens of itself (a small one keeps all it has)
-    ("name: t\nevict: kind != 'message'\neffect: cut\nplaceholder_tokens: 2\n", {"records": "window"},
+    ("name: t\nevict: kind != 'message'\neffect: cut\nplaceholder_tokens: 2\n", {"records": "window", **FIRST_SEED},
      (Append("message", 5), Append("diff", 1), Edit(0, "destroy"), Compact(), Undo(2), Compact(3))),
     ("name: t\nevict: not masked\nrank: 0 - tokens\nbudget: 6\neffect: cut\nplaceholder_tokens: 2\n", {},
      (Append("message", 4), Append("message", 1), Append("diff", 3), Compact(), Compact(2))),
@@ -130,7 +134,7 @@ def test_masking_is_proved_safe_under_the_safe_default_deployment():
 
 
 def test_an_override_of_evicted_decides_c2():
-    policy = _policy(CLEAR_RECORDS + "deployment:\n  records: window\n")
+    policy = _policy(CLEAR_RECORDS + "deployment:\n  records: window\n" + FIRST_SEED_YAML)  # 3 spans: no ledger entry
     options = CheckOptions(depth=4, spans=3, only=("C2",), **BOUNDS)
     (destroyed,) = check(policy, options).results
     logged = with_override(policy, DeploymentOverride.of({"evicted": "logged"}))
@@ -147,7 +151,8 @@ def test_explanations_say_masked_and_moved_to_the_log():
     assert ("effect: mask", 3) in [(p.text, p.loc.line) for p in text.cause.points]
     _, transitions = run_actions(policy, EDIT_THEN_COMPACT + (Undo(1),))
     assert step_label(policy, transitions[-1]) == "undo of edit 1: irreversible, record #1 is masked"
-    logged = _policy("name: t\nevict: kind == 'diff'\n", evicted="logged", records="window", host_truncation="on")
+    logged = _policy("name: t\nevict: kind == 'diff'\n", evicted="logged", records="window", host_truncation="on",
+                     **FIRST_SEED)
     _, transitions = run_actions(logged, (Append("message", 3), Edit(0, "destroy"), Compact(1)))
     assert step_label(logged, transitions[-1]) == ("compaction: evicted by the policy and moved to the log: #0 (diff); "
                                                    "truncated to the host budget of 1 (moved to the log): #1 (record "
@@ -190,14 +195,15 @@ def test_bad_effect_keys_are_one_line_policy_errors(text, words):
 
 
 def test_cutting_keeps_at_most_the_placeholder_and_a_cut_record_is_no_longer_present():
-    policy = _policy("name: t\nevict: kind == 'record'\neffect: cut\nplaceholder_tokens: 2\n", records="window")
+    policy = _policy("name: t\nevict: kind == 'record'\neffect: cut\nplaceholder_tokens: 2\n", records="window",
+                     **FIRST_SEED)
     state, _ = run_actions(policy, (Append("message", 5), Edit(0, "destroy")))
     after = step(policy, state, Compact())
     record = after.after.span(1)
     assert (record.alive, record.masked, record.tokens, record.namespace) == (True, True, 2, "window")
     assert "C2" in violations(policy, after)
     assert step(policy, after.after, Undo(1)).outcome == "irreversible"
-    small = _policy("name: t\nevict: true\neffect: cut\nplaceholder_tokens: 3\n")
+    small = _policy("name: t\nevict: true\neffect: cut\nplaceholder_tokens: 3\n", **FIRST_SEED)
     state, _ = run_actions(small, (Append("message", 1), Append("message", 7)))
     assert [s.tokens for s in step(small, state, Compact()).after.spans] == [1, 3]
 
@@ -208,7 +214,7 @@ def test_a_cut_that_shortens_nothing_removes_nothing():
     from prunecheck.spec.conditions import violations
     from prunecheck.checker.language.loader import parse_policy_text
     policy = parse_policy_text("name: p\nevict: true\neffect: cut\nplaceholder_tokens: 100\n"
-                               "deployment: {records: window}\n", "p.yaml")
+                               "deployment:\n  records: window\n" + FIRST_SEED_YAML, "p.yaml")
     state = State()
     for action in (Append("message", 300), Edit(0, "transform")):
         state = step(policy, state, action).after

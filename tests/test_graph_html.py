@@ -8,6 +8,7 @@ import struct
 import subprocess
 import xml.etree.ElementTree as ET
 import zlib
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -121,6 +122,8 @@ def test_graph_of_a_handwritten_run_with_restore_stale_revert_and_truncation():
     assert "target re-edited" in graph_dot(g)
 
     budget = load_policy(EXAMPLES / "budget_truncates_records.yaml")
+    # the first seed's destroy record, as large as its target (by default it keeps only the id, 1 token, and stays)
+    budget = replace(budget, deployment=replace(budget.deployment, evidence="off", destroy_record="verbatim"))
     big = budget.budget + 1
     g = edit_graph(budget, replay(budget, (Append("message", big), Edit(0, "destroy"), Compact())))
     record = g.nodes[span_node(1)]

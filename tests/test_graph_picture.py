@@ -6,6 +6,7 @@ import re
 import shutil
 import struct
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import pytest
 
@@ -23,6 +24,12 @@ needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
 LOOK_KEYS = ("shape", "style", "fillcolor", "color", "penwidth", "fontcolor")
 NODE = re.compile(r'^\s*(\w+) \[id="[^"]*", class="([^"]*)", (.*)\];$', re.M)
 MIN_WIDTH = 1200  # px: the examples' pictures must be readable without zooming in
+
+
+def first_seed(policy):
+    """The policy under the first seed's deployment: the pictures are of its counterexamples and runs (a destroy's
+    record as large as its target, so the budget truncates it); test_graph_html.py draws the seed's M1 and J1 too."""
+    return replace(policy, deployment=replace(policy.deployment, evidence="off", destroy_record="verbatim"))
 
 
 def look(attributes: str) -> tuple:
@@ -45,17 +52,18 @@ def looks(dot_text: str) -> tuple:
 def example_graphs():
     """(name, graph) of every counterexample of the seed at small bounds, and of hand-written runs with a restored
     span, a stale revert and a truncated record."""
-    seed = load_policy(EXAMPLES / "seed_flawed.yaml")
+    seed = first_seed(load_policy(EXAMPLES / "seed_flawed.yaml"))
     report = check(seed, CheckOptions(depth=6, spans=4, prove=False, **BOUNDS))
     out = [(f"seed {r.condition}", edit_graph(seed, replay(seed, r.trace.actions, r.trace.spans)))
            for r in report.results if r.trace is not None]
-    restore = parse_policy_text("name: restore\nevict: edited\ndeployment:\n  undo: blind\n", "restore.yaml")
+    restore = first_seed(parse_policy_text("name: restore\nevict: edited\ndeployment:\n  undo: blind\n",
+                                           "restore.yaml"))
     out.append(("restore", edit_graph(restore, replay(restore, (Append("message", 2), Edit(0, "transform"),
                                                                Compact(), Undo(1))))))
-    stale = parse_policy_text("name: stale\nevict: false\ndeployment:\n  undo: blind\n", "stale.yaml")
+    stale = first_seed(parse_policy_text("name: stale\nevict: false\ndeployment:\n  undo: blind\n", "stale.yaml"))
     out.append(("stale", edit_graph(stale, replay(stale, (Append("message", 1), Edit(0, "transform"),
                                                          Edit(0, "destroy"), Undo(1))))))
-    budget = load_policy(EXAMPLES / "budget_truncates_records.yaml")
+    budget = first_seed(load_policy(EXAMPLES / "budget_truncates_records.yaml"))
     out.append(("truncated", edit_graph(budget, replay(budget, (Append("message", budget.budget + 1),
                                                                Edit(0, "destroy"), Compact())))))
     return out

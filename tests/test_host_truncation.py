@@ -45,8 +45,9 @@ def test_a_host_budget_changes_nothing_unless_the_host_truncates():
 
 
 def test_a_policy_budget_still_truncates_as_its_own_declared_truncation():
+    # the first seed's deployment: the destroy's record is as large as its target, so it does not fit in the budget
     policy = parse_policy_text("name: p\nevict: kind not in ['record', 'rationale'] and age > 50\nbudget: 1\n"
-                               "deployment: {records: window}\n", "p.yaml")
+                               "deployment: {records: window, evidence: \"off\", destroy_record: verbatim}\n", "p.yaml")
     state = _after(policy, (Append("message", 2), Edit(0, "destroy"), Compact()))
     assert not state.span(1).alive  # the record, truncated to the policy's own budget of 1 token
 

@@ -17,6 +17,9 @@ from policy_table import EXAMPLES
 from support import assert_itf_py_reads_our_states
 
 SMALL = ["--depth", "6", "--spans", "4", "--no-prove"]
+# These traces are about the first seed's mechanism (a host's budget, a summary's place, a merge of a destroy): its
+# deployment is stated; citations and ledger entries in ITF traces are tested in test_evidence.py.
+FIRST_SEED = {"evidence": "off", "destroy_record": "verbatim"}
 
 
 def _write_traces(policy_file, out_dir, *extra):
@@ -36,7 +39,7 @@ def _hosted(tmp_path) -> list:
     """CLI arguments for a host that truncates (host_truncation: on, SPEC §2): kind_excludes_records holds every
     condition without one."""
     path = tmp_path / "host.yaml"
-    path.write_text('host_truncation: "on"\n')
+    path.write_text(json.dumps({"host_truncation": "on", **FIRST_SEED}))
     return ["--deployment", str(path)]
 
 
@@ -49,6 +52,15 @@ def test_a_written_trace_with_a_host_budget_is_read_by_itf_py(tmp_path):
     assert picks[0] == {} and any("budget" in p for p in picks)
 
 
+def test_a_written_trace_with_citations_is_read_by_itf_py(tmp_path):
+    # The defaults keep evidence (ADR 0035): kind_excludes_records' J1 trace cites a span, written as an ITF set.
+    files = _write_traces(EXAMPLES / "kind_excludes_records.json", tmp_path / "out")
+    cited = [f for f in files if '"cites"' in f.read_text()]
+    assert cited
+    for path in cited:
+        _check_file(path)
+
+
 def test_repetitions_and_every_action_argument_are_read_by_itf_py():
     policy = parse_policy_text('{"name": "p", "evict": "age > 3", "budget": 5, '
                                '"deployment": {"records": "window"}}', "p.json")
@@ -59,7 +71,8 @@ def test_repetitions_and_every_action_argument_are_read_by_itf_py():
 
 
 def test_a_summary_and_its_place_are_read_by_itf_py():
-    policy = parse_policy_text("name: p\nevict: from_end >= 1\neffect: summarise\nsummary_role: system\n", "p.yaml")
+    policy = parse_policy_text("name: p\nevict: from_end >= 1\neffect: summarise\nsummary_role: system\n"
+                               f"deployment: {json.dumps(FIRST_SEED)}\n", "p.yaml")
     transitions = replay(policy, (Append("message", 2), Append("message", 1), Compact(), Compact(1)), 4)
     document = json.loads(json.dumps(trace_document(policy, policy_document(policy), transitions, {})))
     assert document["states"][3]["spans"][2]["place"] == {"#bigint": "0"}
@@ -107,8 +120,8 @@ def test_traces_in_the_old_option_form_still_replay_and_explain(tmp_path):
 
 
 def test_a_confabulated_span_and_a_merge_entry_are_read_by_itf_py():
-    policy = parse_policy_text("name: p\nevict: kind == 'record'\ndeployment: {records: window, undo: merge, "
-                               "missing_record: reconstruct}\n", "p.yaml")
+    deployment = {"records": "window", "undo": "merge", "missing_record": "reconstruct", **FIRST_SEED}
+    policy = parse_policy_text(f"name: p\nevict: kind == 'record'\ndeployment: {json.dumps(deployment)}\n", "p.yaml")
     actions = (Append("message", 2), Edit(0, "destroy"), Edit(0, "transform"), Undo(1), Compact(), Undo(5))
     transitions = replay(policy, actions, 8)
     document = json.loads(json.dumps(trace_document(policy, policy_document(policy), transitions, {})))

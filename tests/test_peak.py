@@ -11,12 +11,16 @@ from prunecheck.checker.engines.explicit import domains_for
 from prunecheck.checker.engines.peak import explicit_peak, recovery_set, reservation, symbolic_peak
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.outputs.report_schema import report_schema
+from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import Edit, State, step
 
 from conftest import CLI_BOUNDS, HOUR, RLIMIT
 
 DEPTH, SPANS = 3, 5  # room for two edits of one appended span: two records at once
 POLICY = parse_policy_text('name: t\nevict: kind == "tool_output" and idle > 4\n', "t.yaml")
+# The first seed's records: a destroy's holds its target verbatim (by default it keeps only the id, one token).
+VERBATIM = parse_policy_text('name: t\nevict: kind == "tool_output" and idle > 4\n', "t.yaml",
+                             Deployment(evidence="off", destroy_record="verbatim"))
 
 
 def replayed(policy, actions) -> State:
@@ -38,13 +42,15 @@ def test_an_agent_that_only_transforms_keeps_one_token_per_record():
 
 
 def test_a_destroy_record_is_as_large_as_its_target():
-    domains = domains_for(POLICY)
-    peak = explicit_peak(POLICY, DEPTH, SPANS, domains, HOUR)
-    final = replayed(POLICY, peak.tokens_witness)
+    domains = domains_for(VERBATIM)
+    peak = explicit_peak(VERBATIM, DEPTH, SPANS, domains, HOUR)
+    final = replayed(VERBATIM, peak.tokens_witness)
     largest = max(recovery_set(final), key=lambda span: span.tokens)
     (edit,) = [e for e in final.edits if e.record == largest.id]
     assert edit.mode == "destroy" and largest.tokens == max(domains.tokens)
     assert peak.tokens == peak.records * (max(domains.tokens) + 1)  # each record's rationale holds one token
+    default = explicit_peak(POLICY, DEPTH, SPANS, domains_for(POLICY), HOUR)
+    assert default.tokens == 2 * default.records == 2 * peak.records  # an id-only record holds one token too
 
 
 def test_the_figures_are_reached_by_the_runtime_runs_the_peak_names():

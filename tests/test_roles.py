@@ -50,7 +50,8 @@ def test_an_itf_trace_keeps_the_roles_and_reads_them_back():
     actions = (Append("message", 1, "tool_call"), Append("message", 1), Edit(1, "transform"), Compact())
     _, transitions = run_actions(policy, actions)
     states = itf_states(policy, transitions)
-    assert [s["role"] for s in states[-1]["spans"]] == ["tool_call", "user", "tool_result", "tool_result"]
+    # the compaction's ledger entry (evidence: on, SPEC §6d) has `record_role`, as an edit's rationale does
+    assert [s["role"] for s in states[-1]["spans"]] == ["tool_call", "user"] + ["tool_result"] * 3
     assert actions_of({"states": states}) == actions
 
 

@@ -20,7 +20,14 @@ from prunecheck.spec.runtime import (
     status, step, undo, slots_needed, stage_taken, citing,
 )
 
-SAFE = Deployment()
+# The safe design of both seeds (examples/policies/seed_safe_design.yaml): every condition holds under it, whatever a
+# destroy's record keeps (its id, or its content verbatim: undoing a destroy reverts it, as some fixed runs need).
+SAFE = Deployment(evicted="tombstone", justification="downgrade")
+SAFE_VERBATIM = replace(SAFE, destroy_record="verbatim")
+SAFE_DESIGNS = (SAFE, SAFE_VERBATIM)
+# The unit tests are about the first seed's mechanism (exact span ids, a destroy's record as large as its target, undo
+# reverting a destroy): they state its deployment; the defaults are tested by the properties and the machine below.
+FIRST_SEED = Deployment(evidence="off", destroy_record="verbatim")
 # every unsafe option at once: records and rationale in the window, self pins, self-certified audit, blind undo
 WINDOW = Deployment(records="window", rationale="window", pins="self", audit="policy", undo="blind")
 
@@ -49,7 +56,7 @@ POLICIES = [
 deployments = st.builds(Deployment, **{key: st.sampled_from(values) for key, values in DEPLOYMENT_CHOICES.items()})
 
 
-def _policy(text, deployment=SAFE):
+def _policy(text, deployment=FIRST_SEED):
     return parse_policy_text(f"name: t\n{text}\n", "t.yaml", deployment)
 
 
@@ -103,7 +110,7 @@ def test_append_guards_kind_tokens_and_slots():
 @pytest.mark.parametrize("mode, new_kind, record_tokens", [("transform", "summary", 1), ("destroy", "diff", 4)])
 def test_edit_writes_record_and_rationale(records, record_ns, rationale, rationale_ns, pins, mode, new_kind,
                                           record_tokens):
-    policy = _policy("evict: false", Deployment(records=records, rationale=rationale, pins=pins))
+    policy = _policy("evict: false", replace(FIRST_SEED, records=records, rationale=rationale, pins=pins))
     state, _ = _run(policy, [Append("stack_trace", 4), Edit(0, mode)])
     host = pins == "host"
     assert state.step == 2
@@ -260,7 +267,7 @@ def test_truncation_follows_evictions_and_skips_evicted_spans():
 
 
 def test_truncation_takes_window_records_pinned_or_not():
-    policy = _policy("evict: not pinned\nbudget: 3", Deployment(records="window", pins="host"))
+    policy = _policy("evict: not pinned\nbudget: 3", replace(FIRST_SEED, records="window", pins="host"))
     state, transitions = _run(policy, [Append("message", 4), Edit(0, "destroy"), Compact()])
     assert transitions[-1].before.span(1).pinned
     # span 0 (4 tokens, unpinned) is evicted; the host-pinned record (4 tokens) is truncated
@@ -271,7 +278,7 @@ def test_truncation_takes_window_records_pinned_or_not():
 
 def test_compaction_never_touches_the_undo_region_or_the_log():
     text = "evict: namespace == 'undo' or namespace == 'log' or kind in ['record', 'rationale'] or true\nbudget: 1"
-    policy = _policy(text, SAFE)
+    policy = _policy(text)
     state, transitions = _run(policy, [Append("message", 5), Edit(0, "destroy"), Append("message", 3), Compact()])
     assert candidates(policy, transitions[-1].before) == (0, 3)
     assert transitions[-1].evicted == frozenset({0, 3}) and transitions[-1].truncated == frozenset()
@@ -375,7 +382,7 @@ def test_independent_audit_reports_unknown_whenever_a_live_record_is_gone():
 
 
 def test_a_dead_record_of_an_undone_edit_leaves_no_gap():
-    policy = _policy("evict: kind == 'record'", Deployment(records="window", pins="self"))
+    policy = _policy("evict: kind == 'record'", replace(FIRST_SEED, records="window", pins="self"))
     state, _ = _run(policy, [Append("message", 1), Edit(0, "destroy"), Undo(1), Compact()])
     assert not state.span(1).alive and state.edit(1).undone
     assert status(policy, state) == REVERSIBLE
@@ -435,29 +442,30 @@ def _fixed(text, deployment, actions):
 STALE = [Append("message", 1), Edit(0, "transform"), Edit(0, "destroy"), Undo(1), Undo(3), Audit()]
 GONE = [Append("message", 2), Edit(0, "destroy"), Append("diff", 1), Compact(), Undo(1), Audit()]
 FIXED_RUNS = [
-    _fixed("evict: false", SAFE, STALE),  # merge required, then a clean revert
+    _fixed("evict: false", SAFE_VERBATIM, STALE),  # merge required, then a clean revert
+    _fixed("evict: false", SAFE, STALE),  # merge required, then a destroy's id-only record: irreversible
     _fixed("evict: false", Deployment(undo="blind"), STALE),  # a stale revert (C3)
     _fixed("evict: kind == 'record'", Deployment(records="window", pins="self"), GONE),  # irreversible, gap
     _fixed("evict: kind in ['record', 'rationale']", WINDOW, GONE),  # a gap the self-certified audit misses
-    _fixed("evict: false\nbudget: 2", Deployment(records="window"), GONE),  # truncation takes a pinned record
-    _fixed("evict: kind == 'diff'\nbudget: 2", SAFE, GONE),  # a compacted target revived
+    _fixed("evict: false\nbudget: 2", replace(FIRST_SEED, records="window"), GONE),  # truncation takes a pinned record
+    _fixed("evict: kind == 'diff'\nbudget: 2", SAFE_VERBATIM, GONE),  # a compacted target revived
 ]
 
 
 def with_fixed_runs(test, only=None):
     for run in FIXED_RUNS:
-        if only is None or run[0].deployment == only:
+        if only is None or run[0].deployment in only:
             test = example(run)(test)
     return test
 
 
 def with_safe_fixed_runs(test):
-    return with_fixed_runs(test, only=SAFE)
+    return with_fixed_runs(test, only=SAFE_DESIGNS)
 
 
 @settings(max_examples=200)
 @with_safe_fixed_runs
-@given(runs(deployment=st.just(SAFE)))
+@given(runs(deployment=st.sampled_from(SAFE_DESIGNS)))
 def test_safe_deployment_never_violates_a_condition(run):
     # R1 judges the policy's text, not the deployment: a policy that names the undo region violates it anywhere.
     policy, _, transitions = run
@@ -594,7 +602,7 @@ def test_a_host_budget_is_an_integer_of_at_least_one():
     policy = _policy("evict: false")
     for bad in (0, -1, True, 1.5, "2"):
         assert not enabled(policy, State(), Compact(bad))
-    hosted = _policy("evict: false", replace(SAFE, host_truncation="on"))  # a host that truncates (SPEC §2)
+    hosted = _policy("evict: false", replace(FIRST_SEED, host_truncation="on"))  # a host that truncates (SPEC §2)
     transition = step(hosted, _run(hosted, [Append("message", 3)])[0], Compact(2))
     assert transition.truncated == {0} and transition.action == Compact(2)
     unhosted = step(policy, _run(policy, [Append("message", 3)])[0], Compact(2))  # off: enabled, truncates nothing
@@ -657,7 +665,8 @@ class RuntimeMachine(RuleBasedStateMachine):
 
     MAX_SPANS = 12
 
-    @initialize(text=st.sampled_from(POLICIES), deployment=st.one_of(st.just(SAFE), st.just(WINDOW), deployments),
+    @initialize(text=st.sampled_from(POLICIES),
+                deployment=st.one_of(st.sampled_from(SAFE_DESIGNS), st.just(WINDOW), deployments),
                 prefix=st.lists(st.tuples(st.sampled_from(CONTENT_KINDS), st.sampled_from([1, 2, 3, 5])), max_size=4))
     def setup(self, text, deployment, prefix):
         self.policy = _policy(text, deployment)
@@ -756,7 +765,7 @@ class RuntimeMachine(RuleBasedStateMachine):
 
     @invariant()
     def safe_deployment_keeps_every_condition(self):
-        if self.policy.deployment == SAFE:  # R1 judges the policy's text (it may name the region), not the deployment
+        if self.policy.deployment in SAFE_DESIGNS:  # R1 judges the policy's text (it may name the region)
             assert not state_violations(self.policy, self.state) - {"R1"}
             if self.last is not None:
                 assert not violations(self.policy, self.last) - {"R1"}

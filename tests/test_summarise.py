@@ -30,10 +30,13 @@ from conftest import BOUNDS
 from support import SUMMARY_POLICIES, agree, assert_confirmed, engines_agree, policy_error, runs
 
 FOLD = "name: t\nevict: from_end >= 2\neffect: summarise\nplaceholder_tokens: 3\nsummary_role: system\n"
+# The summary's mechanism (its id and place, its slot, a revert of a destroy) under the first seed's deployment: no
+# ledger entry after each summary, a destroy's record verbatim; the random runs below draw every deployment.
+FIRST_SEED = {"evidence": "off", "destroy_record": "verbatim"}
 
 
 def _policy(text, **deployment):
-    return parse_policy_text(text, "p.yaml", Deployment(**deployment) if deployment else None)
+    return parse_policy_text(text, "p.yaml", Deployment(**{**FIRST_SEED, **deployment}))
 
 
 def _run(policy, actions, max_spans=None):
@@ -233,13 +236,15 @@ def test_a_summary_line_names_its_place():
 
 def test_the_search_with_runs_finds_a_summarising_policy_that_splits_a_pair_only_past_the_span_bound():
     # the 9th newest span is summarised away: a tool call there loses its result's company only in a window of more
-    # spans than the 6 slots
-    policy = _policy("name: t\nevict: from_end >= 8 and role != 'system'\neffect: summarise\n")
+    # spans than the 6 slots; under the default deployment, with the compaction's ledger entry after the summary
+    policy = parse_policy_text("name: t\nevict: from_end >= 8 and role != 'system'\neffect: summarise\n", "p.yaml")
     (t1,) = check(policy, CheckOptions(depth=4, spans=6, only=("T1",), **BOUNDS)).results
     assert t1.verdict is Verdict.VIOLATED and t1.engine is Method.RUNS
     state, transitions = _run(policy, t1.trace.actions)
     assert "T1" in violations(policy, transitions[-1]) and len(state.spans) > 6
-    assert state.spans[-1].kind == "summary" and state.spans[-1].place < state.spans[-1].id
+    summary, ledger = state.spans[-2:]
+    assert summary.kind == "summary" and summary.place < summary.id
+    assert ledger.kind == "rationale" and ledger.namespace == "log" and state.entries[-1].rationale == ledger.id
 
 
 def test_diff_against_a_summarising_policy_finds_a_replayed_witness():

@@ -90,8 +90,10 @@ def test_m1_is_violated_exactly_where_content_is_lost_without_evidence(evicted, 
 
 def test_m1_and_a1_apply_only_under_evidence_on():
     on = _policy(**HOST)
-    off = parse_policy_text(EVICT_SUMMARIES, "p.yaml", Deployment(**HOST))
+    off = parse_policy_text(EVICT_SUMMARIES, "p.yaml", Deployment(evidence="off", **HOST))
     assert {"M1", "A1"} <= set(applicable(on)) and not {"M1", "A1"} & set(applicable(off))
+    default = parse_policy_text(EVICT_SUMMARIES, "p.yaml", Deployment(**HOST))
+    assert applicable(default) == applicable(on)  # evidence: on is the default (ADR 0035)
     assert "M1" in violations(on, run_actions(on, DESTROY)[1][-1])
     assert "M1" not in violations(off, run_actions(off, DESTROY)[1][-1])
 
@@ -150,8 +152,10 @@ def test_the_engines_agree_on_evidence_policies(evicted, effect):
 
 @pytest.mark.parametrize("value", [False, "yes", {"#bigint": "1"}])
 def test_a_tampered_tombstone_in_an_itf_trace_does_not_reproduce(tmp_path, value):
+    # evidence: off, so the compaction needs no slot for a ledger entry: C2's 3-step run fits in 3 spans.
     path = tmp_path / "p.yaml"
-    path.write_text("name: t\nevict: kind == 'record'\ndeployment:\n  records: window\n  evicted: tombstone\n")
+    path.write_text("name: t\nevict: kind == 'record'\ndeployment:\n  records: window\n  evicted: tombstone\n"
+                    "  evidence: 'off'\n")
     out, err = io.StringIO(), io.StringIO()
     assert main(["check", str(path), "--depth", "3", "--spans", "3", "--only", "C2", "--out", str(tmp_path),
                  *CLI_BOUNDS], out, err) == 1

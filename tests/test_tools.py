@@ -184,8 +184,9 @@ def test_an_itf_trace_writes_names_only_when_set_and_reads_them_back():
     _, transitions = run_actions(policy, actions)
     states = itf_states(policy, transitions)
     spans = states[-1]["spans"]
-    assert [s.get("tool") for s in spans] == ["browse", "browse", None, "edit", "edit"]
-    assert [s.get("tag") for s in spans] == [None, None, "x", None, None]
+    # the compaction's ledger entry (evidence: on, SPEC §6d) is named `record_tool`, as an edit's rationale is
+    assert [s.get("tool") for s in spans] == ["browse", "browse", None, "edit", "edit", "edit"]
+    assert [s.get("tag") for s in spans] == [None, None, "x", None, None, None]
     assert actions_of({"states": states}) == actions
     states[1]["mbt::nondetPicks"]["tool"] = "a\u202eb"
     with pytest.raises(TraceFormatError):

@@ -27,10 +27,13 @@ RECORDS = "evict: kind == 'record'"
 CONFABULATION = (Append("message", 2), Edit(0, "destroy"), Compact(1), Undo(1))
 # A re-edited span: undoing the first edit is stale.
 RE_EDITED = (Append("message", 2), Edit(0, "destroy"), Edit(0, "transform"))
+# These runs undo a destroy (a revert, a merge, a reconstruction from a 2-token record): the first seed's mechanism,
+# so its deployment is stated; the defaults' id-only destroy records are tested in test_runtime.py and below.
+FIRST_SEED = {"evidence": "off", "destroy_record": "verbatim"}
 
 
 def _policy(**deployment):
-    return model_policy(RECORDS, Deployment(**deployment))
+    return model_policy(RECORDS, Deployment(**{**FIRST_SEED, **deployment}))
 
 
 def test_a_stale_undo_under_merge_is_a_new_edit_with_its_own_record():
@@ -66,6 +69,9 @@ def test_versioned_and_blind_keep_their_behaviour():
         assert step(policy, before, Undo(1)).outcome == outcome
     with pytest.raises(MergeRequired):
         undo(_policy(), run_actions(_policy(), RE_EDITED)[0], 1)
+    for option in ("versioned", "blind", "merge"):  # by default a destroy's record keeps only its id (ADR 0035)
+        policy = model_policy(RECORDS, Deployment(undo=option))
+        assert step(policy, run_actions(policy, RE_EDITED)[0], Undo(1)).outcome == "irreversible"
 
 
 def test_reconstruct_confabulates_and_violates_u1():
@@ -114,7 +120,7 @@ def test_the_unrolled_model_agrees_with_the_runtime_on_merges_and_reconstruction
 def test_the_checker_finds_u1_violated_with_records_in_the_window():
     # Any policy, even one that evicts nothing, under a host that truncates (host_truncation: on, SPEC §2): its
     # truncation removes the record (the brief's 4-step run).
-    policy = model_policy("evict: false", Deployment(records="window", missing_record="reconstruct",
+    policy = model_policy("evict: false", Deployment(**FIRST_SEED, records="window", missing_record="reconstruct",
                                                       host_truncation="on"))
     report = prunecheck.check(policy, depth=4, spans=3, only=["U1"], **BOUNDS)
     result = report.result("U1")
@@ -143,7 +149,7 @@ def test_c3_holds_with_a_certificate_under_merge():
 def test_replay_and_explain_show_the_seeds_claim_status_beside_the_status(tmp_path):
     policy = tmp_path / "confabulates.yaml"
     policy.write_text("name: confabulates\nevict: false\ndeployment: {records: window, missing_record: reconstruct, "
-                      "host_truncation: \"on\"}\n")
+                      "host_truncation: \"on\", evidence: \"off\", destroy_record: verbatim}\n")
     code, _, _ = run("check", str(policy), "--depth", "4", "--spans", "3", "--only", "U1", "--out", str(tmp_path))
     (trace,) = tmp_path.glob("*.U1.itf.json")
     assert code == 1 and '"confabulated": true' in trace.read_text()
