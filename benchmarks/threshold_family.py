@@ -198,6 +198,11 @@ class Spec:
 # --------------------------------------------------------------------------- rendering
 
 
+# The family's verdicts and lengths are derived for the first seed's conditions, a destroy's record copying its
+# target's tokens: every member states that deployment (no evidence ledger, verbatim records; ADR 0035).
+FIRST_SEED = {"evidence": "off", "destroy_record": "verbatim"}
+
+
 def render(spec: Spec) -> str:
     return _python_text(spec) if spec.python else _yaml_text(spec)
 
@@ -208,16 +213,14 @@ def _yaml_text(spec: Spec) -> str:
         lines.append(f"rank: \"-{spec.rank}\"")
     if spec.budget:
         lines.append(f"budget: {spec.budget}")
-    if spec.deployment:
-        lines.append("deployment:")
-        lines += [f"  {k}: {v}" for k, v in spec.deployment.items()]
+    lines.append("deployment:")
+    lines += [f"  {k}: {json.dumps(v)}" for k, v in {**spec.deployment, **FIRST_SEED}.items()]
     return "\n".join(lines) + "\n"
 
 
 def _python_text(spec: Spec) -> str:
     lines = [f'"""Threshold family member {spec.name}."""', "", f"NAME = {json.dumps(spec.name)}"]
-    if spec.deployment:
-        lines.append(f"DEPLOYMENT = {json.dumps(spec.deployment)}")
+    lines.append(f"DEPLOYMENT = {json.dumps({**spec.deployment, **FIRST_SEED})}")
     if spec.budget:
         lines.append(f"BUDGET = {spec.budget}")
     lines += ["", "", "def evict(span, window):", f"    return {spec.evict_text()}"]

@@ -27,8 +27,8 @@ class SymAction:
     """The variables choosing the action taken from state k."""
 
     def __init__(self, k: int, n: int, tag: str = "", names: tuple = (), cites: bool = False):
-        self.names = names
-        self.cites = evidence.action_cites(k, n, tag) if cites else []  # spec/SPEC.md §6d  # mentioned_names: an append's tool and tag codes exist only for these attributes
+        self.names = names  # mentioned_names: an append's tool and tag codes exist only for these attributes
+        self.cites = evidence.action_cites(k, n, tag) if cites else []  # spec/SPEC.md §6d
         self.act = z3.Const(f"{tag}act@{k}", ActionSort)
         self.arg = z3.Const(f"{tag}arg@{k}", slot_sort(n)[0])
         self.kind = z3.Const(f"{tag}akind@{k}", KindSort)

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from prunecheck.checker.language.loader import load_policy
+from prunecheck.spec.conditions import applicable
 from prunecheck.spec.errors import ReplayMismatch
 
 from conftest import CLI_BOUNDS, HANG_GUARD
@@ -68,9 +70,10 @@ def test_itf_traces_replay_and_tampering_is_detected(tmp_path):
     code, _, err = run("check", SEED, "--depth", "4", "--out", str(tmp_path))
     assert code == 1 and "wrote" in err
     files = sorted(tmp_path.glob("*.itf.json"))
-    assert sorted(f.name.split(".")[1] for f in tmp_path.glob("*.cert.json")) == ["C3", "P1", "R1"]
-    # T1: the role-blind seed policy splits a tool call from its result in 4 steps (ADR 0033)
-    assert [f.name.split(".")[1] for f in files] == ["C1", "C2", "C4", "T1"]
+    assert sorted(f.name.split(".")[1] for f in tmp_path.glob("*.cert.json")) == ["A1", "C3", "P1", "R1"]
+    # T1: the role-blind seed policy splits a tool call from its result in 4 steps (ADR 0033); M1 and J1 (evidence on
+    # by default, ADR 0035): a compaction destroys a span without a tombstone, and takes the span its ledger cites
+    assert [f.name.split(".")[1] for f in files] == ["C1", "C2", "C4", "J1", "M1", "T1"]
     doc = json.loads(files[0].read_text())
     assert doc["#meta"]["format"] == "ITF" and doc["vars"] and doc["states"][0]["mbt::actionTaken"] == "init"
     assert doc["states"][1]["step"] == {"#bigint": "1"}
@@ -128,9 +131,10 @@ def test_a_counterexample_names_the_host_budget_everywhere(tmp_path):
 
 def test_deployment_override_sets_the_keys_it_gives(tmp_path):
     deployment = tmp_path / "safe.yaml"
-    # tool_calls off: the role-blind seed policy would split a tool-call pair (T1, ADR 0033), not this test's subject
+    # tool_calls off: the role-blind seed policy would split a tool-call pair (T1, ADR 0033), not this test's subject;
+    # evidence off: the test is about the first seed's keys, the second seed's defaults (M1, J1) are tested elsewhere
     deployment.write_text("deployment:\n  records: undo_region\n  pins: host\n  audit: independent\n"
-                          "  tool_calls: \"off\"\n")
+                          "  tool_calls: \"off\"\n  evidence: \"off\"\n")
     code, out, _ = run("check", SEED, "--depth", "4", "--deployment", str(deployment))
     assert code == 0 and "violated" not in out
 
@@ -200,7 +204,8 @@ def test_same_policy_and_flags_give_the_same_traces_whatever_the_hash_seed():
 
 def test_a_memory_limit_is_honoured_and_reported_as_unknown():
     code, out, err = run("check", SEED, "--memory", "1", "--no-prove")
-    assert code == 3 and err == "" and out.count("solver memory limit of 1 MB reached") == 7  # with T1
+    conditions = len(applicable(load_policy(SEED)))  # with T1, and M1, A1, J1 under the default evidence: on
+    assert code == 3 and err == "" and out.count("solver memory limit of 1 MB reached") == conditions
     code, out, _ = run("check", SEED, "--no-prove", "--depth", "3")
     assert code == 1 and "C1  violated" in out  # the limit was lifted after the first check
 

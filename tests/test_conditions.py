@@ -15,7 +15,7 @@ from prunecheck.spec.conditions import (
 from prunecheck.spec.runtime import Append, State, step
 from prunecheck.symbolic.conditions import TERMS, pair_violation, violation_at
 from prunecheck.symbolic.model import Model
-from prunecheck.symbolic.parametric import PairAction, PairModel, PairState
+from prunecheck.symbolic.parametric import PairModel
 
 POLICY = "name: p\nevict: kind == 'record'\ndeployment: {records: window, rationale: window}\n"
 
@@ -28,8 +28,8 @@ def _parts(policy, transition) -> dict:
     states.append(model.state(1))
     steps = [model.encode_step(states[0], actions[0], states[1])]
     pair = PairModel(policy)
-    post = PairState("post")
-    pair_step = pair.encode_step(PairState("pre"), PairAction("a"), post)
+    post = pair.state("post")  # the model's own fields: the evidence ghosts too, under the default evidence: on
+    pair_step = pair.encode_step(pair.state("pre"), pair.action("a"), post)
     rules = {r["id"]: r["name"] for r in sarif.sarif_log([])["runs"][0]["tool"]["driver"]["rules"]}
     return {
         "runtime semantics": lambda c: isinstance(

@@ -18,6 +18,7 @@ from prunecheck.checker.outputs.render import report_json, report_text
 from prunecheck.checker.outputs.report_schema import report_schema
 from prunecheck.checker.result import Search
 from prunecheck.spec.conditions import violations
+from prunecheck.spec.policy import DeploymentOverride
 from prunecheck.spec.runtime import State, step
 from prunecheck.checker.outputs.reason_doc import reasons_json
 
@@ -25,11 +26,22 @@ from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES
 
 SEED = str(EXAMPLES / "seed_flawed.yaml")
 SMALL = ["--max-counterexamples", "3", "--depth", "3", "--spans", "3", "--no-prove"]
+# The search is the subject, not the second seed (its defaults are tested elsewhere): without evidence C2's shortest
+# violation fits in 3 spans, of which a compaction's ledger entry would take one.
+EVIDENCE_OFF = DeploymentOverride.of({"evidence": "off"})
 
 
-def _run(*argv) -> str:
+@pytest.fixture(scope="module")
+def evidence_off(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("deployment") / "evidence_off.yaml"
+    path.write_text('evidence: "off"\n')
+    return str(path)
+
+
+def _run(deployment: str, *argv) -> str:
     out, err = io.StringIO(), io.StringIO()
-    assert cli.main(["check", SEED, *SMALL, *argv, *CLI_BOUNDS], out, err) == 1, err.getvalue()
+    assert cli.main(["check", SEED, *SMALL, "--deployment", deployment, *argv, *CLI_BOUNDS], out, err) == 1, \
+        err.getvalue()
     return out.getvalue()
 
 
@@ -58,8 +70,8 @@ def _contains(long: tuple, short: tuple) -> bool:
 
 
 @pytest.mark.parametrize("condition", ["C1", "C2"])
-def test_fewer_than_asked_says_what_the_search_established_and_it_is_true(condition):
-    doc = json.loads(_run("--only", condition, "--format", "json"))
+def test_fewer_than_asked_says_what_the_search_established_and_it_is_true(evidence_off, condition):
+    doc = json.loads(_run(evidence_off, "--only", condition, "--format", "json"))
     jsonschema.validate(doc, report_schema())
     entry = doc["policies"][0]["conditions"][condition]
     shown = [tuple(step["action"] for step in trace) for trace in [entry["trace"], *entry.get("other_traces", [])]]
@@ -69,19 +81,19 @@ def test_fewer_than_asked_says_what_the_search_established_and_it_is_true(condit
     assert begins or search["contained"], search  # what this test checks: a claim of "no other" was made
     assert search["summary"].startswith(f"{len(shown)} of 3 counterexamples asked: no other within depth "
                                         f"{search['depth']} and 3 spans")
-    everyone = _counterexamples(load_policy(SEED), condition, search["depth"], 3)
+    everyone = _counterexamples(load_policy(SEED, EVIDENCE_OFF), condition, search["depth"], 3)
     assert everyone
     for names in everyone:
         if begins:
             assert any(names[:len(s)] == s for s in shown), names
         if search["contained"]:
             assert any(_contains(names, s) for s in shown), names
-    assert search["summary"] in _run("--only", condition)
+    assert search["summary"] in _run(evidence_off, "--only", condition)
 
 
 def test_a_search_that_stopped_says_why_and_claims_nothing(monkeypatch):
     monkeypatch.setattr(variants_module, "MAX_QUERIES_PER_TRACE", 0)
-    policy = load_policy(SEED)
+    policy = load_policy(SEED, EVIDENCE_OFF)
     report = check(policy, CheckOptions(depth=3, spans=3, only=("C2",), prove=False, counterexamples=3, **BOUNDS))
     variants = report.result("C2").variants
     assert variants.search is Search.QUERIES and not variants.contained
@@ -93,7 +105,8 @@ def test_a_search_that_stopped_says_why_and_claims_nothing(monkeypatch):
 
 
 def test_the_search_outcome_survives_the_cache(tmp_path):
-    options = CheckOptions(depth=3, spans=3, only=("C2",), prove=False, counterexamples=3, **BOUNDS)
+    options = CheckOptions(depth=3, spans=3, only=("C2",), prove=False, counterexamples=3, deployment=EVIDENCE_OFF,
+                           **BOUNDS)
     cold = batch_item(SEED, options, str(tmp_path))
     warm = batch_item(SEED, options, str(tmp_path))
     assert cold.report.result("C2").variants.asked == 3

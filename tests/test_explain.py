@@ -17,13 +17,14 @@ from prunecheck.checker.findings.finding import findings_of
 from prunecheck.checker.outputs.emit import write_pytest_files
 from prunecheck.checker.findings.explain import deciding_atoms, explain
 from prunecheck.checker.language.loader import expected_verdicts, load_policy, parse_policy_text
+from prunecheck.checker.language.locate import key_locations
 from prunecheck.checker.engines.minimize import milder_budget, minimize, violation_prefix, without_step
 from prunecheck.checker.engines.replay import confirm, first_violation, replay
 from prunecheck.checker.result import Verdict
 from prunecheck.checker.engines.variants import distinct_counterexamples
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import NOWHERE, DeploymentOverride
+from prunecheck.spec.policy import NOWHERE, DeploymentOverride, Loc
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, span_env
 from prunecheck.strategies import policies, traces
 
@@ -32,6 +33,10 @@ from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, HANG_GUARD, HOUR, RLIMIT
 UNSAFE = sorted(p.name for p in EXAMPLES.iterdir()
                 if "violated" in expected_verdicts(p).values())
 SEED = EXAMPLES / "seed_flawed.yaml"
+# The first seed's destroy, whose record is as large as its target (the default `destroy_record: id` keeps 1 token),
+# without the second seed's ledger entries: the bisection and the truncations below rest on the record's size; the
+# second seed's defaults are tested elsewhere.
+FIRST_SEED = DeploymentOverride.of({"evidence": "off", "destroy_record": "verbatim"})
 
 
 @functools.lru_cache(maxsize=None)
@@ -67,6 +72,12 @@ def test_every_unsafe_example_names_its_offending_text_at_its_line_and_column(na
             if ": " in p.text and p.text.split(": ")[0] in ("records", "rationale", "pins", "audit", "undo",
                                                             "budget"):
                 assert at.lstrip("\"'").startswith(p.text.split(": ")[1])
+            elif ": " in p.text and p.text.split(": ")[0] in ("evicted", "justification"):
+                # the second seed's settings at their defaults (M1, J1), written in no example: named where the
+                # deployment section is (its first key in the Python form), or at the text's start if there is none
+                where = key_locations(policy)
+                assert f"deployment.{p.text.split(': ')[0]}" not in where
+                assert p.loc == where.get("deployment", Loc(1, 1)), (name, r.condition, p)
             else:
                 # the first word of the sub-expression, as the policy spells it (Python form: span.ATTR)
                 first = p.text.lstrip("(").split()[0].strip("(")
@@ -117,7 +128,7 @@ def test_dropping_a_step_renumbers_later_spans_and_drops_what_referred_to_it():
 
 
 def test_large_token_counts_bisect_to_the_smallest_that_still_violates():
-    policy = load_policy(EXAMPLES / "budget_truncates_records.yaml")
+    policy = load_policy(EXAMPLES / "budget_truncates_records.yaml", FIRST_SEED)
     reduced = minimize(policy, (Append("message", 90000), Edit(0, "destroy"), Compact()), "C2", 6)
     assert reduced[0].tokens == 4001  # 4000 would leave the record within the budget once #0 is truncated
     assert violation_prefix(policy, (Append("message", 4000),) + reduced[1:], "C2", 6) is None
@@ -277,7 +288,7 @@ def test_a_host_budget_that_changes_nothing_is_not_named_as_the_truncation():
     text = "name: t\nevict: false\nbudget: 3\ndeployment: {records: window}\n"
     actions = [Append("message", 4), Edit(0, "destroy"), Compact(1)]
     for host, words in (("off", "the policy's budget of 3"), ("on", "the host budget of 1")):
-        policy = parse_policy_text(text.replace("}", f", host_truncation: \"{host}\"}}"), "t.yaml")
+        policy = parse_policy_text(text.replace("}", f", host_truncation: \"{host}\"}}"), "t.yaml", FIRST_SEED)
         explanation = explain(policy, actions, "C2")
         assert f"truncated to {words}" in explanation.steps[-1], explanation.steps[-1]
         assert f"truncated to {words}" in explanation.cause.summary, explanation.cause.summary

@@ -178,8 +178,9 @@ def test_sarif_lists_the_t1_rule_only_when_the_agent_calls_tools(tmp_path):
         main(["check", str(tmp_path / name), "--format", "sarif", "--depth", "2", "--spans", "3", "--no-cache",
               *CLI_BOUNDS], out, io.StringIO())
         rules[name] = [r["id"] for r in json.loads(out.getvalue())["runs"][0]["tool"]["driver"]["rules"]]
-    assert rules == {"off.yaml": ["C1", "C2", "C3", "C4", "P1", "R1"],
-                     "new.yaml": ["C1", "C2", "C3", "C4", "P1", "T1", "R1"]}
+    # M1, A1, J1: asked of every policy under evidence: on, the default (ADR 0035)
+    assert rules == {"off.yaml": ["C1", "C2", "C3", "C4", "P1", "R1", "M1", "A1", "J1"],
+                     "new.yaml": ["C1", "C2", "C3", "C4", "P1", "T1", "R1", "M1", "A1", "J1"]}
 
 
 def test_host_truncation_never_counts_against_t1():
@@ -236,7 +237,17 @@ def test_a_downgraded_mask_that_moves_one_span_of_a_pair_violates_t1_on_the_runt
     assert "moves tool call #0 out of the window" in out or "moves tool result #1 out of the window" in out, out
 
 
-def test_the_certificate_of_the_false_t1_proof_is_rejected():
+def test_the_certificate_of_the_false_t1_proof_is_rejected(tmp_path):
     """The certificate the unsound pair term let cvc5 confirm (kept as it was written) is no longer the policy's."""
-    code, out, _err = run_cli("certify", FALSE_PROOF.replace(".yaml", ".T1.cert.json"), "--policy", FALSE_PROOF)
+    written = FALSE_PROOF.replace(".yaml", ".T1.cert.json")
+    code, out, _err = run_cli("certify", written, "--policy", FALSE_PROOF)
+    # its embedded policy omits destroy_record, then verbatim by default; now it means `id`, another hash (ADR 0035)
+    assert code == 1 and "rejected (policy_hash" in out, out
+    with open(written, encoding="utf-8") as file:
+        document = json.load(file)
+    document["policy"]["deployment"]["destroy_record"] = "verbatim"  # what it meant: its hash is the one it carries
+    (tmp_path / "cert.json").write_text(json.dumps(document))
+    (tmp_path / "verbatim.yaml").write_text("destroy_record: verbatim\n")
+    code, out, _err = run_cli("certify", str(tmp_path / "cert.json"), "--policy", FALSE_PROOF,
+                              "--deployment", str(tmp_path / "verbatim.yaml"))
     assert code == 1 and "rejected (model_smt2" in out, out

@@ -31,6 +31,11 @@ DEMO = "evict: kind == 'summary' or namespace == 'undo'"
 DEMO_RUN = (Append("stack_trace", 3), Append("file_body", 3), Edit(0, "transform"), Edit(1, "destroy"), Compact(),
             Undo(2))
 OPTIONS = CheckOptions(depth=4, spans=3, **BOUNDS)
+# The first seed's deployment (no evidence, a destroy's record as large as its target), for the tests of its refusal
+# that name every condition a step violates or search within small bounds: a compaction's ledger entry would take a
+# slot, and a 1-token record fits any host budget once its target is gone; the second seed's defaults are tested
+# elsewhere.
+FIRST_SEED = Deployment(evidence="off", destroy_record="verbatim")
 
 
 def _run(policy, actions):
@@ -86,7 +91,7 @@ def test_r1_applies_to_every_policy_and_x1_only_where_the_refusal_is_not_silent(
 def test_silent_compacts_as_before_atomic_changes_nothing_but_the_clock_sequential_keeps_what_it_took():
     outcomes = {}
     for refusal in ("silent", "atomic", "sequential"):
-        policy = model_policy(DEMO, Deployment(refusal=refusal))
+        policy = model_policy(DEMO, replace(FIRST_SEED, refusal=refusal))
         t = _run(policy, DEMO_RUN[:5])[-1]
         outcomes[refusal] = (t.outcome, sorted(t.evicted), sorted(violations(policy, t)))
         if refusal == "atomic":
@@ -133,7 +138,7 @@ def test_with_the_policy_abstracted_r1_is_unprovable_with_its_own_terms_it_is_no
 
 
 def test_x1_is_violated_under_sequential_with_a_replayed_trace():
-    policy = model_policy(DEMO, Deployment(refusal="sequential"))
+    policy = model_policy(DEMO, replace(FIRST_SEED, refusal="sequential"))
     result = check(policy, replace(OPTIONS, only=("X1",))).result("X1")
     assert result.verdict is Verdict.VIOLATED
     assert result.trace.actions[-1].name == "compact"
@@ -168,7 +173,7 @@ def test_a_refusing_deployment_proves_nothing_the_runtime_violates(refusal):
     # record as under silent; the abstracted pair model once read "a present record" as "named" (blocked) and so
     # proved C2 here.
     policy = model_policy("evict: not pinned and recency * frequency < 0.25",
-                          Deployment(records="window", refusal=refusal, host_truncation="on"))
+                          replace(FIRST_SEED, records="window", refusal=refusal, host_truncation="on"))
     proof = prove(policy, "C2", policy_document(policy), policy_hash(policy), **BOUNDS)
     assert proof.verdict is not Verdict.HOLDS
     (bounded,) = check_bounded(policy, depth=3, spans=4, conditions=["C2"], **BOUNDS)

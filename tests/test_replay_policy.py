@@ -28,10 +28,14 @@ def run(*argv):
 @pytest.fixture(scope="module")
 def seed_traces(tmp_path_factory):
     out = tmp_path_factory.mktemp("traces")
-    code, _, err = run("check", SEED, "--depth", "4", "--spans", "3", "--no-prove", "--out", out, *CLI_BOUNDS)
+    # 4 spans: the compaction of C2's and C4's traces writes a ledger entry (evidence: on, the default) beside the span
+    # and its edit's record and rationale, and the safe design they are replayed against writes one too
+    code, _, err = run("check", SEED, "--depth", "4", "--spans", "4", "--no-prove", "--out", out, *CLI_BOUNDS)
     assert code == 1, err
     traces = {path.name.split(".")[1]: path for path in out.glob("*.itf.json")}
-    assert sorted(traces) == ["C1", "C2", "C4", "T1"]  # T1: seed_flawed's predicate is role-blind (ADR 0033)
+    # T1: seed_flawed's predicate is role-blind (ADR 0033); M1, J1: its compactions keep no tombstone, nor what their
+    # ledger entries cite (ADR 0035)
+    assert sorted(traces) == ["C1", "C2", "C4", "J1", "M1", "T1"]
     return traces
 
 

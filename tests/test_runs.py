@@ -1,5 +1,7 @@
 """The search with runs (symbolic/runs.py): real-size counts decided at the default span bound, every trace replayed."""
 
+from dataclasses import replace
+
 import pytest
 import z3
 from hypothesis import given, settings
@@ -84,7 +86,8 @@ def test_keep_the_last_twenty_is_violated_at_the_default_span_bound():
 
 
 def test_the_run_search_never_claims_holds_and_the_safe_deployment_is_still_proved():
-    policy = model_policy("evict: from_end >= 20", Deployment())
+    # the safe design of both seeds: what a compaction removes leaves a tombstone, a cited span moves to the log
+    policy = model_policy("evict: from_end >= 20", Deployment(evicted="tombstone", justification="downgrade"))
     results = {r.condition: r for r in check(policy, CheckOptions(depth=4, spans=6, **BOUNDS)).results}
     # T1 applies to this role-blind policy too (tool_calls: on, ADR 0033): a call, its result in the same run, then
     # 19 user messages, and the compaction takes the call alone; only the run search reaches 21 spans, and it says
@@ -154,7 +157,9 @@ def test_a_run_of_pairs_prints_and_reads_back_only_when_it_has_results():
 
 
 # A window with two runs of pairs, a run of assistant messages, a record, and the first run's results evicted: the
-# model's positions of every run's first and last members are the runtime's.
+# model's positions of every run's first and last members are the runtime's. Without evidence (the first seed's
+# deployment): the slots below are the trace's spans, and a compaction's ledger entry would take one more; the
+# second seed's defaults are tested elsewhere.
 PAIR_POLICY = "evict: role == 'tool_result' and from_end_in_role >= 3 and from_end >= 0 and position >= 0 " \
               "and turn >= 0 and tokens_after >= 0"
 PAIR_TRACE = (Append("message", 2), Edit(0, "transform"), Append("message", 3, "tool_call", 3, 5),
@@ -189,7 +194,7 @@ def _pinned(model, a, action) -> list:
 
 
 def test_the_positions_of_a_run_of_pairs_members_are_the_runtimes():
-    policy = model_policy(PAIR_POLICY, WINDOW)
+    policy = model_policy(PAIR_POLICY, replace(WINDOW, evidence="off"))
     slots = _slot_members(PAIR_TRACE)
     model = RunModel(policy, len(slots), (2, 3))
     solver, states = unroll(model, PAIR_TRACE, _pinned)

@@ -26,8 +26,9 @@ def test_a_violated_policy_gives_a_valid_log_with_located_errors(monkeypatch):
     assert code == 1
     jsonschema.validate(log, SCHEMA)
     results = log["runs"][0]["results"]
-    # T1: the role-blind policy splits a tool-call pair (every policy is asked T1 under tool_calls: on, ADR 0033)
-    assert sorted(r["ruleId"] for r in results) == ["C1", "C2", "C4", "T1"]
+    # T1: the role-blind policy splits a tool-call pair (every policy is asked T1 under tool_calls: on, ADR 0033); M1
+    # and J1 (evidence: on, the default, ADR 0035): its compactions keep no tombstone, nor the spans their ledger cites
+    assert sorted(r["ruleId"] for r in results) == ["C1", "C2", "C4", "J1", "M1", "T1"]
     lines = (EXAMPLES / "seed_flawed.yaml").read_text().splitlines()
     for r in results:
         assert r["level"] == "error"
@@ -49,7 +50,8 @@ def test_several_policies_and_formats_in_one_valid_log(monkeypatch):
     by_file = {}
     for r in log["runs"][0]["results"]:
         by_file.setdefault(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], []).append(r)
-    assert {r["ruleId"] for r in by_file["examples/policies/blind_undo.yaml"]} == {"C3", "T1"}  # T1: ADR 0033
+    # T1: ADR 0033; M1, J1: evidence on by default, the evicted spans destroyed and their citations unchecked (ADR 0035)
+    assert {r["ruleId"] for r in by_file["examples/policies/blind_undo.yaml"]} == {"C3", "T1", "M1", "J1"}
     (c3,) = [r for r in by_file["examples/policies/blind_undo.yaml"] if r["ruleId"] == "C3"]
     undo = c3["locations"][0]["physicalLocation"]["region"]
     assert undo == {"startLine": 6, "startColumn": 9}  # `undo: blind`, at its value

@@ -28,6 +28,12 @@ from prunecheck.strategies import EXTENSION, policies, policy_texts
 from conftest import BOUNDS, HOUR, RLIMIT
 from support import STAGE_POLICIES, agree, at, model_policy, runs
 
+# The first seed's deployment (no evidence, a destroy's record as large as its target), for the tests of the first
+# seed's conditions on a stage and of a destroy's record truncated: a compaction's ledger entry would take the slot
+# their bounds leave; the second seed's defaults are tested elsewhere.
+FIRST_SEED = {"evidence": "off", "destroy_record": "verbatim"}
+
+
 def _policy(text, **deployment):
     return parse_policy_text(f"name: t\n{text}\n", "t.yaml", Deployment(**deployment))
 
@@ -203,7 +209,8 @@ def _summary(results):
 
 
 def test_a_safe_stage_policy_is_proved_with_records_in_the_undo_region():
-    policy = _policy("evict: true\nkeep: role == 'system'\nwhen: window_spans > 3\nuntil: window_tokens <= 10")
+    policy = _policy("evict: true\nkeep: role == 'system'\nwhen: window_spans > 3\nuntil: window_tokens <= 10",
+                     **FIRST_SEED)
     results = check(policy, CheckOptions(depth=3, spans=4, **BOUNDS)).results
     verdicts = {r.condition: r.verdict for r in results}
     # It reads `role`, so T1 applies too, and is not proved: the walk may stop between a tool call and its result.
@@ -224,7 +231,8 @@ def test_keep_proves_c1_for_records_in_the_window_on_the_pair_model():
 
 
 def test_a_stage_that_reaches_records_in_the_window_is_violated_and_replayed():
-    policy = _policy("evict: true\nwhen: window_spans > 2\nuntil: window_spans <= 2\norder: newest", records="window")
+    policy = _policy("evict: true\nwhen: window_spans > 2\nuntil: window_spans <= 2\norder: newest", records="window",
+                     **FIRST_SEED)
     results = {r.condition: r for r in check(policy, CheckOptions(depth=4, spans=4, only=("C1", "C2"),
                                                                    **BOUNDS)).results}
     for condition in ("C1", "C2"):
@@ -237,7 +245,7 @@ def test_a_stage_that_reaches_records_in_the_window_is_violated_and_replayed():
 
 def test_explanations_say_the_trigger_held_and_the_target_was_not_reached():
     policy = _policy("evict: true\nkeep: role == 'system'\nwhen: window_spans > 2\nuntil: window_spans <= 2\n"
-                     "order: newest", records="window")
+                     "order: newest", records="window", **FIRST_SEED)
     taken = explain(policy, [Append("message", 1), Append("message", 1), Edit(0, "transform"), Compact()], "C2")
     points = {p.text.split(":")[0]: p for p in taken.cause.points}
     assert (points["when"].loc.line, points["until"].loc.line, points["keep"].loc.line) == (4, 5, 3)

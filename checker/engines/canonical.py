@@ -32,6 +32,8 @@ def _arguments(model: z3.ModelRef, a: SymAction, spans: int) -> list:
         out.append((a.destroy, [z3.BoolVal(False), z3.BoolVal(True)]))
     if name == "compact":
         out.append((a.hosted, [z3.BoolVal(False), z3.BoolVal(True)]))
+    if name in ("edit", "compact"):  # evidence: on: the fewest citations, the lowest slots first
+        out += [(cite, [z3.BoolVal(False), z3.BoolVal(True)]) for cite in a.cites]
     return out
 
 
@@ -44,8 +46,8 @@ def _name_preference(names: tuple) -> list:
 def least_model(solver: z3.Solver, assumptions: Sequence, actions: Sequence[SymAction], model: z3.ModelRef,
                 spans: int, deadline: float, clock=None) -> z3.ModelRef:
     """A model of `assumptions` with the least final `clock` (the fewest real steps, when steps are accelerated),
-    then with lexicographically least actions (action name in PREFERENCE order, then span slot, kind, role, transform before destroy, an
-    append's token count (with runs, then its results' tokens and its run's length), a read's or audit's
+    then with lexicographically least actions (action name in PREFERENCE order, then span slot, kind, role, transform
+    before destroy, no citation before one (slot by slot, under evidence: on), an append's token count (with runs, then its results' tokens and its run's length), a read's or audit's
     repetitions, and a compaction without a host budget before one with the least host budget, step by step),
     starting from `model`.
 

@@ -27,12 +27,13 @@ DRAFTS = [
                     "pairs: together\n"
                     "budget: 4000\n"
                     "deployment:\n  records: window\n"),
-    # 3: the same, with records in their own undo region, outside the policy's reach.
+    # 3: the same, with records in their own undo region, outside the policy's reach, and the second seed's
+    # evidence kept: what a compaction removes leaves a tombstone, a cited span moves to the log.
     ("draft3.yaml", "name: evict-idle-records-apart\n"
                     "evict: kind not in ['record', 'rationale'] and idle > 3\n"
                     "pairs: together\n"
                     "budget: 4000\n"
-                    "deployment:\n  records: undo_region\n"),
+                    "deployment:\n  records: undo_region\n  evicted: tombstone\n  justification: downgrade\n"),
 ]
 
 
