@@ -32,7 +32,7 @@ from pathlib import Path
 from conftest import CLI_BOUNDS as BOUNDS, EXAMPLES, HANG_GUARD, ROOT  # rlimit decides; the time is a hang guard
 
 GOLDEN = ROOT / "tests" / "data" / "golden"
-DEPTH, SPANS = 6, 3
+DEPTH, SPANS = 6, 4  # 4: a compaction's ledger entry takes a slot of its own (evidence: on, the default)
 POLICY_SUFFIXES = (".yaml", ".yml", ".json", ".py")
 # Each policy's outputs go to out/NAME/ in the scratch directory (NAME/ in the golden one): report.json (stdout) and
 # these folders for --out, --python and --emit-pytest.

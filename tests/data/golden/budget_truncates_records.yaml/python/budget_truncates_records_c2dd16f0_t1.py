@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""prunecheck 0.1.0: a T1 counterexample (4 actions, 5 steps), replayed on the reference runtime.
+
+T1: tool-call pairs: no compaction stage removes one span of a tool call and its result.
+The policy is embedded as it was checked (POLICY, deployment included), so this script needs
+only an installed prunecheck and runs from any directory. Exit code: 0 reproduced, 1 not.
+"""
+
+import sys
+
+import prunecheck
+from prunecheck import Append, Audit, Compact
+
+CONDITION = 'T1'
+SPANS = 4
+POLICY_NAME = 'budget-truncates-records'
+CHECKED_FROM = '<ROOT>/examples/policies/budget_truncates_records.yaml'
+POLICY = '{"name": "budget-truncates-records", "evict": "kind not in [\'record\', \'rationale\'] and reads == 0 and age > 2", "budget": 4000, "deployment": {"records": "window", "rationale": "decision_log", "pins": "host", "audit": "independent", "undo": "versioned", "record_role": "tool_result"}}'
+WHY = "the compaction removes tool call #0 out of the window but leaves its tool result #1 there: the model's API rejects the orphan (the policy cannot tell pairs apart: it reads no role and sets neither `pairs: together` nor `start_on`)"
+STEPS = [
+    Append(kind='message', tokens=1, role='tool_call'),
+    Append(kind='message', tokens=1, role='tool_result'),
+    Audit(times=2),
+    Compact(),
+]
+
+
+def main() -> int:
+    policy = prunecheck.parse_policy(POLICY, "recorded-policy.json")
+    violated = prunecheck.replay(policy, STEPS, spans=SPANS)
+    for number, (action, conditions) in enumerate(zip(STEPS, violated), start=1):
+        print(f"{number}. {action}: {', '.join(sorted(conditions)) or 'no violation'}")
+    if CONDITION in violated[-1] and not any(CONDITION in found for found in violated[:-1]):
+        print(f"{CONDITION} violated at the last step: reproduced ({WHY})")
+        return 0
+    print(f"{CONDITION} is not violated exactly at the last step: NOT reproduced")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

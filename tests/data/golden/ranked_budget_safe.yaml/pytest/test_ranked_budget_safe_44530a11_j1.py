@@ -1,0 +1,52 @@
+"""prunecheck 0.1.0: J1 counterexample (2 steps) for policy 'ranked-budget-safe'.
+
+J1: justification survives: no span a live edit or compaction cites is removed while it is live (moved to the log counts as kept).
+Why: #0, cited by the compaction whose rationale is #1, is gone (evicted by the policy): the justification did not survive the edit.
+
+test_recorded_policy_violates_j1 replays the steps on the policy as it was checked (embedded below) and asserts
+the violation at the last step, so the finding stays reproducible. test_policy_file_keeps_j1 runs the same steps
+against the policy file as it is now, with the deployment keys DEPLOYMENT_OVERRIDE set as they were when it was
+checked: it fails while the policy is unsafe and passes once it is fixed, and then guards against a regression (it
+is skipped if the current policy refuses one of the steps).
+"""
+
+import pathlib
+
+import pytest
+
+from prunecheck import ActionRefused, DeploymentOverride, load_policy, parse_policy, replay
+from prunecheck import Append, Compact
+
+CONDITION = 'J1'
+MAX_SPANS = 4
+POLICY_FILE = pathlib.Path(__file__).resolve().parent / '../../../examples/policies/ranked_budget_safe.yaml'
+RECORDED_POLICY = '{\n "name": "ranked-budget-safe",\n "evict": "not pinned and kind in [\'tool_output\', \'message\']",\n "rank": "recency * frequency",\n "budget": 3000,\n "pairs": "together",\n "deployment": {\n  "records": "undo_region",\n  "rationale": "decision_log",\n  "pins": "host",\n  "audit": "independent",\n  "undo": "versioned",\n  "record_role": "tool_result"\n }\n}'
+DEPLOYMENT_OVERRIDE = {}
+
+
+def steps():
+    return [
+        Append(kind='message', tokens=3001),  # span #0 (message, role user, 3001 tokens) enters the window
+        Compact(cites=(0,)),  # compaction: evicted by the policy: #0 (message); ledger entry: rationale #1 in the log namespace, cites #0
+    ]
+
+
+def violated_at_each_step(policy):
+    """The set of conditions each step violates on the reference runtime."""
+    return replay(policy, steps(), spans=MAX_SPANS)
+
+
+def test_recorded_policy_violates_j1():
+    found = violated_at_each_step(parse_policy(RECORDED_POLICY, "recorded-policy.json"))
+    assert all(CONDITION not in f for f in found[:-1]), "the violation should come at the last step"
+    assert CONDITION in found[-1]
+
+
+@pytest.mark.skipif(POLICY_FILE is None or not POLICY_FILE.is_file(), reason="the policy file is not available")
+def test_policy_file_keeps_j1():
+    policy = load_policy(POLICY_FILE, DeploymentOverride.of(DEPLOYMENT_OVERRIDE))
+    try:
+        found = violated_at_each_step(policy)
+    except ActionRefused as refused:
+        pytest.skip(f"the current policy makes this run impossible: {refused}")
+    assert not any(CONDITION in f for f in found), f"{CONDITION} is still violated by {POLICY_FILE}"

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""prunecheck 0.1.0: a M1 counterexample (2 steps), replayed on the reference runtime.
+
+M1: monotone evidence: no step destroys a span's content without a tombstone or a place in the log.
+The policy is embedded as it was checked (POLICY, deployment included), so this script needs
+only an installed prunecheck and runs from any directory. Exit code: 0 reproduced, 1 not.
+"""
+
+import sys
+
+import prunecheck
+from prunecheck import Append, Compact
+
+CONDITION = 'M1'
+SPANS = 4
+POLICY_NAME = 'seed-recency-frequency'
+CHECKED_FROM = '<ROOT>/examples/policies/seed_flawed.yaml'
+POLICY = '{"name": "seed-recency-frequency", "description": "Evict spans that are neither recent nor frequently read, unless pinned.", "evict": "not pinned and recency * frequency < 0.25", "deployment": {"records": "window", "rationale": "decision_log", "pins": "self", "audit": "policy", "undo": "versioned", "record_role": "tool_result"}}'
+WHY = 'the compaction removes #0 (message; evicted by the policy) and keeps no evidence of it: no tombstone, no place in the log'
+STEPS = [
+    Append(kind='message', tokens=1),
+    Compact(),
+]
+
+
+def main() -> int:
+    policy = prunecheck.parse_policy(POLICY, "recorded-policy.json")
+    violated = prunecheck.replay(policy, STEPS, spans=SPANS)
+    for number, (action, conditions) in enumerate(zip(STEPS, violated), start=1):
+        print(f"{number}. {action}: {', '.join(sorted(conditions)) or 'no violation'}")
+    if CONDITION in violated[-1] and not any(CONDITION in found for found in violated[:-1]):
+        print(f"{CONDITION} violated at the last step: reproduced ({WHY})")
+        return 0
+    print(f"{CONDITION} is not violated exactly at the last step: NOT reproduced")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

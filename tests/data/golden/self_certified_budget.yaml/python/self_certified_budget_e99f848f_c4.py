@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""prunecheck 0.1.0: a C4 counterexample (4 steps), replayed on the reference runtime.
+
+C4: independent audit: status is never 'reversible' while a live edit lacks its record.
+The policy is embedded as it was checked (POLICY, deployment included), so this script needs
+only an installed prunecheck and runs from any directory. Exit code: 0 reproduced, 1 not.
+"""
+
+import sys
+
+import prunecheck
+from prunecheck import Append, Compact, Edit
+
+CONDITION = 'C4'
+SPANS = 4
+POLICY_NAME = 'self-certified-budget'
+CHECKED_FROM = '<ROOT>/examples/policies/self_certified_budget.yaml'
+POLICY = '{"name": "self-certified-budget", "evict": "kind == \'tool_output\' and idle > 2", "rank": "recency", "budget": 2000, "deployment": {"records": "window", "rationale": "decision_log", "pins": "host", "audit": "policy", "undo": "versioned", "record_role": "tool_result"}}'
+WHY = "status says 'reversible' while record #1 of edit 1 is gone (removed at step 4)"
+STEPS = [
+    Append(kind='message', tokens=1),
+    Edit(target=0, mode='transform'),
+    Append(kind='message', tokens=2000),
+    Compact(),
+]
+
+
+def main() -> int:
+    policy = prunecheck.parse_policy(POLICY, "recorded-policy.json")
+    violated = prunecheck.replay(policy, STEPS, spans=SPANS)
+    for number, (action, conditions) in enumerate(zip(STEPS, violated), start=1):
+        print(f"{number}. {action}: {', '.join(sorted(conditions)) or 'no violation'}")
+    if CONDITION in violated[-1] and not any(CONDITION in found for found in violated[:-1]):
+        print(f"{CONDITION} violated at the last step: reproduced ({WHY})")
+        return 0
+    print(f"{CONDITION} is not violated exactly at the last step: NOT reproduced")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
