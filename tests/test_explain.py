@@ -24,7 +24,7 @@ from prunecheck.checker.result import Verdict
 from prunecheck.checker.engines.variants import distinct_counterexamples
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import NOWHERE, DeploymentOverride, Loc
+from prunecheck.spec.policy import NOWHERE, DeploymentOverride
 from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, span_env
 from prunecheck.strategies import policies, traces
 
@@ -63,8 +63,11 @@ def test_every_unsafe_example_names_its_offending_text_at_its_line_and_column(na
         for p in cause.points:
             if p.loc == NOWHERE:
                 # T1 now applies to role-blind policies (ADR 0033): their cause names the unwritten default
-                # `pairs: apart`, which has no place in the file, so it is printed without a line and column
-                assert r.condition == "T1" and p.text == "pairs: apart", (name, r.condition, p)
+                # `pairs: apart`; M1 and J1 (checked by default, ADR 0035) name the unwritten `evicted: destroyed` and
+                # `justification: unchecked`. None has a place in the file: printed without a line and column.
+                assert (r.condition, p.text) in (("T1", "pairs: apart"), ("M1", "evicted: destroyed"),
+                                                  ("J1", "justification: unchecked")), (name, r.condition, p)
+                assert f"deployment.{p.text.split(': ')[0]}" not in key_locations(policy)
                 assert f"{policy.source}: `{p.text}`" in text
                 continue
             assert f"{policy.source}:{p.loc.line}:{p.loc.col}: `{p.text}`" in text
@@ -72,12 +75,6 @@ def test_every_unsafe_example_names_its_offending_text_at_its_line_and_column(na
             if ": " in p.text and p.text.split(": ")[0] in ("records", "rationale", "pins", "audit", "undo",
                                                             "budget"):
                 assert at.lstrip("\"'").startswith(p.text.split(": ")[1])
-            elif ": " in p.text and p.text.split(": ")[0] in ("evicted", "justification"):
-                # the second seed's settings at their defaults (M1, J1), written in no example: named where the
-                # deployment section is (its first key in the Python form), or at the text's start if there is none
-                where = key_locations(policy)
-                assert f"deployment.{p.text.split(': ')[0]}" not in where
-                assert p.loc == where.get("deployment", Loc(1, 1)), (name, r.condition, p)
             else:
                 # the first word of the sub-expression, as the policy spells it (Python form: span.ATTR)
                 first = p.text.lstrip("(").split()[0].strip("(")

@@ -58,10 +58,12 @@ def test_every_location_in_the_page_lands_on_its_token_in_the_shown_file(name, t
         assert plain(unescape(token)) in plain(text), (line, column, token)
     text = unescape(re.sub(r"<[^>]+>", "", page))
     # every printed location is a link; 0:0 is a point written nowhere in the file (step_labels prints it so): since
-    # ADR 0033 a role-blind policy's T1 cause names its unwritten default `pairs: apart`
+    # ADR 0033 a role-blind policy's T1 cause names its unwritten default `pairs: apart`, and since ADR 0035 M1's and
+    # J1's causes name the unwritten `evicted: destroyed` and `justification: unchecked`
     printed = PRINTED.findall(text)
     assert len([p for p in printed if p != ("0", "0")]) == len(links)
-    assert text.count("0:0 `") == text.count("0:0 `pairs: apart`")
+    unwritten = ("pairs: apart", "evicted: destroyed", "justification: unchecked")
+    assert text.count("0:0 `") == sum(text.count(f"0:0 `{setting}`") for setting in unwritten)
     located = {int(line) for _, line, _, _, _ in links}
     assert {int(n) for n in re.findall(r'class="line located" id="p0-L(\d+)"', page)} == located
 

@@ -26,8 +26,11 @@ from support import N, POSITIONAL, model_policy, pin_action, run_actions, runs, 
 from support import agree as agree_with_runtime
 from support import engines_agree as agree
 
-WINDOW = Deployment(records="window", pins="self")
-HOSTED = Deployment(records="window", pins="self", host_truncation="on")  # a host that truncates (SPEC §2)
+# Positions are the first seed's mechanism: these deployments state it (no evidence ledger, whose entries would take
+# the bound's slots, and verbatim records, which a host's truncation reaches within it; ADR 0035).
+FIRST_SEED = {"evidence": "off", "destroy_record": "verbatim"}
+WINDOW = Deployment(records="window", pins="self", **FIRST_SEED)
+HOSTED = Deployment(records="window", pins="self", host_truncation="on", **FIRST_SEED)  # a host that truncates (SPEC §2)
 BUILT = (Append("message", 2, "system"), Append("message", 3, "user"), Append("tool_output", 1, "assistant"),
          Append("message", 4, "user"), Edit(2, "destroy"), Append("message", 5, "assistant"), Compact())
 
@@ -91,7 +94,8 @@ def test_the_model_with_its_proved_lemmas_reaches_the_runtimes_states_and_violat
 
 @pytest.mark.parametrize("text", ["evict: from_end >= 2", "evict: position < 1",
                                   "evict: turn >= 1 and role == 'tool_result'", "evict: window_spans > 3"])
-@pytest.mark.parametrize("deployment", [Deployment(), WINDOW, HOSTED], ids=["undo_region", "window", "window-host"])
+@pytest.mark.parametrize("deployment", [Deployment(**FIRST_SEED), WINDOW, HOSTED],
+                         ids=["undo_region", "window", "window-host"])
 def test_explicit_and_symbolic_engines_agree(text, deployment):
     summary = agree(model_policy(text, deployment))
     violated = {c for c, (verdict, _) in summary.items() if verdict == Verdict.VIOLATED}
@@ -111,7 +115,7 @@ def test_keep_the_last_three_with_records_in_the_window_is_violated_and_in_the_u
     leaky = check(policy, CheckOptions(**BOUNDS)).result("C1")
     assert leaky.verdict == Verdict.VIOLATED
     confirm(policy, leaky.trace.actions, "C1", leaky.trace.spans)
-    policy = model_policy("evict: from_end >= 3", Deployment())
+    policy = model_policy("evict: from_end >= 3", Deployment(**FIRST_SEED))
     safe = {r.condition: r for r in check(policy, CheckOptions(**BOUNDS)).results}
     # T1 applies to this role-blind policy (tool_calls: on, ADR 0033): it keeps the last three spans whatever their
     # roles, so a call can go while its result stays.

@@ -125,6 +125,8 @@ def _setting(policy: Policy, key: str, where: Dict[str, Loc], why: str) -> Point
     value = getattr(policy.deployment, key)
     if key in policy.overridden:  # not written in the policy's file: no position there shows this value
         return Point(f"{key}: {value} (set by the deployment override)", NOWHERE, why)
+    if policy.origin is not None and f"deployment.{key}" not in where:  # a default the file does not write
+        return Point(f"{key}: {value}", NOWHERE, why)
     return Point(f"{key}: {value}", deployment_location(policy, key, where), why)
 
 
