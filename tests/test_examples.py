@@ -14,6 +14,10 @@ from policy_table import EXAMPLES, example_table
 
 ENGINES = {"bmc": check_bounded}
 ROWS = example_table()
+# Under `evidence: on` (the default, ADR 0035) the bounded search of P1 in kind_excludes_records.json (records and
+# rationale in the window, where the compactions' ledger entries go too) needs more than the 100 million resource units
+# per query of conftest's BOUNDS to reach its bound: measured, the solver limit at depth 11; the bound at 200 million.
+RLIMIT = 200_000_000
 
 
 def _load(path, text, name):
@@ -25,7 +29,7 @@ def _load(path, text, name):
 def test_example_verdicts(engine, name, path, text, expected):
     policy = _load(path, text, name)
     assert set(expected) == set(applicable(policy)), f"{name} must state a verdict for every condition that applies"
-    results = {r.condition: r for r in ENGINES[engine](policy, **BOUNDS)}
+    results = {r.condition: r for r in ENGINES[engine](policy, **{**BOUNDS, "rlimit": RLIMIT})}
     for condition, want in expected.items():
         got = results[condition]
         if got.verdict == Verdict.VIOLATED:
@@ -42,9 +46,6 @@ def test_seed_flawed_policy_violates_c1_within_8_steps():
     for path in ("seed_flawed.yaml", "seed_flawed.py"):
         result = {r.condition: r for r in check_bounded(load_policy(EXAMPLES / path), **BOUNDS)}["C1"]
         assert result.verdict == Verdict.VIOLATED and len(result.trace.actions) <= 8
-
-
-RLIMIT = 200_000_000
 
 
 def test_late_violation_is_found_in_three_actions_and_twenty_three_steps():

@@ -45,20 +45,36 @@ def flip(key, value):
     return Change("deployment", key=key, value=value)
 
 
+# Under the default deployment (ADR 0035) a policy that removes spans violates M1 and J1 (`evicted: destroyed`,
+# `justification: unchecked`): its repair sets these two as the safe design does.
+TOMBSTONE, DOWNGRADE = flip("evicted", "tombstone"), flip("justification", "downgrade")
+# The first seed's repair of records under a truncating host (hosted, some tests at bounds tuned to it), the
+# alternatives search and a policy safe under the first seed's deployment state `evidence: "off"`: M1, A1 and J1 stay
+# out of them (the repairs under the defaults are tested on the examples as shipped and on an inline JSON policy).
+FIRST_SEED = {"evidence": "off"}
+
+
+def first_seed(text, name, **keys):
+    """text (YAML or JSON) with FIRST_SEED and keys set in its deployment."""
+    keys = {**FIRST_SEED, **keys}
+    if name.endswith(".json"):
+        document = json.loads(text)
+        document.setdefault("deployment", {}).update(keys)
+        return json.dumps(document, indent=1) + "\n"
+    lines = "".join(f'  {k}: "{v}"\n' for k, v in keys.items())
+    if "\ndeployment:\n" not in text:
+        return text + "deployment:\n" + lines
+    return text.replace("\ndeployment:\n", "\ndeployment:\n" + lines, 1)
+
+
 def hosted(tmp_path, name, text=None):
     """A copy of the example `name` (or of `text`) under a host that truncates (host_truncation: on, SPEC §2), where
     excluding records by the policy's text no longer protects them: moving them is the repair. The agent calls no
-    tools (tool_calls: off), so T1 and its repair `pairs: together` (tested on their own below) stay out of it."""
+    tools (tool_calls: off), so T1 and its repair `pairs: together` (tested on their own below) stay out of it, and
+    keeps no evidence (FIRST_SEED)."""
     text = (EXAMPLES / name).read_text() if text is None else text
-    if name.endswith(".json"):
-        document = json.loads(text)
-        document["deployment"].update(host_truncation="on", tool_calls="off")
-        text = json.dumps(document, indent=1) + "\n"
-    else:
-        assert "\ndeployment:\n" in text, name
-        text = text.replace("\ndeployment:\n", '\ndeployment:\n  host_truncation: "on"\n  tool_calls: "off"\n', 1)
     path = tmp_path / name
-    path.write_text(text)
+    path.write_text(first_seed(text, name, host_truncation="on", tool_calls="off"))
     return path
 
 
@@ -88,10 +104,17 @@ def without_tools(policy):
     return replace(policy, deployment=replace(policy.deployment, tool_calls="off"))
 
 
+def tombstoned(policy):
+    """policy under `evicted: tombstone` and `justification: downgrade`: neither is a candidate."""
+    return replace(policy, deployment=replace(policy.deployment, evicted="tombstone", justification="downgrade"))
+
+
 def test_changes_are_ordered_text_then_deployment_then_budget_and_only_unsafe_keys_flip():
-    # records: window, audit: policy, budget
+    # records: window, audit: policy, budget; evicted and justification at their defaults
     policy = without_tools(load_policy(EXAMPLES / "self_certified_budget.yaml"))
     records, audit = flip("records", "undo_region"), flip("audit", "independent")
+    assert available_changes(policy) == (RECORDS, RATIONALE, BOTH, records, audit, TOMBSTONE, DOWNGRADE, DROP_BUDGET)
+    policy = tombstoned(policy)
     assert available_changes(policy) == (RECORDS, RATIONALE, BOTH, records, audit, DROP_BUDGET)
     assert available_changes(policy, allow_deployment=False) == (RECORDS, RATIONALE, BOTH, DROP_BUDGET)
     sets = list(candidate_sets(available_changes(policy)))
@@ -109,15 +132,17 @@ def test_changes_are_ordered_text_then_deployment_then_budget_and_only_unsafe_ke
 def test_pairs_together_is_a_text_change_offered_where_t1_is_asked_and_never_a_host_fact():
     policy = load_policy(EXAMPLES / "self_certified_budget.yaml")  # role-blind, under tool_calls: on (ADR 0033)
     records, audit = flip("records", "undo_region"), flip("audit", "independent")
-    assert available_changes(policy) == (RECORDS, RATIONALE, BOTH, PAIRS, records, audit, DROP_BUDGET)
+    assert available_changes(policy) == (RECORDS, RATIONALE, BOTH, PAIRS, records, audit, TOMBSTONE, DOWNGRADE,
+                                         DROP_BUDGET)
     sets = list(candidate_sets(available_changes(policy)))
     assert sets[:3] == [(RECORDS,), (RATIONALE,), (PAIRS,)]  # one text change (the narrower first)
     text_only = [i for i, changes in enumerate(sets) if all(c.kind in ("exclude", "pairs") for c in changes)]
     assert text_only == list(range(7))  # every set of text changes before any deployment change
     together = replace(policy, pairs="together")
     assert PAIRS not in available_changes(together) and PAIRS not in available_changes(without_tools(policy))
-    hosted_policy = replace(policy, deployment=replace(policy.deployment, tool_calls="off", host_truncation="on"))
-    assert all(c.key not in ("tool_calls", "host_truncation") for c in available_changes(hosted_policy))
+    hosted_policy = replace(policy, deployment=replace(policy.deployment, tool_calls="off", host_truncation="on",
+                                                       evidence="off"))
+    assert all(c.key not in ("tool_calls", "host_truncation", "evidence") for c in available_changes(hosted_policy))
 
 
 @pytest.mark.parametrize("source, text, added", [
@@ -161,9 +186,12 @@ def test_a_known_counterexample_screens_candidates_on_the_runtime():
     c1_run = (Append("stack_trace", 1), Edit(0, "destroy"))  # the record is a candidate at once
     c2_run = c1_run + (Compact(),)
     assert run_violations(policy, c1_run, 6) == {"C1"}
-    assert run_violations(policy, c2_run, 6) == {"C1", "C2", "C4"}  # compact evicts the record; audit: policy
-    assert run_violations(repaired_policy(policy, (RATIONALE,), "yaml"), c2_run, 6) == {"C1", "C2", "C4"}
-    assert run_violations(repaired_policy(policy, (RECORDS,), "yaml"), c2_run, 6) == set()
+    # compact evicts the record (C2; C4 under audit: policy) and the edited span, of which it keeps no tombstone (M1)
+    assert run_violations(policy, c2_run, 6) == {"C1", "C2", "C4", "M1"}
+    assert run_violations(repaired_policy(policy, (RATIONALE,), "yaml"), c2_run, 6) == {"C1", "C2", "C4", "M1"}
+    assert run_violations(repaired_policy(policy, (RECORDS,), "yaml"), c2_run, 6) == {"M1"}
+    assert run_violations(repaired_policy(policy, (TOMBSTONE,), "yaml"), c2_run, 6) == {"C1", "C2", "C4"}
+    assert run_violations(repaired_policy(policy, (RECORDS, TOMBSTONE), "yaml"), c2_run, 6) == set()
     assert run_violations(policy, c1_run, 2) == set()  # the edit needs two more span slots: not enabled
 
 
@@ -298,15 +326,20 @@ def test_yaml_repair_moves_records_out_of_the_window_printed_as_a_diff(tmp_path)
 def test_python_repair_is_proved_and_text_output_names_each_condition():
     # No host truncates (host_truncation: off, SPEC §2), so excluding records in the policy's text is the repair:
     # the seed's condition 1 accepts "a policy predicate that structurally excludes the undo region".
-    # The predicate is role-blind, so T1 is asked too (ADR 0033) and PAIRS is set.
-    code, stdout, _ = cli(str(EXAMPLES / "seed_flawed.py"), "--alternatives", "0")
+    # The predicate is role-blind, so T1 is asked too (ADR 0033) and PAIRS is set. M1 and J1 are asked too (the
+    # default `evidence: on`, ADR 0035): the deployment gains tombstones and downgrades.
+    path = EXAMPLES / "seed_flawed.py"
+    code, stdout, _ = cli(str(path), "--alternatives", "0")
     assert code == 0
     assert "exclude recovery records from eviction: evict first returns False when `span.kind == \"record\"`" in stdout
     assert 'keep each tool call with its result: set PAIRS to "together"' in stdout
-    assert {c for c in CONDITIONS if f"  {c}  holds  " in stdout} == {"C1", "C2", "C3", "C4", "P1", "T1", "R1"}
-    assert stdout.count("certificate re-checked by cvc5") == 7
+    assert "deployment: set evicted to tombstone" in stdout and "deployment: set justification to downgrade" in stdout
+    assert {c for c in CONDITIONS if f"  {c}  holds  " in stdout} == set(applicable(load_policy(path)))
+    assert stdout.count("certificate re-checked by cvc5") == len(applicable(load_policy(path))) == 10
     assert '+PAIRS = "together"\n+\n+\n def evict(span, window):\n+    if span.kind == "record":\n+        return False\n' in stdout
-    assert "expect table still says violated for C1, C2, C4, T1" in stdout
+    assert ('+DEPLOYMENT = {"records": "window", "pins": "self", "audit": "policy", "evicted": "tombstone", '
+            '"justification": "downgrade"}\n') in stdout
+    assert "expect table still says violated for C1, C2, C4, T1, M1, J1\n" in stdout
 
 
 def test_json_repair_moves_rationale_out_of_the_window():
@@ -315,11 +348,13 @@ def test_json_repair_moves_rationale_out_of_the_window():
     policy = parse_policy_text(text, "p.json")
     result = repair(policy, text, "p.json", alternatives=0, options=CheckOptions(**BOUNDS))
     assert_proved(result)
-    # Excluding rationale from evict is not enough under a host that truncates: its budget truncates it (P1).
-    assert result.changes == (flip("rationale", "decision_log"),)
-    assert result.original.result("P1").verdict == Verdict.VIOLATED
+    # Excluding rationale from evict is not enough under a host that truncates: its budget truncates it (P1). What
+    # the policy evicts is destroyed and cited spans are taken (M1, J1: the defaults): tombstones and downgrades.
+    assert result.changes == (flip("rationale", "decision_log"), TOMBSTONE, DOWNGRADE)
+    assert all(result.original.result(c).verdict == Verdict.VIOLATED for c in ("P1", "M1", "J1"))
     assert json.loads(result.text)["deployment"] == {"rationale": "decision_log", "host_truncation": "on",
-                                                     "tool_calls": "off"}
+                                                     "tool_calls": "off", "evicted": "tombstone",
+                                                     "justification": "downgrade"}
 
 
 def test_text_only_repair_of_records_in_the_window_is_impossible_and_says_why(tmp_path):
@@ -344,11 +379,13 @@ def test_the_seeds_safe_design_needs_no_repair():
 
 
 def test_a_safe_policy_without_a_deployment_section_needs_no_repair(tmp_path):
+    # The first seed's deployment at its defaults. The one key its section states is FIRST_SEED's: under the second
+    # seed's defaults (`evicted: destroyed`, `justification: unchecked`) no policy that evicts holds M1 and J1.
     path = tmp_path / "safe.yaml"
-    path.write_text("name: safe\nevict: not pinned and age > 3\npairs: together\n")
+    path.write_text(first_seed("name: safe\nevict: not pinned and age > 3\npairs: together\n", path.name))
     code, stdout, _ = cli(str(path))
     assert code == 0 and "every condition already holds; nothing to repair" in stdout
-    assert stdout.count("  holds  ") == 7 and "---" not in stdout
+    assert stdout.count("  holds  ") == len(applicable(load_policy(path))) == 7 and "---" not in stdout
 
 
 def test_input_errors_exit_2(tmp_path):
@@ -461,7 +498,7 @@ def test_candidates_get_the_verdicts_check_gives_them():
 
 def test_a_superset_of_the_repair_is_not_named_an_alternative_though_proved(tmp_path):
     path = tmp_path / "self_certified_budget.yaml"  # budget 2000, records: window, audit: policy; no tool calls
-    path.write_text((EXAMPLES / path.name).read_text().replace("\ndeployment:\n", '\ndeployment:\n  tool_calls: "off"\n'))
+    path.write_text(first_seed((EXAMPLES / path.name).read_text(), path.name, tool_calls="off"))
     result = prunecheck.repair(path, alternatives=64, **BOUNDS)
     records = flip("records", "undo_region")
     assert result.status == "repaired" and result.changes == (records,) and result.undecided == ()
@@ -476,7 +513,7 @@ def test_the_api_reuses_check_s_report_and_refuses_one_of_other_bounds():
     path = EXAMPLES / "blind_undo.yaml"
     report = prunecheck.check(path, **BOUNDS)
     result = prunecheck.repair(path, report=report, **BOUNDS)
-    assert result.original is report and result.changes == (PAIRS, flip("undo", "versioned"))
+    assert result.original is report and result.changes == (PAIRS, flip("undo", "versioned"), TOMBSTONE, DOWNGRADE)
     with pytest.raises(ValueError, match="not check's report"):
         prunecheck.repair(path, report=prunecheck.check(path, depth=3, **BOUNDS), **BOUNDS)
 

@@ -2,7 +2,7 @@
 
 NAME = "seed-recency-frequency-py"
 DEPLOYMENT = {"records": "window", "pins": "self", "audit": "policy"}
-EXPECT = {"C1": "violated", "C2": "violated", "C3": "holds", "C4": "violated", "P1": "holds", "R1": "holds", "T1": "violated"}
+EXPECT = {"C1": "violated", "C2": "violated", "C3": "holds", "C4": "violated", "P1": "holds", "R1": "holds", "T1": "violated", "M1": "violated", "A1": "holds", "J1": "violated"}
 
 
 def evict(span, window):
