@@ -5,6 +5,7 @@ from __future__ import annotations
 import z3
 
 from prunecheck.spec.policy import name_code, reads_roles
+from prunecheck.symbolic.evidence import live_entry
 from prunecheck.symbolic.model import CONTENT, K, NS, R, Model, SymState
 
 
@@ -42,6 +43,9 @@ def candidate_lemmas(model: Model, s: SymState, keep=None) -> list:
             add("last_slot_not_record", lambda: z3.Not(is_record))
         if i > 0:
             add("record_precedes_rationale", lambda: z3.Implies(is_rationale, s.kind[i - 1] == K["record"]))
+            if model.evidence:  # a compaction's ledger rationale follows no record
+                add("record_or_ledger_precedes_rationale", lambda: z3.Implies(
+                    z3.And(is_rationale, z3.Not(s.ledger[i])), s.kind[i - 1] == K["record"]))
             older = z3.Or([s.target[i] == slots[j] for j in range(i)])
             add("target_older", lambda: z3.Implies(is_record, older))
         else:
@@ -69,6 +73,14 @@ def candidate_lemmas(model: Model, s: SymState, keep=None) -> list:
         if model.masking:
             add("record_unmasked", lambda: z3.Implies(is_record, z3.Not(s.masked[i])))
             add("rationale_unmasked", lambda: z3.Implies(is_rationale, z3.Not(s.masked[i])))
+        if model.evidence:
+            cite = [s.fields[f"cite{j}"][i] for j in range(n)]
+            add("unused_cites_nothing", lambda: z3.Implies(z3.Not(used), z3.And(z3.Not(s.ledger[i]), *map(z3.Not, cite))))
+            add("ledger_is_rationale", lambda: z3.Implies(s.ledger[i], is_rationale))
+            add("only_entries_cite", lambda: z3.Implies(z3.Or(cite), z3.Or(is_record, is_rationale)))
+            add("cites_older", lambda: z3.And([z3.Not(c) for c in cite[i:]]))
+            add("cited_present", lambda: z3.Implies(z3.Or([z3.And(live_entry(s, j), s.fields[f"cite{i}"][j])
+                                                            for j in range(n)]), s.present(i)))
         for j in range(i):
             add(f"target_content_{j}", lambda: z3.Implies(z3.And(is_record, s.target[i] == slots[j]),
                                                   z3.And(s.used[j], content(s.kind[j]),
