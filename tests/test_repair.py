@@ -405,8 +405,9 @@ def test_every_unsafe_example_has_a_proved_repair(path):
     policy = load_policy(path)
     result = repair(policy, path.read_text(), str(path), options=CheckOptions(**BOUNDS))
     assert_proved(result)
-    # Records and rationale both in the window need both moved out: no text keeps them from a host budget.
-    assert not result.reprinted and len(result.changes) <= 2
+    # At most one change per flaw the examples have: records (an exclusion or records: undo_region), rationale,
+    # tombstones (M1) and downgrades (J1); the search tries fewer deployment changes first.
+    assert not result.reprinted and len(result.changes) <= 4
 
 
 @pytest.mark.parametrize("form", ["yaml", "json", "python"])

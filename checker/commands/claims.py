@@ -154,6 +154,10 @@ SEED_1 = (
     Claim("1.40", "the demonstration: `compact(['e1', 'undo:e1'])` is blocked; `safe_undo` gives the full trace", R,
           "`refusal: sequential` is the demo's compaction (not atomic: e1 is gone before it raises); X1",
           conditions=("X1",), rows=("2a", "2b", "2c", "2d", "2e")),
+    Claim("1.41", "code: the verifier enumerates `live_edits`, which `compact` pops (the demo's blind spot: a "
+          "compaction can hide a missing record from the closure check)", R,
+          "`audit: policy` counts only the edits the policy can still address; C4, and `audit: independent` "
+          "prevents it", conditions=("C4",), rows=("2h", "2i", "2j")),
 )
 
 SEED_2 = (

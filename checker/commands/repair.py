@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from prunecheck.spec.conditions import CONDITIONS, applicable, violations
+from prunecheck.spec.conditions import CONDITIONS, applicable, evidence_on, violations
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, Policy
 from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, step
@@ -24,8 +24,8 @@ from prunecheck.checker.outputs.reasons import RECHECKED, reason_text
 from prunecheck.checker.options import DEFAULTS, MAX_SPANS, CheckOptions, options_with
 from prunecheck.spec.actions import action_text
 from prunecheck.spec.state import host_truncates
-from prunecheck.checker.commands.repair_text import (EXCLUSIONS, ENVIRONMENT_KEYS, SAFE_DEPLOYMENT, Change, form_of,
-                                                     repaired_policy, repaired_text, unified_diff)
+from prunecheck.checker.commands.repair_text import (EXCLUSIONS, ENVIRONMENT_KEYS, EVIDENCE_KEYS, SAFE_DEPLOYMENT,
+                                                     Change, form_of, repaired_policy, repaired_text, unified_diff)
 from prunecheck.checker.result import Report, Result, Trace, Verdict
 from prunecheck.checker.language.typecheck import check_policy
 
@@ -106,7 +106,8 @@ def available_changes(policy: Policy, allow_deployment: bool = True) -> tuple:
         safe = SAFE_DEPLOYMENT.as_dict()
         changes += [Change("deployment", key=key, value=safe[key])
                     for key in DEPLOYMENT_CHOICES if key in safe and key not in ENVIRONMENT_KEYS
-                    and getattr(policy.deployment, key) != safe[key]]
+                    and getattr(policy.deployment, key) != safe[key]
+                    and (key not in EVIDENCE_KEYS or evidence_on(policy))]
     if policy.budget is not None:
         changes.append(Change("drop_budget"))
     return tuple(changes)
@@ -473,7 +474,8 @@ def run(args, stdout, stderr) -> int:
     stale = ()
     if result.repaired:
         expect = expected_verdicts(args.policy)
-        stale = tuple(c for c in CONDITIONS if expect.get(c) == "violated")
+        checked = {r.condition for r in result.report.results}  # the repair's deployment may drop some
+        stale = tuple(c for c in CONDITIONS if expect.get(c) == "violated" and c in checked)
         if args.out:
             try:
                 Path(args.out).write_text(("\ufeff" if _has_bom(args.policy) else "") + result.text, encoding="utf-8")

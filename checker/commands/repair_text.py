@@ -26,6 +26,8 @@ from prunecheck.checker.language.pyscan import PythonSource
 # downgrades the defaults do not assume (ADR 0035), so a repair may propose them for M1 and J1.
 SAFE_DEPLOYMENT = Deployment(evicted="tombstone", justification="downgrade")
 ENVIRONMENT_KEYS = ("tool_calls", "host_truncation")  # the host's facts: a repair never changes them
+# The keys that serve only the second seed's conditions: a repair proposes them only where those are checked.
+EVIDENCE_KEYS = ("evicted", "justification")
 EXCLUSIONS = (("record",), ("rationale",), ("record", "rationale"))
 _KIND_WORDS = {"record": "recovery records", "rationale": "rationale entries"}
 

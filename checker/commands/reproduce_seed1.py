@@ -37,6 +37,13 @@ evict: kind == "summary" or namespace == "undo"
 deployment: {{{FIRST_SEED}}}
 """
 
+# The demo's verifier reads the `live_edits` its own compaction pops (the record `undo:e1` named by kind here).
+BLIND_POLICY = f"""
+name: seed-demo-verifier
+evict: kind == "summary" or kind == "record"
+deployment: {{records: window, pins: self, audit: policy, {FIRST_SEED}}}
+"""
+
 BELOW_THE_LINE = f"""
 name: seed-demo-below-the-line
 evict: kind == "summary"
@@ -168,4 +175,23 @@ def demonstration() -> tuple:
     rows.append(Row("2g", Kind.PREVENTED, "below that line, self-editing is genuinely reversible",
                     f"checker: {', '.join(held)} hold at every depth and window size (certificates re-checked)",
                     "the safe design", below.verdict == Verdict.HOLDS))
+    rows += blind_spot()
     return "2. First seed, the demonstration: a policy that names the undo region", rows
+
+
+def blind_spot() -> list:
+    """The demo verifier's blind spot: its compaction pops the `live_edits` its verifier reads, so the verifier
+    never sees the record that compaction took. Modelled as `audit: policy` (the status counts the edits whose
+    record or rationale the policy can still address) over the demo's unpinned dict of records, which its compaction
+    can name (`records: window, pins: self`, the selection naming records by kind): run on the runtime, then checked
+    (C4)."""
+    blind = parse_policy_text(BLIND_POLICY, "seed-demo-verifier.yaml")
+    run, trace, e1, compaction = demo_run(blind)
+    said = status(blind, compaction.after)
+    hidden = e1 in compaction.evicted and said == REVERSIBLE
+    rows = [Row("2h", Kind.DEMO, "the demo's compaction pops the live_edits its verifier reads",
+                f"the compaction takes e1's record (#{e1}) and the status still says '{said}'; C4 violated on the "
+                f"runtime", deployment_words(blind, "records", "pins", "audit"),
+                hidden and "C4" in state_violations(blind, compaction.after))]
+    return rows + checker_pair("2i", "2j", "a compaction can hide a missing record from the demo's verifier", "C4",
+                               blind, ("audit",), {"audit": "independent"}, Kind.DEMO)
