@@ -164,6 +164,7 @@ class Found(enum.Enum):
 
     VIOLATED = "violated"
     PROVED = "proved"
+    BY_CONSTRUCTION = "by construction"  # proved, but the violation term is False under the deployment (no theorem)
     UNCONFIRMED = "proved, certificate not confirmed"
     FAULT = "checker fault"
     BOUND = "nothing within the bounds"

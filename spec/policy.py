@@ -180,17 +180,17 @@ DEPLOYMENT_CHOICES = {
     "host_truncation": ("off", "on"),
     "tool_calls": ("on", "off"),
     "destroy_record": ("verbatim", "id"),
+    "safe_undo": ("off", "on"),
 }
 # Deployment keys whose value is a name (spec/SPEC.md §1c), not one of a few choices, and their defaults.
 DEPLOYMENT_NAMES = {"record_tool": ""}
 DEPLOYMENT_KEYS = (*DEPLOYMENT_CHOICES, *DEPLOYMENT_NAMES)
 # Deployment keys left out of Deployment.as_dict() (documents, reports) at their default, so old outputs stay the same.
 UNLISTED_AT_DEFAULT = {"evicted": "destroyed", "evidence": "on", "justification": "unchecked", "refusal": "silent",
-                       "missing_record": "refuse", "host_truncation": "off",
-                       "tool_calls": "on", "destroy_record": "id", **DEPLOYMENT_NAMES}
-# The values a policy's hash (its repr) leaves out: the defaults these keys had when they came in. `evidence` and
-# `destroy_record` changed default (ADR 0035), so a policy that does not set them hashes differently than before
-# and no report cached under the old meaning is read back.
+                       "missing_record": "refuse", "host_truncation": "off", "tool_calls": "on", "destroy_record": "id",
+                       "safe_undo": "off", **DEPLOYMENT_NAMES}
+# The values a policy's hash (its repr) leaves out: each key's default when it came in (`evidence`, `destroy_record`
+# changed theirs, ADR 0035: a report cached under the old meaning hashes differently and is never read back).
 UNHASHED = {"record_role": "tool_result", **UNLISTED_AT_DEFAULT, "evidence": "off", "destroy_record": "verbatim"}
 EFFECTS = ("evict", "mask", "cut", "summarise")
 IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
@@ -219,6 +219,7 @@ class Deployment:
     host_truncation: str = "off"  # a host truncating to its own budget: out of the seeds' scope (SPEC §2, ADR 0032)
     tool_calls: str = "on"  # the agent calls tools: T1 applies to every policy (SPEC §6c, ADR 0033)
     destroy_record: str = "id"  # what a destroy's record keeps: its content verbatim, or its id (SPEC §4)
+    safe_undo: str = "off"  # the first seed's `safe_undo`: the closure check runs before every undo (SPEC §4)
 
     def __post_init__(self):
         for key in DEPLOYMENT_KEYS:

@@ -156,6 +156,9 @@ def restorable(policy: Policy, info: EditInfo) -> bool:
 
 def _undo(policy: Policy, state: State, action: Undo, now: int) -> Transition:
     info = state.edit(action.edit)
+    if policy.deployment.safe_undo == "on" and status(policy, state) != REVERSIBLE:
+        # The seed's safe_undo: the deployment's closure check (its `audit`) raises before the undo.
+        return Transition(state, action, replace(state, step=now), "irreversible")
     if not present(state.span(info.record)):
         return _undo_absent(policy, state, action, now)
     if not restorable(policy, info):
@@ -224,6 +227,9 @@ def undo(policy: Policy, state: State, edit_id: int) -> State:
     """The seed's undo as a function: raises IrreversibleEditError on an absent record (under `missing_record:
     refuse`; under `reconstruct` it confabulates, as the seed's failure did)."""
     transition = step(policy, state, Undo(edit_id))
+    if transition.outcome == "irreversible" and policy.deployment.safe_undo == "on" and status(policy, state) != REVERSIBLE:
+        raise IrreversibleEditError("closure violated: a live edit has no recovery record; status is 'reversibility "
+                                    "unknown', not 'reversible'")
     if transition.outcome == "irreversible" and present(state.span(edit_id)):
         raise IrreversibleEditError(f"cannot undo the edit with record #{edit_id}: it destroyed its target and its "
                                     "record keeps only an id (destroy_record: id)")

@@ -12,7 +12,7 @@ from prunecheck.spec.policy import IN_PLACE
 from prunecheck.symbolic import evidence, pair_evidence
 from prunecheck.symbolic.model import ACT
 from prunecheck.symbolic.evidence_terms import a1_pair, a1_unrolled, m1_pair, m1_unrolled
-from prunecheck.symbolic.undo_terms import reconstructs
+from prunecheck.symbolic.undo_terms import gated, reconstructs
 from prunecheck.symbolic.refusal import changed, names_any, pair_changed, pair_named
 
 
@@ -72,8 +72,11 @@ def _t1(model, s, a, t, step):
 def _u1(model, s, a, t, step):
     if not reconstructs(model.dep):
         return z3.BoolVal(False)  # without a present record the undo is irreversible: it changes nothing
+    if gated(model.dep) and model.dep.audit == "independent":
+        return z3.BoolVal(False)  # the independent closure check refuses an undo whose own (live) record is absent
     absent = [z3.And(a.arg == model.slots[i], z3.Not(s.present(i))) for i in range(model.n)]
-    return z3.And(a.act == ACT["undo"], z3.Or(absent))
+    checked = [model.says_reversible(s)] if gated(model.dep) else []  # a self-certified check may miss the gap
+    return z3.And(a.act == ACT["undo"], z3.Or(absent), *checked)
 
 
 def _j1(model, t):

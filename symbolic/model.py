@@ -313,7 +313,7 @@ class Model:
         self._guards(s, a, sel, is_, now, out)
         fresh = sel["target_version"] == sel["rversion"]
         room = z3.Not(s.used[self.n - 2]) if self.n >= 2 else z3.BoolVal(False)
-        undo = unrolled_undo(self.dep, is_, sel, fresh, room, out)
+        undo = unrolled_undo(self.dep, is_, sel, fresh, room, out, self.says_reversible(s))
         evicted, truncated, (written, place) = self.compaction(s, a, terms, budget)
         if self.placing:  # the summary needs a free slot, as an append does
             out.append(z3.Implies(z3.And(is_["compact"], z3.Or(evicted)), z3.Not(s.used[self.n - 1])))

@@ -86,7 +86,7 @@ class PairAction:
     """The choices of one abstract step: the action, which ghost it touches, and the unobserved outcomes."""
 
     def __init__(self, label: str, roles: bool = False, together: bool = False, leads: bool = False,
-                 names: tuple = (), evidence: bool = False):
+                 names: tuple = (), evidence: bool = False, gated: bool = False):
         """together (`pairs: together`): also choose whether the partner outside the pair of r (its call r-1) and of
         q (its result q+1) was taken; leads (`start_on`): whether each ghost is among the leading spans it takes;
         names: an append's tool and tag codes, for these attributes only."""
@@ -119,6 +119,8 @@ class PairAction:
         self.lead = {g: c(f"lead_{g}", z3.BoolSort()) for g in GHOSTS} if leads else None
         self.refusal: dict = {}  # the refusal's free choices (symbolic/refusal.py refusal_choices), if it has any
         self.evidence = pair_evidence.action_choices(label, GHOSTS, GhostSort) if evidence else {}
+        # `safe_undo: on`: whether the unseen live edits all have their records (the closure check may pass).
+        self.closed = c("closed_elsewhere", z3.BoolSort()) if gated else None
 
     def variables(self) -> list:
         scalars = [self.act, self.ghost, self.alloc, self.target, self.restore, self.kind, self.tokens,
@@ -129,7 +131,8 @@ class PairAction:
             (self.partner, self.dropped, self.kept) if self.partner is not None else ())
         choices += (self.lead,) if self.lead is not None else ()
         return (scalars + [d[g] for d in choices for g in GHOSTS] + list(self.refusal.values())
-                + pair_evidence.choice_variables(self.evidence, GHOSTS))
+                + pair_evidence.choice_variables(self.evidence, GHOSTS) + ([self.closed] if self.closed is not None
+                                                                           else []))
 
 
 class PairStep:

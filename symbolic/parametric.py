@@ -25,7 +25,7 @@ from prunecheck.spec.policy import (IN_PLACE, Attr, BoolLit, Num, Policy, masks,
                                     read_positions, reads_attribute, reads_roles, summarises)
 from prunecheck.symbolic.terms import ExprEncoder, Frac, left_tokens_term, shortens_term
 from prunecheck.symbolic.evidence_terms import has_tombstones, write_tombstone
-from prunecheck.symbolic.undo_terms import entry_destroys, pair_entry, pair_undoes
+from prunecheck.symbolic.undo_terms import entry_destroys, gated, pair_closed, pair_entry, pair_undoes
 from prunecheck.symbolic.pair_state import (  # noqa: F401 (re-exported: the pair model's public names)
     A_OTHER, A_RAT_R, A_REC_Q, A_REC_R, DEFAULTS, FIELDS, G_OTHER, G_Q, G_R, GHOSTS, MASKED_FIELD, ROLE_FIELD,
     SPAN_POSITIONS, SUMMARY_FIELD, AllocSort, GhostSort, PairAction, PairState, PairStep)
@@ -74,7 +74,7 @@ class PairModel:
 
     def action(self, label: str) -> PairAction:
         return refusal_choices(self.dep, PairAction(label, self.roles, self.together, self.leads, self.names,
-                                                    self.evidence), label)
+                                                    self.evidence, gated(self.dep)), label)
 
     def encode_init(self, s: PairState) -> List:
         out = [s.clock == 0] + window_bounds(s)
@@ -141,7 +141,8 @@ class PairModel:
         out = self._guards(s, a, t, is_, now)
         # Which undo reverts (C3) and which writes its target: the ghost's own record per the deployment's options
         # (spec/SPEC.md §4e); any other edit's freely.
-        undoes = {g: pair_undoes(self.dep, is_, _selected(a.ghost, g), s.present(g), a.fresh, a.restorable)
+        closed = pair_closed(self.dep, s, a) if gated(self.dep) else None
+        undoes = {g: pair_undoes(self.dep, is_, _selected(a.ghost, g), s.present(g), a.fresh, a.restorable, closed)
                   for g in GHOSTS}
         reverted = {g: undoes[g][1] for g in GHOSTS}
         any_revert = z3.Or(reverted["r"], reverted["q"], z3.And(is_["undo"], a.ghost == G_OTHER))

@@ -16,6 +16,12 @@ def reconstructs(dep) -> bool:
     return dep.missing_record == "reconstruct"
 
 
+def gated(dep) -> bool:
+    """`safe_undo: on`: the deployment's closure check runs before every undo, which changes nothing unless the check
+    says "reversible"."""
+    return dep.safe_undo == "on"
+
+
 @dataclass(frozen=True)
 class UndoTerms:
     """One unrolled step's undo: `reverted` (what C3 reads), `undoes` (the edit is marked undone and its target
@@ -28,8 +34,19 @@ class UndoTerms:
     entry: z3.BoolRef
 
 
-def unrolled_undo(dep, is_: dict, sel: dict, fresh, room_for_two, out: list) -> UndoTerms:
-    """The undo's outcome terms in the unrolled model; a merge's guard (room for its entry) goes into out."""
+def pair_closed(dep, s, a) -> z3.BoolRef:
+    """The pair model's safe_undo check passes: a free choice for what it cannot see, and under `audit: independent`
+    the ghosts' live records are present (a self-certified check may miss a ghost's gap, so it stays free)."""
+    if dep.audit != "independent":
+        return a.closed
+    return z3.And(a.closed, *(z3.Implies(s.live_edit(g), s.present(g)) for g in ("r", "q")))
+
+
+def unrolled_undo(dep, is_: dict, sel: dict, fresh, room_for_two, out: list, closed=None) -> UndoTerms:
+    """The undo's outcome terms in the unrolled model; a merge's guard (room for its entry) goes into out. Under
+    `safe_undo: on`, `closed` (the deployment's closure check says "reversible") gates every outcome that writes."""
+    if gated(dep):
+        is_ = {**is_, "undo": z3.And(is_["undo"], closed)}
     checked = dep.undo in ("versioned", "merge")
     present = sel["present"] if keeps_destroyed_content(dep) else z3.And(sel["present"], z3.Not(sel["destroy"]))
     reverted = z3.And(is_["undo"], present, fresh if checked else z3.BoolVal(True))
@@ -73,10 +90,13 @@ def entry_fields(dep, u: UndoTerms, a, sel: dict) -> dict:
 
 # The pair model (symbolic/parametric.py): ghost g's record undone, and the merge's allocation.
 
-def pair_undoes(dep, is_: dict, selected, present, fresh, restorable=None):
+def pair_undoes(dep, is_: dict, selected, present, fresh, restorable=None, closed=None):
     """(the C3 revert, the edit is undone and its target written) for an undo of ghost g's record; under
     `destroy_record: id` whether the ghost's edit destroyed its target is unseen, so `restorable` is a free choice
-    (a present record that cannot restore changes nothing, spec.runtime.restorable)."""
+    (a present record that cannot restore changes nothing, spec.runtime.restorable). Under `safe_undo: on`, `closed`
+    (the closure check passes: the ghosts' live records are present, the unseen ones freely) gates it."""
+    if gated(dep):
+        is_ = {**is_, "undo": z3.And(is_["undo"], closed)}
     checked = dep.undo in ("versioned", "merge")
     usable = present if keeps_destroyed_content(dep) else z3.And(present, restorable)
     reverted = z3.And(is_["undo"], selected, usable, fresh if checked else z3.BoolVal(True))

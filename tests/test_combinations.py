@@ -98,6 +98,9 @@ def targeted_runs(policy) -> list:
         (Append("message", 1, "system"), Append("message", 3, "user"), Append("message", 1, "assistant"),
          Append("message", 2, "tool_call"), Append("message", 1, "tool_result"), Edit(1, "destroy", cite(0)),
          Compact(), Compact(3), Undo(5), Audit()),
+        # two edits, a compaction that may take the first's record, then undos past the gap (safe_undo's gate)
+        (Append("message", 1), Append("message", 2), Edit(0, "transform", cite(1)), Edit(1, "transform"),
+         Compact(1), Undo(4), Undo(2), Audit()),
     ]
     return [enabled_prefix(policy, run) for run in runs]
 

@@ -616,6 +616,8 @@ def _id_only(policy, info):
 
 def _expected_undo_outcome(policy, state, edit_id):
     info = state.edit(edit_id)
+    if policy.deployment.safe_undo == "on" and status(policy, state) != REVERSIBLE:
+        return "irreversible"  # the seed's safe_undo: the deployment's closure check refuses first
     if not present(state.span(info.record)):
         return "reconstructed" if policy.deployment.missing_record == "reconstruct" else "irreversible"
     if _id_only(policy, info):  # a destroy whose record keeps only its id: never a revert or a merge (ADR 0034)

@@ -148,12 +148,13 @@ SEED_1 = (
           conditions=("C4",)),
     Claim("1.38", "'undo' means undo rather than a plausible reconstruction", T, "", conditions=("U1",),
           theorems=("soundness of 'reversible'",)),
-    Claim("1.39", "code: `safe_undo` runs the whole closure check before every undo", O,
-          "prunecheck's undo checks its own record (U1) and C4 reports any gap; blocking every undo while one "
-          "record is missing is a stricter runtime choice no condition needs", conditions=("U1", "C4")),
+    Claim("1.39", "code: `safe_undo` runs the whole closure check before every undo", M,
+          "`safe_undo: on`: the deployment's closure check (its `audit`) runs before every undo, which is refused "
+          "(`irreversible`) unless it says reversible; U1 then holds by construction under an independent audit "
+          "(ADR 0036)", conditions=("U1", "C4")),
     Claim("1.40", "the demonstration: `compact(['e1', 'undo:e1'])` is blocked; `safe_undo` gives the full trace", R,
           "`refusal: sequential` is the demo's compaction (not atomic: e1 is gone before it raises); X1",
-          conditions=("X1",), rows=("2a", "2b", "2c", "2d", "2e")),
+          conditions=("X1",), rows=("2a", "2b", "2c", "2d", "2e", "2k")),
     Claim("1.41", "code: the verifier enumerates `live_edits`, which `compact` pops (the demo's blind spot: a "
           "compaction can hide a missing record from the closure check)", R,
           "`audit: policy` counts only the edits the policy can still address; C4, and `audit: independent` "

@@ -147,7 +147,8 @@ def demonstration() -> tuple:
     policy = parse_policy_text(DEMO_POLICY, "seed-demo.yaml")
     sequential = with_keys(policy, refusal="sequential")
     run, trace, e1, compaction = demo_run(sequential)
-    restored = undo(sequential, run.state, e1)
+    gated = with_keys(sequential, safe_undo="on")  # the demo's safe_undo: the closure check, then the undo
+    restored = undo(gated, run.state, e1)
     rows = [
         Row("2a", Kind.DEMO, "compact(['e1', 'undo:e1']) prints 'blocked: ... undo:e1'",
             f"the compaction's outcome is '{compaction.outcome}', but span #{trace} (e1's target) was already "
@@ -156,8 +157,9 @@ def demonstration() -> tuple:
             compaction.outcome == "blocked" and trace in compaction.evicted and "X1" in violations(sequential,
                                                                                                   compaction)),
         Row("2b", Kind.DEMO, "safe_undo(w, 'e1') returns 'full_trace'",
-            f"undo of edit 1 (record #{e1}) restores span #{trace} as a '{restored.span(trace).kind}'",
-            deployment_words(sequential, "refusal"), restored.span(trace).kind == "stack_trace"),
+            f"undo of edit 1 (record #{e1}) passes the closure check and restores span #{trace} as a "
+            f"'{restored.span(trace).kind}'",
+            deployment_words(gated, "refusal", "safe_undo"), restored.span(trace).kind == "stack_trace"),
     ]
     atomic = with_keys(policy, refusal="atomic")
     run, trace, _e1, compaction = demo_run(atomic)
@@ -193,5 +195,14 @@ def blind_spot() -> list:
                 f"the compaction takes e1's record (#{e1}) and the status still says '{said}'; C4 violated on the "
                 f"runtime", deployment_words(blind, "records", "pins", "audit"),
                 hidden and "C4" in state_violations(blind, compaction.after))]
-    return rows + checker_pair("2i", "2j", "a compaction can hide a missing record from the demo's verifier", "C4",
-                               blind, ("audit",), {"audit": "independent"}, Kind.DEMO)
+    rows += checker_pair("2i", "2j", "a compaction can hide a missing record from the demo's verifier", "C4",
+                         blind, ("audit",), {"audit": "independent"}, Kind.DEMO)
+    gated = with_keys(blind, audit="independent", safe_undo="on")
+    run, _trace, e1, _compaction = demo_run(gated)
+    try:
+        undo(gated, run.state, e1)
+        raised, found = False, "safe_undo of edit 1 returned a state"
+    except IrreversibleEditError as exc:
+        raised, found = True, f"safe_undo of edit 1 raises IrreversibleEditError ({exc})"
+    return rows + [Row("2k", Kind.DEMO, "if the region were addressable, e1's record would vanish here and "
+                       "safe_undo(w, 'e1') would raise", found, deployment_words(gated, "audit", "safe_undo"), raised)]

@@ -79,6 +79,8 @@ def _clause_text(c: Clause) -> str:
         return f"violated after {length_text(c.actions, c.steps)} (shortest within {c.spans} spans, {how}"
     if c.found is Found.PROVED:
         return f"proved for every depth and window size ({c.engine}); {RECHECKED}"
+    if c.found is Found.BY_CONSTRUCTION:
+        return f"holds by construction: its violation term is False under this deployment, whatever the policy; {RECHECKED}"
     if c.found is Found.UNCONFIRMED:
         return f"proved ({c.engine}) but the certificate is not confirmed: {c.detail}"
     if c.found is Found.FAULT:
