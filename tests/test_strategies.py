@@ -236,7 +236,7 @@ def test_strategies_cover_the_vocabulary():
 def test_traces_cover_every_action():
     seen = Counter()
 
-    @settings(max_examples=150, derandomize=True, database=None)
+    @settings(max_examples=300, derandomize=True, database=None)
     @given(st.data())
     def collect(data):
         policy = data.draw(policies(2))
