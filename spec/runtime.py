@@ -227,7 +227,8 @@ def undo(policy: Policy, state: State, edit_id: int) -> State:
     """The seed's undo as a function: raises IrreversibleEditError on an absent record (under `missing_record:
     refuse`; under `reconstruct` it confabulates, as the seed's failure did)."""
     transition = step(policy, state, Undo(edit_id))
-    if transition.outcome == "irreversible" and policy.deployment.safe_undo == "on" and status(policy, state) != REVERSIBLE:
+    gated = policy.deployment.safe_undo == "on" and status(policy, state) != REVERSIBLE
+    if transition.outcome == "irreversible" and gated:
         raise IrreversibleEditError("closure violated: a live edit has no recovery record; status is 'reversibility "
                                     "unknown', not 'reversible'")
     if transition.outcome == "irreversible" and present(state.span(edit_id)):

@@ -166,8 +166,8 @@ def _required(clause: Clause) -> tuple:
     if found is Found.VIOLATED:
         _expect(search, "a proof engine's violation")
         return ("depth", "spans", "actions", "steps") + (("domains",) if clause.engine is Method.EXPLICIT else ())
-    needs = {Found.PROVED: (), Found.BY_CONSTRUCTION: (), Found.UNCONFIRMED: ("detail",), Found.FAULT: ("certificate", "detail"),
-             Found.MEMORY: ("megabytes",)}
+    needs = {Found.PROVED: (), Found.BY_CONSTRUCTION: (), Found.UNCONFIRMED: ("detail",),
+             Found.FAULT: ("certificate", "detail"), Found.MEMORY: ("megabytes",)}
     if found in needs:
         return needs[found]
     if not search:

@@ -80,7 +80,8 @@ def _clause_text(c: Clause) -> str:
     if c.found is Found.PROVED:
         return f"proved for every depth and window size ({c.engine}); {RECHECKED}"
     if c.found is Found.BY_CONSTRUCTION:
-        return f"holds by construction: its violation term is False under this deployment, whatever the policy; {RECHECKED}"
+        return ("holds by construction: its violation term is False under this deployment, whatever the policy; "
+                f"{RECHECKED}")
     if c.found is Found.UNCONFIRMED:
         return f"proved ({c.engine}) but the certificate is not confirmed: {c.detail}"
     if c.found is Found.FAULT:
