@@ -3,8 +3,8 @@
 The stable Python API (the command line is a thin layer over it)::
 
     import prunecheck
-    policy = prunecheck.load_policy("policy.yaml")          # or prunecheck.parse_policy(text, "name.yaml")
-    report = prunecheck.check(policy, deployment={"records": "window"}, depth=12, spans=6)
+    policy = prunecheck.load_policy("policy.yaml", deployment={"records": "undo_region"})  # the operator's facts
+    report = prunecheck.check(policy, depth=12, spans=6)    # or prunecheck.parse_policy(text, "name.yaml")
     report.verdict                                          # prunecheck.Verdict.VIOLATED / UNKNOWN / HOLDS
     for result in report.results:                           # one prunecheck.Result per condition
         result.condition, result.verdict, result.trace, result.certificate
@@ -28,7 +28,6 @@ _EXPORTS = {
     "DeploymentOverride": ("prunecheck.spec.policy", "DeploymentOverride"),
     "PrunecheckError": ("prunecheck.spec.errors", "PrunecheckError"),
     "PolicySyntaxError": ("prunecheck.spec.errors", "PolicySyntaxError"),
-    "load_policy": ("prunecheck.checker.language.loader", "load_policy"),
     "CheckOptions": ("prunecheck.checker.options", "CheckOptions"),
     "Engine": ("prunecheck.checker.options", "Engine"),
     "Reason": ("prunecheck.checker.result", "Reason"),
@@ -38,7 +37,7 @@ _EXPORTS = {
     **{name: ("prunecheck.spec.actions", name)
        for name in ("Append", "Edit", "Read", "Pin", "Unpin", "Compact", "Undo", "Audit")},
 }
-__all__ = sorted(["check", "check_explicit", "parse_policy", "explain", "repair", "diff", "check_many", "replay",
+__all__ = sorted(["check", "check_explicit", "parse_policy", "load_policy", "explain", "repair", "diff", "check_many", "replay",
                   "__version__", *_EXPORTS])
 
 
@@ -69,25 +68,49 @@ def _deployment(deployment):
 
 
 def _policy(policy, deployment=None):
-    """A Policy from a Policy or a path, with the deployment keys given (if any) set in the policy's own."""
+    """A Policy from a Policy (already judged) or a path (judged as load_policy does), with the operator's deployment
+    keys given (if any) set over it."""
     import os
+    from dataclasses import replace
 
-    from prunecheck.checker.language.loader import load_policy
     from prunecheck.spec.policy import Policy, with_override
 
     override = _deployment(deployment)
     if isinstance(policy, Policy):
-        return with_override(policy, override)
+        judged = with_override(policy, override)
+        if override is not None and policy.basis.basis == "default":
+            judged = replace(judged, basis=replace(policy.basis, basis="operator", source="deployment="))
+        return judged
     if isinstance(policy, (str, os.PathLike)):
         return load_policy(policy, override)
     raise TypeError("policy must be a prunecheck.Policy or a path to a policy file")
 
 
-def parse_policy(text, source: str = "<policy>.yaml", deployment=None):
-    """Parse policy text (never executed); the extension of `source` picks the form: .yaml/.yml, .json or .py."""
-    from prunecheck.checker.language.loader import parse_policy_text
+def load_policy(path, deployment=None, *, config=None, no_config: bool = False,
+                trust_policy_deployment: bool = False):
+    """Read a policy file (never executed) and judge it under the operator's deployment: the keys of `deployment`
+    (a dict, a DeploymentOverride or a complete Deployment) over the configuration's (`config`, else the nearest
+    prunecheck.toml or pyproject.toml [tool.prunecheck] at or above the file; none with `no_config`), the rest the
+    least-assuming default. The file's own `deployment:` section is a claim, named in the report and not used,
+    unless `trust_policy_deployment` (or the configuration) says to believe it (ADR 0037)."""
+    from prunecheck.checker.language.loader import load_policy as _load
+    from prunecheck.checker.language.operator import judged, operator_for
 
-    return parse_policy_text(text, source, _deployment(deployment))
+    operator = operator_for(path, config=config, no_config=no_config, deployment=_deployment(deployment),
+                            trust=trust_policy_deployment)
+    return judged(_load(path), operator)
+
+
+def parse_policy(text, source: str = "<policy>.yaml", deployment=None, *, config=None, no_config: bool = False,
+                 trust_policy_deployment: bool = False):
+    """Parse policy text (never executed; the extension of `source` picks the form: .yaml/.yml, .json or .py) and
+    judge it as load_policy does, the configuration found from the working directory."""
+    from prunecheck.checker.language.loader import parse_policy_text
+    from prunecheck.checker.language.operator import judged, operator_for
+
+    operator = operator_for(None, config=config, no_config=no_config, deployment=_deployment(deployment),
+                            trust=trust_policy_deployment)
+    return judged(parse_policy_text(text, source), operator)
 
 
 def check(policy, deployment=None, *, depth: int = None, spans: int = None, only=None, timeout: float = None,

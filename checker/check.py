@@ -37,7 +37,8 @@ QUICK_DEPTH = 4
 def new_report(policy: Policy, digest: str, depth: int, spans: int, results: tuple, bounds: Bounds = None) -> Report:
     """A Report that names the deployment it was checked under, the keys an override set and its bounds."""
     return Report(policy.name, digest, policy.source, depth, spans, results, versions(),
-                  tuple(policy.deployment.as_dict(policy.overridden).items()), tuple(policy.overridden), bounds)
+                  tuple(policy.deployment.as_dict(policy.overridden).items()), tuple(policy.overridden), bounds,
+                  basis=policy.basis)
 
 
 def _domain(values):

@@ -25,7 +25,8 @@ from prunecheck.version import __version__
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
 
-from prunecheck.checker.commands.frontdoor import add_rlimit_argument, bounded_int, command_list, exit_code_epilog
+from prunecheck.checker.commands.frontdoor import (add_operator_arguments, add_rlimit_argument, bounded_int,
+                                                   command_list, exit_code_epilog)
 from prunecheck.checker.options import DEFAULTS, MAX_SPANS, Engine
 from prunecheck.checker.outputs.paths import cache_warning, check_output_paths
 from prunecheck.checker.outputs.terminal import SafeStream
@@ -137,9 +138,7 @@ def _add_output_arguments(check) -> None:
     check.add_argument("--write-baseline", dest="write_baseline", metavar="FILE",
                        help="write every violated or unknown finding the policies do not accept themselves to FILE "
                             "as a baseline (an entry of --baseline keeps its reason); the run then accepts them")
-    check.add_argument("--deployment", metavar="FILE",
-                       help="set the deployment keys this YAML/JSON file gives (e.g. `records: window`) in each "
-                            "policy's deployment; the other keys keep the policy's values")
+    add_operator_arguments(check)
 
 
 def _add_engine_arguments(check) -> None:
@@ -168,9 +167,7 @@ def _add_trace_parsers(sub) -> None:
     replay.add_argument("--policy", metavar="FILE",
                         help="run the trace's actions against this policy file as it is now, instead of the policy "
                              "embedded in the trace, and say whether they still violate the trace's condition")
-    replay.add_argument("--deployment", metavar="FILE",
-                        help="with --policy: set the deployment keys this file gives in the policy's deployment (the "
-                             "others keep the policy's values)")
+    add_operator_arguments(replay, "with --policy: ")
     explain = sub.add_parser("explain", help="explain a counterexample step by step, down to the policy's text")
     explain.add_argument("trace", metavar="TRACE.itf.json")
     explain.add_argument("--format", choices=("text", "json"), default="text",
@@ -179,9 +176,7 @@ def _add_trace_parsers(sub) -> None:
     certify.add_argument("certificates", nargs="+", metavar="CERT.json",
                          help="certificates, together with those for the conditions they assume")
     certify.add_argument("--policy", metavar="FILE", help="require every certificate to be for exactly this policy")
-    certify.add_argument("--deployment", metavar="FILE",
-                         help="with --policy: set the deployment keys this file gives in the policy's deployment (the "
-                              "others keep the policy's values)")
+    add_operator_arguments(certify, "with --policy: ")
     certify.add_argument("--rlimit", type=bounded_int(0, 10**12), default=0, metavar="N",
                          help="solver resource limit per obligation (z3 rlimit, cvc5 rlimit-per; 0: none)")
     certify.add_argument("--timeout", type=bounded_int(1, 3600), default=30, help="seconds per obligation")
@@ -192,7 +187,7 @@ def builtin_commands() -> dict:
     from prunecheck.checker.commands import graph
     from prunecheck.checker.commands import mcp_server
     from prunecheck.checker.commands import policydiff
-    from prunecheck.checker.commands import repair
+    from prunecheck.checker.commands import repair_cli as repair
     from prunecheck.checker.commands import schemas
 
     return {"graph": (graph.add_parser, graph.run), "repair": (repair.add_parser, repair.run),
@@ -299,13 +294,13 @@ def _check(args, stdout, stderr) -> int:
     from prunecheck.checker.outputs.accept import load_baseline, settle
     from prunecheck.checker.check import check
     from prunecheck.checker.commands.batch import BatchItem, exit_code, options_from_args
-    from prunecheck.checker.language.loader import load_policy
+    from prunecheck.checker.language.operator import load_judged
     from prunecheck.checker.outputs.files import Checked, document, file_stems, write_files
     from prunecheck.checker.outputs.render import report_text
     from prunecheck.checker.result import Verdict
 
     options = options_from_args(args)
-    policies = [load_policy(path, options.deployment) for path in args.policies]
+    policies = [load_judged(path, options) for path in args.policies]
     baseline = load_baseline(args.baseline) if args.baseline else None
     checked = []
     for policy, stem in zip(policies, file_stems(policies)):
@@ -422,7 +417,7 @@ def _replay_against(args, info, actions, stdout) -> int:
     """Replay a trace's actions on another policy: exit 1 if its condition is still violated along them, else 0."""
     from prunecheck.spec.actions import real_steps
 
-    from prunecheck.checker.language.loader import load_deployment, load_policy
+    from prunecheck.checker.language.operator import judged_from_args
     from prunecheck.checker.outputs.render import deployment_items_text, step_lines
     from prunecheck.checker.engines.replay import first_violation, replay
     from prunecheck.checker.result import length_text
@@ -430,7 +425,7 @@ def _replay_against(args, info, actions, stdout) -> int:
     condition = info.get("condition")
     if condition not in CONDITIONS:
         raise PolicySyntaxError(f"the trace names no condition (one of {', '.join(CONDITIONS)})", args.trace, 1, 1)
-    policy = load_policy(args.policy, load_deployment(args.deployment) if args.deployment else None)
+    policy = judged_from_args(args.policy, args)
     deployment = deployment_items_text(policy.deployment.as_dict(policy.overridden).items(), policy.overridden)
     print(f"trace of {condition} ({length_text(len(actions), real_steps(actions))}) against policy {policy.name} "
           f"({policy.source}), deployment {deployment}", file=stdout)
@@ -454,7 +449,7 @@ def _certify(args, stdout) -> int:
     from prunecheck.checker.engines.certificate import CertificateError, Status, certificate_json
     from prunecheck.checker.engines.certificate_set import certify_set
     from prunecheck.checker.outputs.itf import regular_file
-    from prunecheck.checker.language.loader import load_deployment, load_policy
+    from prunecheck.checker.language.operator import judged_from_args
 
     documents = []
     for name in args.certificates:
@@ -474,7 +469,7 @@ def _certify(args, stdout) -> int:
         raise UsageError("--deployment needs --policy")
     policy = None
     if args.policy:
-        policy = load_policy(args.policy, load_deployment(args.deployment) if args.deployment else None)
+        policy = judged_from_args(args.policy, args)
     verdicts = certify_set(documents, policy, args.timeout * 1000, args.rlimit)
     for v in verdicts:
         about = f"{v.label}: " if v.label else ""

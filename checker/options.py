@@ -23,7 +23,9 @@ class Engine(enum.Enum):
 
 @dataclass(frozen=True)
 class CheckOptions:
-    """Everything a check takes besides the policy. `deployment` sets its keys in every policy's own deployment;
+    """Everything a check takes besides the policy. `deployment` (the operator's --deployment file) sets its keys over
+    the operator's configuration (`config`, else the nearest one; none with `no_config`), and a policy file's own
+    section is believed only with `trust_policy_deployment` (checker/language/operator.py, ADR 0037);
     `tokens` and `repeats` (None: unrestricted) restrict appends' token counts and repetitions; `rlimit` (0: none)
     bounds every solver query by z3's resource count as `timeout` does by seconds; `cache_unknown` is batch's;
     `recovery_peak` adds the recovery set's peak size to the report."""
@@ -42,6 +44,9 @@ class CheckOptions:
     cache_unknown: bool = False
     rlimit: int = 0
     recovery_peak: bool = False  # also measure the recovery set's peak size (checker/engines/peak.py): costs time
+    config: Optional[str] = None  # the operator's configuration file; None: the nearest to each policy
+    no_config: bool = False  # read no configuration file
+    trust_policy_deployment: bool = False  # believe a policy file's own `deployment:` section
 
     def __post_init__(self):
         fields = {"only": tuple(self.only), "timeout": float(self.timeout), "engine": Engine(self.engine),

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from prunecheck.spec.actions import real_steps
+from prunecheck.spec.policy import DeploymentBasis
 
 
 class Verdict(enum.IntEnum):
@@ -333,9 +334,10 @@ class Report:
     results: tuple
     versions: tuple = ()
     deployment: tuple = ()  # ((key, value), ...): the deployment checked, overrides applied
-    overridden: tuple = ()  # the deployment keys a --deployment / deployment= override set
+    overridden: tuple = ()  # the deployment keys the operator (configuration, --deployment, deployment=) set
     bounds: Optional[Bounds] = field(default=None, compare=False)
     recovery_peak: Optional["RecoveryPeak"] = field(default=None, compare=False)  # --recovery-peak only
+    basis: DeploymentBasis = DeploymentBasis()  # whose deployment the verdicts rest on (ADR 0037)
 
     @property
     def verdict(self) -> Verdict:

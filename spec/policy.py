@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Optional, Union
 
 from prunecheck.spec.names import MAX_NAME_CHARS, name_code, name_of, name_problem, unmentioned_name  # noqa: F401
+from prunecheck.spec.provenance import BASES, Claim, DeploymentBasis, Origin  # noqa: F401
 
 KINDS = ("message", "tool_output", "file_body", "stack_trace", "summary", "diff", "record", "rationale")
 CONTENT_KINDS = KINDS[:6]
@@ -292,6 +293,12 @@ class DeploymentOverride:
         return replace(deployment, **self.as_dict())
 
 
+# The first seed's observed scenario (ADR 0037): records and rationale in the window, pins set by the agent, the
+# closure status reported by the pruning pass. It assumes nothing a policy's author could have arranged, so it is the
+# deployment a policy is judged under when the operator states none.
+LEAST_ASSUMING = Deployment(records="window", rationale="window", pins="self", audit="policy")
+
+
 @dataclass(frozen=True)
 class Acceptance:
     """An accepted finding: `condition` may be violated or unknown, for `reason`; `kind` is SARIF's suppression kind
@@ -303,19 +310,6 @@ class Acceptance:
     source: str = "<policy>"
     loc: Loc = NOWHERE
     verdict: str = "violated"  # the worst verdict it accepts (a baseline entry records what it saw)
-
-
-@dataclass(frozen=True)
-class Origin:
-    """The text a policy was parsed from (its form: yaml, json or python) and where its keys sit in it: `evict`,
-    `rank`, `deployment` at the key, `budget` and `deployment.KEY` at the value."""
-
-    text: str
-    form: str
-    keys: tuple = ()  # (key, Loc) pairs, in the order of the text
-
-    def locations(self) -> dict:
-        return dict(self.keys)
 
 
 ORDERS = ("oldest", "newest")  # the compaction stage's candidate order without a rank; the default first
@@ -342,6 +336,7 @@ class Policy:
     overridden: tuple = field(default=(), compare=False, repr=False)  # deployment keys set by an override
     accepts: tuple = field(default=(), compare=False, repr=False)  # Acceptances; not hashed (docs/decisions/0007)
     origin: Optional[Origin] = field(default=None, compare=False, repr=False)  # None: not parsed from text
+    basis: DeploymentBasis = field(default=DeploymentBasis(), compare=False, repr=False)  # whose deployment (ADR 0037)
     # Left out of the repr at their defaults (QUIET_POLICY_DEFAULTS), so that old policies' hashes stay the same.
     keep: Optional[Expr] = None  # spans the stage never takes
     when: Optional[Expr] = None  # the trigger (a window expression); None: always

@@ -351,7 +351,7 @@ def load_policy_text(doc):
 
 # Genuine certificates stay confirmed.
 
-@pytest.mark.parametrize("path", sorted(EXAMPLES.iterdir()), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(p for p in EXAMPLES.iterdir() if p.suffix != ".toml"), ids=lambda p: p.name)
 def test_genuine_certificates_of_every_example_are_confirmed(tmp_path, path):
     policy = load_policy(path)
     report = check(policy, CheckOptions(depth=4, spans=4, **BOUNDS))

@@ -82,7 +82,7 @@ def test_a_summary_and_its_place_are_read_by_itf_py():
 @pytest.mark.slow
 def test_every_trace_the_examples_produce_is_read_by_itf_py(tmp_path):
     files = []
-    for index, policy_file in enumerate(sorted(p for p in EXAMPLES.iterdir() if p.is_file())):
+    for index, policy_file in enumerate(sorted(p for p in EXAMPLES.iterdir() if p.is_file() and p.suffix != ".toml")):
         files += _write_traces(policy_file, tmp_path / str(index))
     assert len(files) >= 10
     for path in files:

@@ -57,11 +57,11 @@ def test_a_deployment_override_applies_to_the_policy_replayed_against(seed_trace
     fixed = tmp_path / "fixed.yaml"
     fixed.write_text("records: undo_region\npins: host\naudit: independent\n")
     code, out, _ = run("replay", seed_traces["C2"], "--policy", SEED, "--deployment", fixed)
-    assert code == 0 and "no longer violates C2" in out and "records=undo_region (overridden)" in out
+    assert code == 0 and "no longer violates C2" in out and "records=undo_region (operator)" in out
     only_audit = tmp_path / "audit.yaml"
     only_audit.write_text("audit: independent\n")
     code, out, _ = run("replay", seed_traces["C2"], "--policy", SEED, "--deployment", only_audit)
-    assert code == 1 and "still violates C2" in out and "audit=independent (overridden)" in out
+    assert code == 1 and "still violates C2" in out and "audit=independent (operator)" in out
 
 
 def test_a_trace_whose_steps_are_no_longer_enabled_no_longer_violates(tmp_path):

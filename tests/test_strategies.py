@@ -110,7 +110,7 @@ def test_policy_texts_refuses_unknown_form():
         expressions(BOOL, 0)
 
 
-@pytest.mark.parametrize("path", sorted(EXAMPLES.iterdir()), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(p for p in EXAMPLES.iterdir() if p.suffix != ".toml"), ids=lambda p: p.name)
 def test_example_policies_print_in_both_forms(path):
     policy = load_policy(path)
     assert parse_policy_text(policy_yaml(policy), "p.yaml") == policy

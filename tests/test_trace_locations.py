@@ -93,7 +93,7 @@ def test_an_overridden_setting_is_marked_and_the_file_still_located(tmp_path, mo
     project, trace = _trace(tmp_path, monkeypatch, "--deployment", tmp_path / "deployment.yaml")
     code, out, _ = run("explain", trace)
     assert code == 0 and "note:" not in out and CITED.findall(out)
-    assert "`records: window (set by the deployment override)`" in out
+    assert "(the operator's deployment; the policy file's claim agrees)" in out  # located: the file says the same
     assert json.loads(trace.read_text())["#meta"]["prunecheck"]["overridden"] == ["records"]
 
 

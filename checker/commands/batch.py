@@ -92,12 +92,12 @@ def batch_item(path: str, options: CheckOptions, cache_dir: Optional[str] = None
     """Load, parse and check one policy file (in a worker), through the cache; never raises. A cache entry is used
     only if it verifies against the policy; a rejected one is solved afresh and overwritten (or removed)."""
     from prunecheck.checker.language.document import policy_hash
-    from prunecheck.checker.language.loader import load_policy
+    from prunecheck.checker.language.operator import load_judged
 
     started = time.perf_counter()
     read = MISS
     try:
-        policy = load_policy(path, options.deployment)
+        policy = load_judged(path, options)
         cache = ReportCache(cache_dir) if cache_dir is not None else None
         settings = options.settings(policy_hash(policy))
         read = cache.read(settings, policy, options.cache_unknown) if cache is not None else MISS
@@ -345,7 +345,9 @@ def options_from_args(args) -> CheckOptions:
                         deployment=load_deployment(deployment) if deployment else None,
                         counterexamples=getattr(args, "max_counterexamples", None),
                         cache_unknown=getattr(args, "cache_unknown", None),
-                        recovery_peak=getattr(args, "recovery_peak", None))
+                        recovery_peak=getattr(args, "recovery_peak", None), config=getattr(args, "config", None),
+                        no_config=getattr(args, "no_config", None),
+                        trust_policy_deployment=getattr(args, "trust_policy_deployment", None))
 
 
 def run_batch_cli(args, stdout, stderr) -> int:
@@ -417,7 +419,7 @@ def with_policies(items: Sequence[BatchItem], options: CheckOptions) -> tuple:
     """(items, an outputs.Checked per item): each report with its policy, loaded again here (workers send reports
     only); an item whose file no longer loads as the policy of its report becomes an input error."""
     from prunecheck.checker.language.document import policy_hash
-    from prunecheck.checker.language.loader import load_policy
+    from prunecheck.checker.language.operator import load_judged
     from prunecheck.checker.outputs.files import Checked
 
     out_items, checked = [], []
@@ -425,7 +427,7 @@ def with_policies(items: Sequence[BatchItem], options: CheckOptions) -> tuple:
         policy = None
         if item.report is not None:
             try:
-                policy = load_policy(item.path, options.deployment)
+                policy = load_judged(item.path, options)
                 same = policy_hash(policy) == item.report.policy_hash
                 problem = "" if same else "the file changed while it was checked"
             except PrunecheckError as exc:

@@ -62,3 +62,21 @@ def add_rlimit_argument(parser) -> None:
     parser.add_argument("--rlimit", type=bounded_int(0, 10**12), default=DEFAULTS.rlimit, metavar="N",
                         help="also bound every solver query by N resource units (z3 rlimit, cvc5 rlimit-per), which "
                              "unlike --timeout a loaded machine cannot change (0: none)")
+
+
+def add_operator_arguments(parser, needs: str = "") -> None:
+    """The operator's deployment (ADR 0037): --deployment, --config, --no-config, --trust-policy-deployment; `needs`
+    names the argument they go with, if any (e.g. "with --policy: ")."""
+    parser.add_argument("--deployment", metavar="FILE",
+                        help=f"{needs}the operator's deployment: the keys this YAML/JSON file gives (e.g. `records: "
+                             "undo_region`) over the configuration's; keys neither gives take the least-assuming "
+                             "default (the first seed's observed scenario)")
+    parser.add_argument("--config", metavar="FILE",
+                        help=f"{needs}the operator's configuration (prunecheck.toml, or pyproject.toml's "
+                             "[tool.prunecheck]); default: the nearest one at or above each policy file")
+    parser.add_argument("--no-config", dest="no_config", action="store_true",
+                        help=f"{needs}read no configuration file")
+    parser.add_argument("--trust-policy-deployment", dest="trust_policy_deployment", action="store_true",
+                        help=f"{needs}believe a policy file's own `deployment:` section (for human-authored policy "
+                             "files; the operator's keys still win); without it the section is a claim, ignored and "
+                             "named in the report")

@@ -19,6 +19,8 @@ INSTRUCTIONS = (
     "proposes the proved change that keeps most of the policy's intent, `diff` compares two policies. Policies are "
     "parsed, never executed.")
 Deployment = Optional[dict[str, str]]
+IGNORED = ("; `deployment` is ignored: the deployment is the server operator's (`prunecheck mcp --deployment/--config`), "
+           "never a call's; keys given here are named in the report's deployment_basis claims, not used")
 
 
 def tool_result(answer: tuple):
@@ -45,7 +47,7 @@ def build_server(pool, limits: Limits):
 
     @server.tool(annotations=pure,
                  description="Check a policy (its text; `name` picks the form: .yaml .yml .json .py) against every "
-                             "condition: the `check --format json` document, each counterexample explained.")
+                             "condition: the `check --format json` document, each counterexample explained" + IGNORED)
     def check(policy: str, name: str = "policy.yaml", deployment: Deployment = None, depth: Optional[int] = None,
               spans: Optional[int] = None, rlimit: Optional[int] = None, only: Optional[list[str]] = None,
               prove: bool = True) -> CallToolResult:
@@ -54,7 +56,7 @@ def build_server(pool, limits: Limits):
 
     @server.tool(annotations=pure,
                  description="Explain a counterexample (`trace`: a condition's `trace` list from check) step by "
-                             "step, down to the policy text that causes it.")
+                             "step, down to the policy text that causes it" + IGNORED)
     def explain(policy: str, condition: str, trace: list[dict[str, Any]], name: str = "policy.yaml",
                 deployment: Deployment = None, spans: Optional[int] = None) -> CallToolResult:
         return call("explain", dict(policy=policy, condition=condition, trace=trace, name=name,
@@ -62,7 +64,9 @@ def build_server(pool, limits: Limits):
 
     @server.tool(annotations=pure,
                  description="Propose the proved change to a policy text that keeps most of its intent (`repair "
-                             "--format json`: the change, the repaired text and its diff, each condition's proof).")
+                             "--format json`: the change, the repaired text and its diff, each condition's proof); "
+                             "the text only: the deployment is the server operator's, so `allow_deployment` changes "
+                             "nothing")
     def repair(policy: str, name: str = "policy.yaml", allow_deployment: bool = True, depth: Optional[int] = None,
                spans: Optional[int] = None, rlimit: Optional[int] = None) -> CallToolResult:
         return call("repair", dict(policy=policy, name=name, allow_deployment=allow_deployment, depth=depth,
@@ -79,7 +83,7 @@ def build_server(pool, limits: Limits):
     @server.tool(annotations=pure,
                  description="Re-check proof certificates (the `certificate` objects of check's report, all of a "
                              "policy's together: they may assume each other) with cvc5; with `policy`, each must be "
-                             "for exactly it.")
+                             "for exactly it" + IGNORED)
     def certify(certificates: list[Any], policy: Optional[str] = None, name: str = "policy.yaml",
                 deployment: Deployment = None) -> CallToolResult:
         return call("certify", dict(certificates=certificates, policy=policy, name=name, deployment=deployment))
@@ -133,12 +137,27 @@ def add_parser(subparsers) -> None:
     p.add_argument("--time-limit", type=bounded_int(1, 86400), default=int(defaults.seconds), metavar="S",
                    help=f"seconds per call: a longer call is stopped and answered with a tool error (default "
                         f"{defaults.seconds:g})")
+    p.add_argument("--deployment", metavar="FILE",
+                   help="the operator's deployment every call is judged under: the keys this YAML/JSON file gives "
+                        "over the configuration's (never a call's; keys neither gives: the least-assuming default)")
+    p.add_argument("--config", metavar="FILE",
+                   help="the operator's configuration (default: the nearest prunecheck.toml or pyproject.toml with "
+                        "[tool.prunecheck] at or above the working directory); its trust-policy-deployment is "
+                        "ignored here: the calls come from the model under vetting")
+    p.add_argument("--no-config", dest="no_config", action="store_true", help="read no configuration file")
 
 
 def run(args, stdout, stderr) -> int:
     from prunecheck.checker.commands.mcp_pool import Pool
 
-    limits = Limits(depth=args.max_depth, spans=args.max_spans, rlimit=args.rlimit, seconds=float(args.time_limit))
+    from dataclasses import replace
+
+    from prunecheck.checker.language.operator import operator_for
+
+    operator = replace(operator_for(None, config=args.config, no_config=args.no_config, deployment=args.deployment),
+                       trust_policy_deployment=False)
+    limits = Limits(depth=args.max_depth, spans=args.max_spans, rlimit=args.rlimit, seconds=float(args.time_limit),
+                    operator=operator)
     pool = Pool(args.workers)
     server = build_server(pool, limits)
     try:

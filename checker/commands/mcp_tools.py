@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
 
 from prunecheck.checker.language.loader import parse_deployment_text, parse_policy_text
+from prunecheck.checker.language.operator import Operator, judged
+from prunecheck.spec.policy import Claim
 from prunecheck.checker.language.source_text import decode_policy_bytes
 from prunecheck.checker.language.typecheck import MAX_FILE_BYTES
 from prunecheck.checker.options import DEFAULTS, DIFF_DEFAULTS, MAX_SPANS, options_with
@@ -24,12 +26,15 @@ FORMS = (".yaml", ".yml", ".json", ".py")
 
 @dataclass(frozen=True)
 class Limits:
-    """The server's per-call bounds: a caller may ask for less, never more (time: the worker's wall clock)."""
+    """The server's per-call bounds: a caller may ask for less, never more (time: the worker's wall clock); and the
+    operator's deployment every call is judged under (from `prunecheck mcp`'s own arguments and configuration, never
+    from a call; a policy's own section is never believed: the calls come from the model under vetting)."""
 
     depth: int = 24
     spans: int = 12
     rlimit: int = 200_000_000
     seconds: float = 120.0
+    operator: Operator = field(default=Operator())
 
 
 def file_name(name: str) -> str:
@@ -65,12 +70,17 @@ def options_for(limits: Limits, depth=None, spans=None, rlimit=None, base=DEFAUL
                         timeout=min(base.timeout, limits.seconds), **more)
 
 
-def policy_of(text: str, name: str, deployment: Optional[dict] = None):
-    """The policy a text holds, the keys of `deployment` (a mapping, read as a deployment file) set over its own."""
-    override = None
+def policy_of(text: str, name: str, operator: Operator, deployment: Optional[dict] = None):
+    """The policy a text holds, judged under the server operator's deployment (its own section a claim); the keys
+    of a call's `deployment` (read as a deployment file, so a bad one is an error) are claims too: named, not used."""
+    operator = replace(operator, trust_policy_deployment=False)
+    policy = judged(parse_policy_text(bounded_text(text, name), name), operator)
     if deployment:
-        override = parse_deployment_text(json.dumps(deployment), "deployment.json")
-    return parse_policy_text(bounded_text(text, name), name, override)
+        claimed = parse_deployment_text(json.dumps(deployment), "deployment.json")
+        calls = tuple(Claim(key, value, getattr(policy.deployment, key), "<call>: deployment")
+                      for key, value in claimed.settings)
+        policy = replace(policy, basis=replace(policy.basis, claims=policy.basis.claims + calls))
+    return policy
 
 
 def _conditions(only) -> tuple:
@@ -90,7 +100,7 @@ def check_tool(limits: Limits, policy: str, name: str = "policy.yaml", deploymen
     from prunecheck.checker.check import check
     from prunecheck.checker.outputs.files import Checked, json_document
 
-    loaded = policy_of(policy, name, deployment)
+    loaded = policy_of(policy, name, limits.operator, deployment)
     options = options_for(limits, depth, spans, rlimit, only=_conditions(only), prove=bool(prove))
     report = check(loaded, options)
     verdicts = ", ".join(f"{r.condition} {r.verdict}" for r in report.results)
@@ -119,7 +129,7 @@ def explain_tool(limits: Limits, policy: str, condition: str, trace: list, name:
     from prunecheck.checker.engines.replay import first_violation, replay
     from prunecheck.checker.findings.explain import explanation_json, explanation_lines, explanation_of
 
-    loaded = policy_of(policy, name, deployment)
+    loaded = policy_of(policy, name, limits.operator, deployment)
     condition = _conditions([condition])[0]
     if spans is not None:  # None: no bound, so a trace from a check at any span bound replays
         spans = _bound(spans, DEFAULTS.spans, 2, min(limits.spans, MAX_SPANS), "spans")
@@ -144,8 +154,10 @@ def repair_tool(limits: Limits, policy: str, name: str = "policy.yaml", allow_de
 
     text = bounded_text(policy, name)
     options = options_for(limits, depth, spans, rlimit)
-    result = repair(parse_policy_text(text, name), text, name, allow_deployment=bool(allow_deployment),
-                    options=options, alternatives=0)
+    operator = replace(limits.operator, trust_policy_deployment=False)
+    # allow_deployment is the caller's wish; the deployment is the operator's, so no call changes it (ADR 0037).
+    result = repair(policy_of(policy, name, operator), text, name, allow_deployment=False, options=options,
+                    alternatives=0, judge=lambda parsed: judged(parsed, operator))
     doc = result_json(result)
     return f"repair of {doc['policy']}: {result.status}" + (f" ({result.reason})" if result.reason else ""), doc
 
@@ -155,7 +167,7 @@ def diff_tool(limits: Limits, old: str, new: str, old_name: str = "old.yaml", ne
     """(summary, `diff --format json`): where one policy evicts, in a reachable state, a span the other keeps."""
     from prunecheck.checker.commands.policydiff import diff_json, diff_policies
 
-    before, after = policy_of(old, old_name), policy_of(new, new_name)
+    before, after = policy_of(old, old_name, limits.operator), policy_of(new, new_name, limits.operator)
     doc = diff_json(diff_policies(before, after, options_for(limits, depth, spans, rlimit, base=DIFF_DEFAULTS)),
                     before, after)
     return f"{doc['outcome']}: {doc['summary']}", doc
@@ -190,7 +202,7 @@ def certify_tool(limits: Limits, certificates: list, policy: Optional[str] = Non
     if not isinstance(certificates, list) or not 1 <= len(certificates) <= MAX_CERTIFICATES:
         raise PolicySyntaxError(f"certificates: a list of 1 to {MAX_CERTIFICATES} certificates", "<arguments>", 1, 1)
     documents = [(f"certificate[{i}]", _certificate_document(i, c)) for i, c in enumerate(certificates)]
-    loaded = policy_of(policy, name, deployment) if policy is not None else None
+    loaded = policy_of(policy, name, limits.operator, deployment) if policy is not None else None
     verdicts = certify_set(documents, loaded, int(limits.seconds * 1000), limits.rlimit)
     entries = [{"name": v.name, "condition": v.condition or None, "status": str(v.status), "reason": v.reason,
                 "policy_hash": v.policy_hash or None, "discharged": [list(d) for d in v.discharged],

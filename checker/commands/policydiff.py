@@ -422,7 +422,7 @@ def diff_json(diff: PolicyDiff, old: Policy, new: Policy) -> dict:
 
 
 def add_parser(subparsers) -> None:
-    from prunecheck.checker.commands.frontdoor import add_rlimit_argument, bounded_int
+    from prunecheck.checker.commands.frontdoor import add_operator_arguments, add_rlimit_argument, bounded_int
 
     p = subparsers.add_parser("diff", help="compare two policies: where does one evict what the other keeps")
     p.add_argument("old", metavar="OLD", help="the deployed policy (.yaml, .yml, .json or .py)")
@@ -436,13 +436,14 @@ def add_parser(subparsers) -> None:
     add_rlimit_argument(p)
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text (default: each direction with its witness) or json (one document)")
+    add_operator_arguments(p)
 
 
 def run(args, stdout, stderr) -> int:
     """Exit 0 equivalent (proved), 1 different (replayed witness), 3 no difference found within the bounds."""
-    from prunecheck.checker.language.loader import load_policy
+    from prunecheck.checker.language.operator import judged_from_args
 
-    old, new = load_policy(args.old), load_policy(args.new)
+    old, new = judged_from_args(args.old, args), judged_from_args(args.new, args)
     options = options_with(DIFF_DEFAULTS, depth=args.depth, spans=args.spans, timeout=args.timeout,
                            rlimit=args.rlimit)
     diff = diff_policies(old, new, options)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import enum
 import itertools
-import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Optional
 
 from prunecheck.spec.conditions import CONDITIONS, applicable, evidence_on, violations
@@ -18,10 +16,10 @@ from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State,
 
 from prunecheck.checker.check import check, new_report
 from prunecheck.checker.language.document import policy_document, policy_hash
-from prunecheck.checker.language.loader import decode_policy_bytes, expected_verdicts, load_policy, parse_policy_text
+from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.engines.prove import prove_all
 from prunecheck.checker.outputs.reasons import RECHECKED, reason_text
-from prunecheck.checker.options import DEFAULTS, MAX_SPANS, CheckOptions, options_with
+from prunecheck.checker.options import DEFAULTS, CheckOptions
 from prunecheck.spec.actions import action_text
 from prunecheck.spec.state import host_truncates
 from prunecheck.checker.commands.repair_text import (EXCLUSIONS, ENVIRONMENT_KEYS, EVIDENCE_KEYS, SAFE_DEPLOYMENT,
@@ -106,7 +104,7 @@ def available_changes(policy: Policy, allow_deployment: bool = True) -> tuple:
         safe = SAFE_DEPLOYMENT.as_dict()
         changes += [Change("deployment", key=key, value=safe[key])
                     for key in DEPLOYMENT_CHOICES if key in safe and key not in ENVIRONMENT_KEYS
-                    and getattr(policy.deployment, key) != safe[key]
+                    and getattr(policy.deployment, key) != safe[key] and key not in policy.overridden
                     and (key not in EVIDENCE_KEYS or evidence_on(policy))]
     if policy.budget is not None:
         changes.append(Change("drop_budget"))
@@ -243,16 +241,18 @@ class _Search:
 
 
 def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True, options: CheckOptions = DEFAULTS,
-           alternatives: int = MAX_ALTERNATIVES, original: Optional[Report] = None) -> RepairResult:
+           alternatives: int = MAX_ALTERNATIVES, original: Optional[Report] = None, judge=None) -> RepairResult:
     """Search change sets in preference order (`preference`) for the first under which every condition is proved
     (HOLDS with a certificate); candidates a known counterexample still breaks on the runtime are dropped without
     a solver. Then up to `alternatives` more proved repairs are named, each not containing an earlier one. Every
     check is made with `options` (its bounds: depth, spans, `timeout` seconds and `rlimit` per condition), proofs
     on; `original`, when given, must be `check`'s report of policy at these bounds (it is what the result says of
-    the policy)."""
+    the policy); `judge`, when given, maps the text's parsed policy to the policy as judged (under the operator's
+    deployment, checker/language/operator.py): the deployment keys the operator set are never changed."""
     started = time.perf_counter()
     form = form_of(source)
-    if parse_policy_text(text, source) != policy:
+    parsed = parse_policy_text(text, source)
+    if (judge(parsed) if judge is not None else parsed) != policy:
         raise PolicySyntaxError("the policy differs from its text (a deployment override?): repair edits the text",
                                 source, 1, 1)
     options = replace(options, only=CONDITIONS, prove=True)
@@ -272,7 +272,7 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
         reason = _no_repair_reason(policy, original, form, allow_deployment, search)
         return RepairResult(original, None, reason=reason, seconds=time.perf_counter() - started, **search.stats())
     changes, candidate, report = search.proved[0]
-    new_text, parsed, reprinted = repaired_text(text, source, policy, changes)
+    new_text, parsed, reprinted = repaired_text(text, source, policy, changes, judge)
     if parsed != candidate:
         raise PrunecheckError("internal: the repaired text does not hold the proved policy")
     return RepairResult(original, changes, candidate, new_text, unified_diff(text, new_text, source), report,
@@ -426,74 +426,6 @@ def result_json(result: RepairResult) -> dict:
     return doc
 
 
-# --------------------------------------------------------------------------- command line
-
-ALTERNATIVES_HELP = ("after the preferred repair, keep searching in the same order and also list up to N other "
-                     "proved repairs, none containing an earlier one (each may cost full checks; default "
-                     f"{MAX_ALTERNATIVES}: stop at the first)")
-
-
-def add_parser(subparsers) -> None:
-    from prunecheck.checker.commands.frontdoor import add_rlimit_argument, bounded_int
-
-    parser = subparsers.add_parser(
-        "repair", help="propose the proved-safe change that keeps most of a violated policy's intent",
-        description="Search change sets (an evict conjunct excluding records or rationale, a deployment setting, "
-                    "dropping the budget) in preference order: keeping the budget first, then fewer deployment "
-                    "changes, then the narrower exclusion. The first one under which the full checker proves every "
-                    "condition is printed as a unified diff of the file. A set the checker decides neither way is "
-                    "listed as undecided, and the sets containing it are not tried.")
-    parser.add_argument("policy", metavar="POLICY", help=".yaml, .yml, .json or .py policy file")
-    parser.add_argument("--text-only", action="store_true", help="change only the policy text, not its deployment")
-    parser.add_argument("--out", metavar="FILE", help="write the repaired policy text to FILE")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="text (default: the change, its proof and the unified diff) or json (one document)")
-    parser.add_argument("--alternatives", type=bounded_int(0, 64), default=MAX_ALTERNATIVES, metavar="N",
-                        help=ALTERNATIVES_HELP)
-    parser.add_argument("--timeout", type=bounded_int(1, 3600), default=int(DEFAULTS.timeout),
-                        help=f"seconds per condition (default {DEFAULTS.timeout:g})")
-    add_rlimit_argument(parser)
-    parser.add_argument("--depth", type=bounded_int(1, 200), default=DEFAULTS.depth,
-                        help=f"bounded search depth (default {DEFAULTS.depth})")
-    parser.add_argument("--spans", type=bounded_int(2, MAX_SPANS), default=DEFAULTS.spans,
-                        help=f"span slots (default {DEFAULTS.spans})")
-
-
-def _read_text(path: str) -> str:
-    with open(path, "rb") as handle:  # load_policy has already refused non-regular and oversized files
-        data = handle.read()
-    return decode_policy_bytes(data, path)
-
-
-def run(args, stdout, stderr) -> int:
-    policy = load_policy(args.policy)
-    text = _read_text(args.policy)
-    options = options_with(depth=args.depth, spans=args.spans, timeout=args.timeout, rlimit=args.rlimit)
-    result = repair(policy, text, args.policy, allow_deployment=not args.text_only, options=options,
-                    alternatives=args.alternatives)
-    stale = ()
-    if result.repaired:
-        expect = expected_verdicts(args.policy)
-        checked = {r.condition for r in result.report.results}  # the repair's deployment may drop some
-        stale = tuple(c for c in CONDITIONS if expect.get(c) == "violated" and c in checked)
-        if args.out:
-            try:
-                Path(args.out).write_text(("\ufeff" if _has_bom(args.policy) else "") + result.text, encoding="utf-8")
-            except OSError as exc:
-                raise PrunecheckError(f"cannot write {args.out}: {exc.strerror or exc}") from None
-            print(f"wrote {args.out}", file=stderr)
-    if args.format == "json":
-        print(json.dumps(result_json(result), indent=2), file=stdout)
-    else:
-        print(result_text(result, stale if not result.reprinted else ()), file=stdout)
-    return {"holds": EXIT_REPAIRED, "repaired": EXIT_REPAIRED, "unknown": EXIT_UNDECIDED}.get(result.status, EXIT_NONE)
-
-
-def _has_bom(path: str) -> bool:
-    with open(path, "rb") as handle:
-        return handle.read(3) == b"\xef\xbb\xbf"
-
-
 __all__ = ["RepairResult", "Change", "Outcome", "Undecided", "repair", "available_changes",
            "candidate_sets", "preference", "check_candidate", "run_violations", "verdict_line", "result_text",
-           "result_json", "add_parser", "run"]
+           "result_json"]

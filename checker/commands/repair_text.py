@@ -409,25 +409,27 @@ def printed_text(policy: Policy, source: str) -> str:
     return policy_yaml(policy)
 
 
-def _parses_to(text: str, source: str, intended: Policy) -> bool:
+def _parses_to(text: str, source: str, intended: Policy, judge=None) -> bool:
     try:
-        return parse_policy_text(text, source) == intended
+        parsed = parse_policy_text(text, source)
+        return (judge(parsed) if judge is not None else parsed) == intended
     except PrunecheckError:
         return False
 
 
-def repaired_text(text: str, source: str, policy: Policy, changes: tuple) -> Tuple[str, Policy, bool]:
+def repaired_text(text: str, source: str, policy: Policy, changes: tuple, judge=None) -> Tuple[str, Policy, bool]:
     """(new text, the Policy it parses to, reprinted): minimal edits when they re-parse to exactly the repaired
-    Policy, else the whole policy printed in its form; raises PrunecheckError if neither re-parses to it."""
+    Policy (judged by `judge`, when given, as the policy was: under the operator's deployment), else the whole
+    policy printed in its form; raises PrunecheckError if neither re-parses to it."""
     intended = repaired_policy(policy, changes, form_of(source))
     try:
         candidate = edited_text(text, source, policy, changes)
     except (NoSurgery, yaml.YAMLError, SyntaxError, ValueError, IndexError):
         candidate = None
-    if candidate is not None and _parses_to(candidate, source, intended):
+    if candidate is not None and _parses_to(candidate, source, intended, judge):
         return candidate, intended, False
     printed = printed_text(intended, source)
-    if _parses_to(printed, source, intended):
+    if _parses_to(printed, source, intended, judge):
         return printed, intended, True
     raise PrunecheckError(f"{source}: neither the edited nor the re-printed text parses to the repaired policy")
 

@@ -123,8 +123,17 @@ def start_on_point(policy: Policy, role: str) -> Point:
 
 def _setting(policy: Policy, key: str, where: Dict[str, Loc], why: str) -> Point:
     value = getattr(policy.deployment, key)
+    if policy.basis.basis in ("operator", "default"):  # the file's own section, if any, is a claim (ADR 0037)
+        claim = next((c for c in policy.basis.claims if c.key == key), None)
+        whose = "the operator's deployment" if key in policy.overridden else "the least-assuming default"
+        if claim is not None and claim.claimed == value and f"deployment.{key}" in where:
+            return Point(f"{key}: {value}", deployment_location(policy, key, where),
+                         f"{why} ({whose}; the policy file's claim agrees)")
+        if key in policy.overridden or claim is not None:
+            return Point(f"{key}: {value} ({whose})", NOWHERE, why)
+        return Point(f"{key}: {value}", NOWHERE, why)
     if key in policy.overridden:  # not written in the policy's file: no position there shows this value
-        return Point(f"{key}: {value} (set by the deployment override)", NOWHERE, why)
+        return Point(f"{key}: {value} (the operator's deployment)", NOWHERE, why)
     if policy.origin is not None and f"deployment.{key}" not in where:  # a default the file does not write
         return Point(f"{key}: {value}", NOWHERE, why)
     return Point(f"{key}: {value}", deployment_location(policy, key, where), why)

@@ -428,7 +428,7 @@ def load_deployment(path) -> DeploymentOverride:
     """Read a deployment file (see parse_deployment_text)."""
 
     def run():
-        data, filename = read_policy_file(path)
+        data, filename = read_policy_file(path, "deployment")
         return parse_deployment_text(data, filename)
 
     return _guarded(display_name(path), run)

@@ -67,8 +67,9 @@ def form_of(filename: str) -> str:
     return form
 
 
-def read_policy_file(path) -> Tuple[bytes, str]:
-    """(at most MAX_FILE_BYTES + 1 bytes, the file name) of a regular file; any failure is a PolicySyntaxError."""
+def read_policy_file(path, what: str = "policy") -> Tuple[bytes, str]:
+    """(at most MAX_FILE_BYTES + 1 bytes, the file name) of a regular file; any failure is a PolicySyntaxError that
+    says which kind of file (`what`: policy, deployment, configuration) could not be read."""
     try:
         filename = os.fspath(path)
     except TypeError:
@@ -78,16 +79,16 @@ def read_policy_file(path) -> Tuple[bytes, str]:
     try:
         # Opening a FIFO or a device can block forever: only regular files are policies.
         if os.path.exists(filename) and not os.path.isdir(filename) and not stat.S_ISREG(os.stat(filename).st_mode):
-            raise PolicySyntaxError("cannot read policy: not a regular file", filename, 1, 1)
+            raise PolicySyntaxError(f"cannot read {what}: not a regular file", filename, 1, 1)
         with open(filename, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
     except IsADirectoryError:
-        raise PolicySyntaxError("cannot read policy: it is a directory", filename, 1, 1) from None
+        raise PolicySyntaxError(f"cannot read {what}: it is a directory", filename, 1, 1) from None
     except FileNotFoundError:
-        raise PolicySyntaxError("cannot read policy: no such file", filename, 1, 1) from None
+        raise PolicySyntaxError(f"cannot read {what}: no such file", filename, 1, 1) from None
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
-        raise PolicySyntaxError(f"cannot read policy: {reason}", filename, 1, 1) from None
+        raise PolicySyntaxError(f"cannot read {what}: {reason}", filename, 1, 1) from None
     return data, filename
 
 

@@ -12,6 +12,9 @@ from prunecheck.spec.errors import PrunecheckError
 from prunecheck.spec.policy import DEPLOYMENT_KEYS, DeploymentOverride, Policy
 
 
+JUDGED = ("operator", "default")  # a trace's deployment_basis under which the policy file's section was a claim
+
+
 class FileStatus(str, enum.Enum):
     """How the policy file a trace names compares with the policy embedded in the trace (the one checked)."""
 
@@ -44,6 +47,7 @@ def policy_meta(policy: Policy, out_dir: Path) -> dict:
             meta["policy_file"] = source
     if policy.overridden:
         meta["overridden"] = list(policy.overridden)
+    meta["deployment_basis"] = policy.basis.basis
     return meta
 
 
@@ -88,15 +92,20 @@ def _regular(path: Path) -> bool:
 def trace_policy(trace: Path, info: dict, embedded: Policy) -> TracePolicy:
     """The policy file the trace names, if it still holds the embedded policy; otherwise the embedded policy."""
     from prunecheck.checker.language.loader import load_policy
+    from prunecheck.checker.language.operator import under
 
     recorded, candidates = _recorded(info)
     found = next((trace.parent / c for c in candidates if _regular(trace.parent / c)), None)
     if found is None:
         return TracePolicy(embedded, recorded, FileStatus.MISSING)
+    basis = info.get("deployment_basis")
     try:
-        original = load_policy(shown(found), _override(info, embedded))
+        original = load_policy(shown(found), None if basis in JUDGED else _override(info, embedded))
     except PrunecheckError:
         return TracePolicy(embedded, shown(found), FileStatus.CHANGED)
+    if basis in JUDGED:  # the deployment was the operator's, recorded in the trace; the file's section a claim
+        keys = _override(info, embedded)
+        original = under(original, embedded.deployment, basis, "", keys.keys() if keys else ())
     if original != embedded:
         return TracePolicy(embedded, shown(found), FileStatus.CHANGED)
     return TracePolicy(original, shown(found), FileStatus.SAME)

@@ -14,7 +14,8 @@ from typing import Optional
 
 from prunecheck.spec.conditions import CONDITIONS, applicable
 from prunecheck.spec.errors import PrunecheckError
-from prunecheck.spec.policy import DEPLOYMENT_KEYS, NAME_ATTRS, UNLISTED_AT_DEFAULT, name_problem
+from prunecheck.spec.policy import (BASES, DEPLOYMENT_KEYS, NAME_ATTRS, UNLISTED_AT_DEFAULT, Claim, DeploymentBasis,
+                                    name_problem)
 from prunecheck.spec.actions import ACTION_TYPES, OPTIONAL_ARGS
 
 from prunecheck.checker.engines.certificate import Status, dumps
@@ -151,9 +152,21 @@ def report_from_json(doc, reasons) -> Report:
     results = tuple(replace(r, stats=_stats(r.condition, stats["conditions"].get(r.condition, []))) for r in results)
     report = Report(doc["policy"], doc["policy_hash"], doc["source"], doc["depth"], doc["spans"], results,
                     tuple((key, versions[key]) for key in VERSION_KEYS), tuple(deployment.items()), tuple(overridden),
-                    _bounds(stats.get("bounds")))
+                    _bounds(stats.get("bounds")), basis=_basis(doc.get("deployment_basis")))
     _expect(doc.get("verdict") == str(report.verdict), "verdict does not match its conditions")
     return report
+
+
+def _basis(doc) -> DeploymentBasis:
+    """The DeploymentBasis render.basis_json wrote."""
+    _expect(isinstance(doc, dict) and set(doc) == {"basis", "source", "claims"} and doc["basis"] in BASES
+            and isinstance(doc["source"], str) and isinstance(doc["claims"], list), "bad deployment_basis")
+    claims = []
+    for claim in doc["claims"]:
+        _expect(isinstance(claim, dict) and set(claim) == {"key", "claimed", "used", "where"}
+                and claim["key"] in DEPLOYMENT_KEYS and all(isinstance(v, str) for v in claim.values()), "bad claim")
+        claims.append(Claim(claim["key"], claim["claimed"], claim["used"], claim["where"]))
+    return DeploymentBasis(doc["basis"], doc["source"], tuple(claims))
 
 
 def _stats(condition: str, runs) -> Stats:
@@ -301,6 +314,8 @@ def verify_report(report: Report, policy, settings: dict) -> Optional[str]:
         return "the report names another policy"
     if report.deployment != tuple(policy.deployment.as_dict(policy.overridden).items()) or report.overridden != policy.overridden:
         return "the report names another deployment, or other overridden keys"
+    if report.basis != policy.basis:
+        return "the report rests on another deployment basis (operator, default, trusted) or names other claims"
     if (report.depth, report.spans) != (settings["depth"], settings["spans"]):
         return f"the report's bounds (depth {report.depth}, {report.spans} spans) are not the ones asked for"
     if [r.condition for r in report.results] != list(applicable(policy, settings["only"])):

@@ -24,7 +24,7 @@ Why: {cause}.
 
 test_recorded_policy_violates_{low} replays the steps on the policy as it was checked (embedded below) and asserts
 the violation at the last step, so the finding stays reproducible. test_policy_file_keeps_{low} runs the same steps
-against the policy file as it is now, with the deployment keys DEPLOYMENT_OVERRIDE set as they were when it was
+against the policy file as it is now, under the deployment DEPLOYMENT_OVERRIDE it was judged under when it was
 checked: it fails while the policy is unsafe and passes once it is fixed, and then guards against a regression (it
 is skipped if the current policy refuses one of the steps).
 """
@@ -55,14 +55,15 @@ def violated_at_each_step(policy):
 
 
 def test_recorded_policy_violates_{low}():
-    found = violated_at_each_step(parse_policy(RECORDED_POLICY, "recorded-policy.json"))
+    found = violated_at_each_step(parse_policy(RECORDED_POLICY, "recorded-policy.json", no_config=True,
+                                               trust_policy_deployment=True))
     assert all(CONDITION not in f for f in found[:-1]), "the violation should come at the last step"
     assert CONDITION in found[-1]
 
 
 @pytest.mark.skipif(POLICY_FILE is None or not POLICY_FILE.is_file(), reason="the policy file is not available")
 def test_policy_file_keeps_{low}():
-    policy = load_policy(POLICY_FILE, DeploymentOverride.of(DEPLOYMENT_OVERRIDE))
+    policy = load_policy(POLICY_FILE, DeploymentOverride.of(DEPLOYMENT_OVERRIDE), no_config=True)
     try:
         found = violated_at_each_step(policy)
     except ActionRefused as refused:
@@ -92,7 +93,7 @@ def pytest_module(policy: Policy, finding: Finding, test_dir: Path) -> str:
     else:
         policy_file = "None"
     recorded = json.dumps(policy_document(policy), indent=1, ensure_ascii=True)
-    override = {key: getattr(policy.deployment, key) for key in policy.overridden}
+    override = policy.deployment.all_keys()  # the whole deployment it was judged under: the operator's facts
     low = condition.lower()
     cause = explanation.cause.summary.replace('"""', "'''")
     return MODULE_TEMPLATE.format(

@@ -12,7 +12,7 @@ from prunecheck.spec.actions import action_args, action_text
 
 from prunecheck.checker.outputs.decision_doc import decision_json, decision_lines
 from prunecheck.checker.outputs.reasons import reason_text
-from prunecheck.checker.result import EngineRun, Method, Outcome, RecoveryPeak, Report, Result, Search
+from prunecheck.checker.result import EngineRun, Found, Method, Outcome, RecoveryPeak, Report, Result, Search, Verdict
 
 
 def span_line(span, roles: bool = False) -> str:
@@ -91,9 +91,35 @@ def deployment_text(report: Report) -> str:
 
 
 def deployment_items_text(items, overridden) -> str:
-    """(key, value) pairs of a deployment, one line, the keys an override set marked."""
+    """(key, value) pairs of a deployment, one line, the keys the operator set marked."""
     marked = set(overridden)
-    return ", ".join(f"{key}={value}" + (" (overridden)" if key in marked else "") for key, value in items)
+    return ", ".join(f"{key}={value}" + (" (operator)" if key in marked else "") for key, value in items)
+
+
+def basis_lines(report: Report) -> list:
+    """Whose deployment the verdicts rest on, and each deployment key the policy file claimed but was not believed
+    (ADR 0037)."""
+    from prunecheck.checker.language.operator import basis_text, claims_lines
+
+    lines = [f"  rests on {basis_text(report.basis)}"] if report.basis.basis != "as_written" else []
+    return lines + [f"  {line}" for line in claims_lines(report.basis.claims)]
+
+
+def contribution_lines(report: Report) -> list:
+    """Which conditions hold because of the policy (proved with its expressions part of the proof) and which on the
+    deployment alone (proved with the policy abstracted to a free predicate, or its violation term False)."""
+    held = [r for r in report.results if r.verdict is Verdict.HOLDS]
+    policy = [r.condition for r in held if not rests_on_deployment(r)]
+    alone = [r.condition for r in held if rests_on_deployment(r)]
+    parts = ([f"the policy for {', '.join(policy)} (proved with its expressions)"] if policy else []) + (
+        [f"the deployment alone for {', '.join(alone)} (proved whatever the policy selects)"] if alone else [])
+    return [f"  holds by {'; '.join(parts)}"] if parts else []
+
+
+def rests_on_deployment(result) -> bool:
+    """A `holds` that any policy of its shape would have: proved with the policy abstracted to a free predicate,
+    or by construction (its violation term is False under the deployment)."""
+    return result.engine.abstracted or any(c.found is Found.BY_CONSTRUCTION for c in result.reason.clauses)
 
 
 def bounds_text(report: Report) -> str:
@@ -143,6 +169,12 @@ def stats_json(report: Report) -> dict:
     return {"bounds": bounds, "conditions": runs}
 
 
+def basis_json(basis) -> dict:
+    """A DeploymentBasis as JSON: whose deployment, from where, and the claims not believed."""
+    return {"basis": basis.basis, "source": basis.source,
+            "claims": [{"key": c.key, "claimed": c.claimed, "used": c.used, "where": c.where} for c in basis.claims]}
+
+
 def report_text(report: Report, findings=None, triage=None) -> str:
     """The text report; given its findings.Findings, each counterexample is explained step by step, with its cause
     located in the policy's own text; given its accept.Triage, each accepted finding says so, with the reason."""
@@ -151,7 +183,7 @@ def report_text(report: Report, findings=None, triage=None) -> str:
 
     lines = [f"policy {report.policy_name} ({report.source})  sha256:{report.policy_hash[:12]}  "
              f"depth {report.depth}, {report.spans} spans", f"  deployment {deployment_text(report)}",
-             f"  bounds {bounds_text(report)}"]
+             *basis_lines(report), f"  bounds {bounds_text(report)}"]
     lines.extend(("  engines " if i == 0 else "          ") + line for i, line in enumerate(stats_lines(report)))
     width = max((len(str(r.verdict)) for r in report.results), default=7)
     for r in report.results:
@@ -173,6 +205,7 @@ def report_text(report: Report, findings=None, triage=None) -> str:
         if variants_text(r, report.spans, report.depth):
             lines.append(f"        {variants_text(r, report.spans, report.depth)}")
     accepted = [c for c, _a in triage.accepted] if triage is not None else []
+    lines.extend(contribution_lines(report))
     lines.append(f"  verdict: {report.verdict}" + (f" (accepted: {', '.join(accepted)})" if accepted else ""))
     lines.extend(f"  {line}" for line in decision_lines(_decision(report, findings)))
     if report.recovery_peak is not None:
@@ -251,6 +284,7 @@ def report_json(report: Report, findings=None) -> dict:
         "spans": report.spans,
         "deployment": dict(report.deployment),
         "deployment_overridden": list(report.overridden),
+        "deployment_basis": basis_json(report.basis),
         "versions": dict(report.versions),
         "stats": stats_json(report),
         "decision": decision_json(_decision(report, findings)),

@@ -7,7 +7,7 @@ import types
 import typing
 
 from prunecheck.spec.conditions import CONDITIONS
-from prunecheck.spec.policy import DEPLOYMENT_CHOICES, DEPLOYMENT_KEYS, DEPLOYMENT_NAMES, UNLISTED_AT_DEFAULT
+from prunecheck.spec.policy import BASES, DEPLOYMENT_CHOICES, DEPLOYMENT_KEYS, DEPLOYMENT_NAMES, UNLISTED_AT_DEFAULT
 from prunecheck.spec.actions import ACTION_TYPES
 
 from prunecheck.checker.result import VERSION_KEYS, Outcome, Search, Verdict
@@ -131,6 +131,11 @@ def _recovery_peak() -> dict:
                     "witness": {"$ref": "#/$defs/trace"}, "summary": TEXT})
 
 
+def _basis() -> dict:
+    claim = _closed({"key": {"enum": list(DEPLOYMENT_KEYS)}, "claimed": TEXT, "used": TEXT, "where": TEXT})
+    return _closed({"basis": {"enum": list(BASES)}, "source": TEXT, "claims": {"type": "array", "items": claim}})
+
+
 def _report() -> dict:
     deployment = _closed({**{key: {"enum": list(values)} for key, values in DEPLOYMENT_CHOICES.items()},
                           **{key: {"type": "string"} for key in DEPLOYMENT_NAMES}},
@@ -141,6 +146,7 @@ def _report() -> dict:
         "policy": TEXT, "verdict": {"enum": _verdicts()}, "conditions": conditions, "source": TEXT,
         "policy_hash": HASH, "depth": COUNT, "spans": COUNT, "deployment": deployment,
         "deployment_overridden": {"type": "array", "items": {"enum": list(DEPLOYMENT_KEYS)}, "uniqueItems": True},
+        "deployment_basis": _basis(),
         "versions": {"$ref": "#/$defs/versions"}, "stats": _stats(), "decision": _decision(),
         "recovery_peak": _recovery_peak(),
     }, optional=("recovery_peak",))
