@@ -155,19 +155,24 @@ def explain(policy, result):
 def repair(policy, *, allow_deployment: bool = True, timeout: float = None, rlimit: int = None, depth: int = None,
            spans: int = None, alternatives: int = None, report=None):
     """The proved change to a policy file's text that keeps most of its intent (RepairResult; `.diff`, `.text`,
-    `.report`, `.alternatives`, `.undecided`, `.status`). `report`: `check`'s Report of the same file at the same
-    bounds, if already made (it is reused, not made again). Bounds left None take check's defaults; alternatives
-    left None: none (stop at the first proved repair)."""
+    `.report`, `.alternatives`, `.undecided`, `.status`), judged as load_policy judges it (a path) or as it was (a
+    Policy): a deployment change is proposed only where the file's own section is believed (trusted), and never to
+    a key the operator set. `report`: `check`'s Report of the same file at the same bounds, if already made (it is
+    reused, not made again). Bounds left None take check's defaults; alternatives left None: none (stop at the
+    first proved repair)."""
     from prunecheck.checker.commands.repair import MAX_ALTERNATIVES, repair as _repair
     from prunecheck.checker.language.loader import decode_policy_bytes
+    from prunecheck.checker.language.operator import judge_like
     from prunecheck.checker.options import options_with
 
     loaded = _policy(policy)
     with open(loaded.source, "rb") as handle:
         text = decode_policy_bytes(handle.read(), loaded.source)
     options = options_with(depth=depth, spans=spans, timeout=timeout, rlimit=rlimit)
-    return _repair(loaded, text, loaded.source, allow_deployment=allow_deployment, options=options,
-                   alternatives=MAX_ALTERNATIVES if alternatives is None else alternatives, original=report)
+    trusted = loaded.basis.basis in ("trusted", "as_written")
+    return _repair(loaded, text, loaded.source, allow_deployment=allow_deployment and trusted, options=options,
+                   alternatives=MAX_ALTERNATIVES if alternatives is None else alternatives, original=report,
+                   judge=judge_like(loaded))
 
 
 def diff(old, new, *, depth: int = None, spans: int = None, timeout: float = None, rlimit: int = None):

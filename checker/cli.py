@@ -296,6 +296,7 @@ def _check(args, stdout, stderr) -> int:
     from prunecheck.checker.commands.batch import BatchItem, exit_code, options_from_args
     from prunecheck.checker.language.operator import load_judged
     from prunecheck.checker.outputs.files import Checked, document, file_stems, write_files
+    from prunecheck.spec.conditions import not_applicable
     from prunecheck.checker.outputs.render import report_text
     from prunecheck.checker.result import Verdict
 
@@ -304,6 +305,9 @@ def _check(args, stdout, stderr) -> int:
     baseline = load_baseline(args.baseline) if args.baseline else None
     checked = []
     for policy, stem in zip(policies, file_stems(policies)):
+        asked = options.only if tuple(options.only) != tuple(DEFAULTS.only) else ()  # --only named them
+        for condition, where in not_applicable(policy, asked):
+            print(f"prunecheck: note: {policy.source}: {condition} not checked: it applies only {where}", file=stderr)
         report = check(policy, options)
         checked.append(Checked(policy.source, policy, report))
         write_files(checked[-1], stem, args.out, args.emit_pytest, stderr, args.python)

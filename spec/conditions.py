@@ -32,6 +32,7 @@ class Condition:
     rule: str
     violated: Callable[..., bool]
     applies: Callable[[Policy], bool] = lambda policy: True  # which policies it is reported for (default: all)
+    applies_when: str = ""  # where it applies, in words, when not everywhere (what a report says of one left out)
 
 
 def _c1(policy: Policy, state: State) -> bool:
@@ -187,7 +188,8 @@ CONDITION_TABLE = (
         words="An optional integrity condition for tool pairs: no compaction leaves a tool result without its call "
               "(or the reverse) — the property real model APIs reject requests for.",
         description="tool-call pairs: no compaction stage removes one span of a tool call and its result",
-        rule="ToolCallPairs", violated=_t1, applies=calls_tools),
+        rule="ToolCallPairs", violated=_t1, applies=calls_tools,
+        applies_when="where the agent calls tools (`tool_calls: on`)"),
     Condition(
         id="R1", scope=Scope.STATE, source="seed 000_33fda43b115e94e6, operational effect (issue 16, item 2)",
         words="refuses to let a pruning policy name the undo region as a candidate, even when the policy is its own "
@@ -199,24 +201,28 @@ CONDITION_TABLE = (
         words="Atomic compaction: the seed's demo pops `e1` from the live edits before it raises on `undo:e1`, so its "
               "\"blocked\" compaction has already changed the window; a blocked compaction must change nothing.",
         description="atomic compaction: a compaction the refusal blocks changes nothing but the clock",
-        rule="AtomicCompaction", violated=_x1, applies=_refuses),
+        rule="AtomicCompaction", violated=_x1, applies=_refuses,
+        applies_when="under `refusal: atomic` or `sequential`"),
     Condition(
         id="M1", scope=Scope.STEP, source=f"{_SECOND_SEED} 2",
         words="**Monotone evidence.** Every destructive edit is accompanied by a retained, addressable record (hash, "
               "span ID, or verbatim excerpt) s... [the seed's text is cut off here]",
         description="monotone evidence: no step destroys a span's content without a tombstone or a place in the log",
-        rule="MonotoneEvidence", violated=_m1, applies=evidence_on),
+        rule="MonotoneEvidence", violated=_m1, applies=evidence_on,
+        applies_when="where the agent keeps evidence (`evidence: on`)"),
     Condition(
         id="A1", scope=Scope.STEP, source=f"{_SECOND_SEED} 1",
         words="a separate, append-only decision log that is never itself a pruning target",
         description="append-only log: no step removes or rewrites a decision-log entry (a rationale in the log)",
-        rule="AppendOnlyLog", violated=_a1, applies=evidence_on),
+        rule="AppendOnlyLog", violated=_a1, applies=evidence_on,
+        applies_when="where the agent keeps evidence (`evidence: on`)"),
     Condition(
         id="U1", scope=Scope.STEP, source="seed 000_33fda43b115e94e6, operational effect",
         words="It treats a missing recovery record as a *hard* error that halts the undo path rather than a soft miss "
               "it routes around",
         description="no undo without its record: no undo changes its target while the edit's record is not present",
-        rule="NoUndoWithoutRecord", violated=_u1, applies=_reconstructs),
+        rule="NoUndoWithoutRecord", violated=_u1, applies=_reconstructs,
+        applies_when="under `missing_record: reconstruct`"),
     Condition(
         id="J1", scope=Scope.STATE, source="seed 004_c989c62c2c56fca8, decision boundary",
         words="The operational rule: **before any destructive edit, ask whether the justification for the edit "
@@ -225,7 +231,8 @@ CONDITION_TABLE = (
               "Concretely — do not prune a span that contains the reason another...",
         description="justification survives: no span a live edit or compaction cites is removed while it is live "
                     "(moved to the log counts as kept)",
-        rule="JustificationSurvives", violated=_j1, applies=evidence_on),
+        rule="JustificationSurvives", violated=_j1, applies=evidence_on,
+        applies_when="where the agent keeps evidence (`evidence: on`)"),
 )
 
 BY_ID = {c.id: c for c in CONDITION_TABLE}
@@ -233,6 +240,11 @@ CONDITIONS = tuple(BY_ID)
 DESCRIPTIONS = {c.id: c.description for c in CONDITION_TABLE}
 STATE_CONDITIONS = tuple(c.id for c in CONDITION_TABLE if c.scope is Scope.STATE)
 STEP_CONDITIONS = tuple(c.id for c in CONDITION_TABLE if c.scope is Scope.STEP)
+
+
+def not_applicable(policy: Policy, conditions=CONDITIONS) -> tuple:
+    """(condition, where it applies in words) for each of `conditions` that is not reported for this policy."""
+    return tuple((c, BY_ID[c].applies_when) for c in CONDITIONS if c in set(conditions) and not BY_ID[c].applies(policy))
 
 
 def applicable(policy: Policy, conditions=CONDITIONS) -> tuple:

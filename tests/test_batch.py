@@ -16,6 +16,7 @@ from prunecheck.checker.outputs.cache import ReportCache, ReportFormatError, cac
 from prunecheck.checker.language.document import policy_hash
 from prunecheck.checker.cli import UsageError, build_parser
 from prunecheck.checker.language.loader import load_policy
+from prunecheck.checker.language.operator import load_judged
 from prunecheck.checker.outputs.render import report_json
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.errors import PolicySyntaxError
@@ -25,7 +26,7 @@ from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES, RLIMIT
 
 # rationale_in_window's P1 counterexample at depth 6 once depended on what the process had checked before.
 NAMES = ("seed_flawed.yaml", "seed_safe_design.yaml", "blind_undo.yaml", "rationale_in_window.yaml")
-OPTIONS = CheckOptions(depth=6, spans=4, **BOUNDS)
+OPTIONS = CheckOptions(depth=6, spans=4, trust_policy_deployment=True, **BOUNDS)  # human-authored test files
 
 
 def _copies(directory: Path) -> list:
@@ -108,7 +109,7 @@ def test_reports_do_not_depend_on_worker_history(batch):
 def test_cache_ignores_corrupt_entries_and_keys_every_option(batch, tmp_path):
     paths, _, cold, _ = batch
     cache = ReportCache(tmp_path)
-    policy = load_policy(paths[1])
+    policy = load_judged(paths[1], OPTIONS)
     settings = OPTIONS.settings(policy_hash(policy))
     report = cold[1].report
     assert cache.store(settings, report) and cache.report(settings, policy) == report
@@ -137,7 +138,7 @@ def test_unknown_reports_are_cached_only_when_asked(batch, tmp_path):
     unknown = cold[2].report
     assert any(r.verdict == Verdict.UNKNOWN for r in unknown.results)
     cache, settings = ReportCache(tmp_path), OPTIONS.settings(unknown.policy_hash)
-    policy = load_policy(paths[2])
+    policy = load_judged(paths[2], OPTIONS)
     assert cacheable(unknown, unknown=True) and cache.store(settings, unknown, unknown=True)
     assert cache.report(settings, policy) is None and cache.report(settings, policy, unknown=True) == unknown
     asked = replace(OPTIONS, cache_unknown=True)
@@ -209,7 +210,7 @@ def _check_args(argv):
 
 def test_cli_text_json_and_exit_codes(batch, tmp_path):
     paths, cache, cold, _ = batch
-    common = ["--depth", "6", "--spans", "4", *CLI_BOUNDS, "--cache", str(cache)]
+    common = ["--depth", "6", "--spans", "4", "--trust-policy-deployment", *CLI_BOUNDS, "--cache", str(cache)]
     out, err = io.StringIO(), io.StringIO()
     assert run_batch_cli(_check_args([str(paths[0].parent / "seed_*.yaml"), str(paths[3])] + common), out, err) == 1
     assert out.getvalue().splitlines()[-1] == "3 policies: 2 violated, 1 holds; 3 from the cache"

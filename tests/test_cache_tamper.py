@@ -25,8 +25,8 @@ from prunecheck.checker.result import Clause, Found, Method, Reason, Verdict
 from conftest import BOUNDS, CLI_BOUNDS, EXAMPLES
 
 # Depth and spans bound every solver here (the tests never rely on a time limit).
-OPTIONS = CheckOptions(depth=6, spans=4, **BOUNDS)
-ARGS = ["--depth", "6", "--spans", "4", *CLI_BOUNDS]
+OPTIONS = CheckOptions(depth=6, spans=4, trust_policy_deployment=True, **BOUNDS)  # human-authored test files
+ARGS = ["--depth", "6", "--spans", "4", "--trust-policy-deployment", *CLI_BOUNDS]
 FLAWED_VIOLATED = ("C1", "C2", "C4", "T1")  # T1: a role-blind predicate splits pairs (ADR 0033)
 # The copies checked here keep no evidence: the cache's checks are the subject, and the second seed's defaults (M1, J1
 # violated by seed_flawed) are tested elsewhere.

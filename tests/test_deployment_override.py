@@ -1,4 +1,5 @@
-"""Deployment overrides (`deployment=` and `--deployment FILE`) set the keys they give and keep the policy's others."""
+"""Deployment overrides (`deployment=` and `--deployment FILE`) set the keys they give and keep the policy's others:
+a trusted file's section (`--trust-policy-deployment`, ADR 0037), with no configuration read, as before that ADR."""
 
 import ast
 import io
@@ -42,7 +43,7 @@ def readme_check_call() -> dict:
 
 def run(*argv):
     out, err = io.StringIO(), io.StringIO()
-    code = cli.main(list(argv) + CLI_BOUNDS, out, err)
+    code = cli.main(list(argv) + ["--no-config", "--trust-policy-deployment"] + CLI_BOUNDS, out, err)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -51,11 +52,13 @@ def test_the_readme_snippet_keeps_the_seeds_other_keys_and_stays_violated():
     assert kwargs["deployment"] == {"records": "window"}
     report = prunecheck.check(SEED, **kwargs, **BOUNDS)
     assert report.verdict is VIOLATED
-    assert dict(report.deployment) == seed_deployment(records="window") and report.overridden == ("records",)
+    # The example's configuration states the seed's four keys (examples/policies/prunecheck.toml); `deployment=` too.
+    operator = ("records", "rationale", "pins", "audit")
+    assert dict(report.deployment) == seed_deployment(records="window") and report.overridden == operator
     # The seed already keeps its records in the window: setting that key again changes no verdict.
     plain = prunecheck.check(SEED, depth=kwargs["depth"], spans=kwargs["spans"], **BOUNDS)
     assert [(r.condition, r.verdict) for r in report.results] == [(r.condition, r.verdict) for r in plain.results]
-    assert plain.overridden == () and plain.deployment == report.deployment
+    assert plain.overridden == operator and plain.deployment == report.deployment
 
 
 def test_an_override_of_a_policy_object_keeps_its_other_keys():
@@ -78,7 +81,7 @@ def test_a_deployment_file_with_one_key_overrides_only_that_key(tmp_path):
     # now spares them and no host truncates (host_truncation: off, SPEC §2): C2 holds.
     assert code == 0 and doc["conditions"]["C2"]["verdict"] == "holds"
     code, out, _ = run("check", str(SEED), "--depth", "4", "--only", "C2", "--deployment", str(override))
-    assert "  deployment records=window, rationale=decision_log, pins=host (overridden), audit=policy" in out
+    assert "  deployment records=window, rationale=decision_log, pins=host (operator), audit=policy" in out
 
 
 def test_an_override_back_to_a_default_is_named_in_the_report(tmp_path):
@@ -88,7 +91,7 @@ def test_an_override_back_to_a_default_is_named_in_the_report(tmp_path):
     policy.write_text('name: p\nevict: kind == "message"\ndeployment: {tool_calls: "off"}\n')
     override.write_text('tool_calls: "on"\n')
     code, out, _ = run("check", str(policy), "--depth", "2", "--only", "T1", "--no-prove", "--deployment", str(override))
-    assert code in (1, 3) and "tool_calls=on (overridden)" in out
+    assert code in (1, 3) and "tool_calls=on (operator)" in out
     code, out, _ = run("check", str(policy), "--depth", "2", "--only", "C1", "--no-prove", "--format", "json",
                        "--deployment", str(override))
     (doc,) = json.loads(out)["policies"]
@@ -115,9 +118,10 @@ def test_a_bad_override_dict_is_a_policy_syntax_error(mapping):
 
 
 def test_the_batch_cache_keys_on_the_override_and_reports_survive_it(tmp_path):
-    options = CheckOptions(depth=4, only=("C1",), prove=False, **BOUNDS)
+    trusted = dict(no_config=True, trust_policy_deployment=True)
+    options = CheckOptions(depth=4, only=("C1",), prove=False, **trusted, **BOUNDS)
     with_override = CheckOptions(depth=4, only=("C1",), prove=False,
-                                       deployment=DeploymentOverride.of({"records": "window"}), **BOUNDS)
+                                 deployment=DeploymentOverride.of({"records": "window"}), **trusted, **BOUNDS)
     digest = "0" * 64
     assert options.settings(digest) != with_override.settings(digest)
     (first,) = batch.check_many([SEED], options, cache_dir=tmp_path)
@@ -133,7 +137,7 @@ def test_the_batch_cache_keys_on_the_override_and_reports_survive_it(tmp_path):
 def test_every_report_format_names_the_deployment_checked():
     policy = load_policy(SEED, DeploymentOverride.of({"audit": "independent"}))
     report = prunecheck.check(policy, depth=4, only=["C3"], **BOUNDS)
-    line = ("deployment records=window, rationale=decision_log, pins=self, audit=independent (overridden), "
+    line = ("deployment records=window, rationale=decision_log, pins=self, audit=independent (operator), "
             "undo=versioned")
     assert line in report_text(report)
     assert line in report_html(findings_of(policy, report))
@@ -146,7 +150,7 @@ def test_a_cause_does_not_locate_an_overridden_setting_in_the_policys_file():
     policy = load_policy(SEED, DeploymentOverride.of({"records": "window"}))
     report = prunecheck.check(policy, depth=4, only=["C2"], prove=False, **BOUNDS)
     points = {p.text: p.loc for p in prunecheck.explain(policy, report.result("C2")).cause.points}
-    assert points["records: window (set by the deployment override)"] == NOWHERE
+    assert points["records: window (the operator's deployment)"] == NOWHERE
     plain = load_policy(SEED)
     points = {p.text: p.loc for p in prunecheck.explain(plain, report.result("C2")).cause.points}
     assert points["records: window"] != NOWHERE

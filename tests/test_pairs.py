@@ -176,7 +176,7 @@ def test_sarif_lists_the_t1_rule_only_when_the_agent_calls_tools(tmp_path):
         (tmp_path / name).write_text(text)
         out = io.StringIO()
         main(["check", str(tmp_path / name), "--format", "sarif", "--depth", "2", "--spans", "3", "--no-cache",
-              *CLI_BOUNDS], out, io.StringIO())
+              "--trust-policy-deployment", *CLI_BOUNDS], out, io.StringIO())
         rules[name] = [r["id"] for r in json.loads(out.getvalue())["runs"][0]["tool"]["driver"]["rules"]]
     # M1, A1, J1: asked of every policy under evidence: on, the default (ADR 0035)
     assert rules == {"off.yaml": ["C1", "C2", "C3", "C4", "P1", "R1", "M1", "A1", "J1"],
@@ -201,7 +201,7 @@ def test_a_cached_report_with_t1_is_verified_and_reused(tmp_path):
     for name, text in texts.items():
         (tmp_path / "policies" / name).write_text(text)
     argv = ["check", str(tmp_path / "policies"), "--cache", str(tmp_path / "cache"), "--depth", "3", "--spans", "3",
-            *CLI_BOUNDS]
+            "--trust-policy-deployment", *CLI_BOUNDS]
     outputs = []
     for _ in range(2):
         out, err = io.StringIO(), io.StringIO()

@@ -189,7 +189,8 @@ def test_a_deployment_change_is_named_and_its_divergence_witnessed(tmp_path):
     seed = str(EXAMPLES / "seed_flawed.yaml")
     moved = write(tmp_path, "moved.yaml", "name: moved\nevict: not pinned and recency * frequency < 0.25\n"
                                           "deployment: {records: undo_region, pins: self, audit: policy}\n")
-    code, out, _ = run(seed, moved, "--depth", "3", "--spans", "4")  # a compaction writes its ledger entry
+    # human-authored files, their sections believed (ADR 0037); a compaction writes its ledger entry
+    code, out, _ = run(seed, moved, "--depth", "3", "--spans", "4", "--no-config", "--trust-policy-deployment")
     assert code == 1
     assert "deployment differs: records window -> undo_region" in out
     options = options_with(DIFF_DEFAULTS, depth=3, spans=4, **BOUNDS)

@@ -247,7 +247,7 @@ def test_the_github_job_checks_a_directory_and_writes_valid_sarif(monkeypatch, t
     argv = shlex.split(github_job_commands()[1])
     assert argv[0] == "prunecheck" and argv[-2] == ">", argv
     (tmp_path / "policies").mkdir()
-    for name in BATCH:
+    for name in (*BATCH, "prunecheck.toml"):  # the policies and the operator's configuration beside them
         shutil.copy(EXAMPLES / name, tmp_path / "policies" / name)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -275,7 +275,7 @@ def test_the_baseline_recipe_accepts_the_findings_it_wrote_and_marks_them_in_sar
     first, second = recipe_commands()
     assert first[0] == second[0] == "prunecheck"
     (tmp_path / "policies").mkdir()
-    for name in BATCH:
+    for name in (*BATCH, "prunecheck.toml"):  # the policies and the operator's configuration beside them
         shutil.copy(EXAMPLES / name, tmp_path / "policies" / name)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -316,6 +316,8 @@ def api_workspace(path) -> None:
     (path / "policies").mkdir()
     for name in BATCH:
         shutil.copy(EXAMPLES / name, path / "policies" / name)
+    shutil.copy(EXAMPLES / "prunecheck.toml", path / "policies" / "prunecheck.toml")
+    (path / "prunecheck.toml").write_text(block_with("toml", "beside policy.yaml").text, encoding="utf-8")
 
 
 def bound_the_api(monkeypatch) -> None:
@@ -411,7 +413,20 @@ CHECKED_BLOCKS = {
     "the baseline recipe, run": lambda b: b.lang == "" and "--write-baseline" in b.text,
     "the layout tree, compared with the packages": lambda b: b.lang == "text" and "prunecheck (root)" in b.text,
     "the MCP client configuration, started": lambda b: b.lang == "json" and "mcpServers" in b.text,
+    "the operator's configuration sample, read": lambda b: b.lang == "toml" and "[per-file-deployment]" in b.text,
+    "the API workspace's configuration, used": lambda b: b.lang == "toml" and "beside policy.yaml" in b.text,
 }
+
+
+def test_the_configuration_sample_is_read_as_the_readme_says(tmp_path):
+    """The README's prunecheck.toml: its [deployment] for every policy below it, a per-file table over it, no trust."""
+    from prunecheck.checker.language.operator import operator_for
+
+    (tmp_path / "prunecheck.toml").write_text(block_with("toml", "[per-file-deployment]").text)
+    plain, legacy = operator_for(tmp_path / "a.yaml"), operator_for(tmp_path / "legacy_a.yaml")
+    assert dict(plain.settings.settings) == {"records": "undo_region", "pins": "host"}
+    assert dict(legacy.settings.settings) == {"records": "window", "pins": "host"}
+    assert not plain.trust_policy_deployment and plain.source.endswith("prunecheck.toml")
 
 
 def test_the_mcp_client_configuration_starts_the_server():

@@ -75,12 +75,14 @@ def hosted(tmp_path, name, text=None):
     text = (EXAMPLES / name).read_text() if text is None else text
     path = tmp_path / name
     path.write_text(first_seed(text, name, host_truncation="on", tool_calls="off"))
+    (tmp_path / "prunecheck.toml").write_text("trust-policy-deployment = true\n")  # a human-authored test file
     return path
 
 
 def cli(*argv):
     out, err = io.StringIO(), io.StringIO()
-    code = main(["repair", *CLI_BOUNDS, *argv], out, err, extra_commands={"repair": (add_parser, run_repair)})
+    code = main(["repair", "--trust-policy-deployment", *CLI_BOUNDS, *argv], out, err,  # human-authored test files
+                extra_commands={"repair": (add_parser, run_repair)})
     return code, out.getvalue(), err.getvalue()
 
 
@@ -500,7 +502,8 @@ def test_candidates_get_the_verdicts_check_gives_them():
 def test_a_superset_of_the_repair_is_not_named_an_alternative_though_proved(tmp_path):
     path = tmp_path / "self_certified_budget.yaml"  # budget 2000, records: window, audit: policy; no tool calls
     path.write_text(first_seed((EXAMPLES / path.name).read_text(), path.name, tool_calls="off"))
-    result = prunecheck.repair(path, alternatives=64, **BOUNDS)
+    trusted = prunecheck.load_policy(path, trust_policy_deployment=True)  # its section believed: repair may change it
+    result = prunecheck.repair(trusted, alternatives=64, **BOUNDS)
     records = flip("records", "undo_region")
     assert result.status == "repaired" and result.changes == (records,) and result.undecided == ()
     superset = repaired_policy(load_policy(path), (records, DROP_BUDGET), "yaml")
@@ -512,11 +515,15 @@ def test_a_superset_of_the_repair_is_not_named_an_alternative_though_proved(tmp_
 
 def test_the_api_reuses_check_s_report_and_refuses_one_of_other_bounds():
     path = EXAMPLES / "blind_undo.yaml"
-    report = prunecheck.check(path, **BOUNDS)
-    result = prunecheck.repair(path, report=report, **BOUNDS)
+    trusted = prunecheck.load_policy(path, no_config=True, trust_policy_deployment=True)  # its section believed
+    report = prunecheck.check(trusted, **BOUNDS)
+    result = prunecheck.repair(trusted, report=report, **BOUNDS)
     assert result.original is report and result.changes == (PAIRS, flip("undo", "versioned"), TOMBSTONE, DOWNGRADE)
     with pytest.raises(ValueError, match="not check's report"):
-        prunecheck.repair(path, report=prunecheck.check(path, depth=3, **BOUNDS), **BOUNDS)
+        prunecheck.repair(trusted, report=prunecheck.check(trusted, depth=3, **BOUNDS), **BOUNDS)
+    # Judged under its operator's configuration (undo: blind is the operator's fact), no deployment change is made.
+    operated = prunecheck.repair(path, **BOUNDS)
+    assert operated.changes is None or all(change.kind != "deployment" for change in operated.changes)
 
 
 def test_repair_help_says_what_alternatives_do_and_names_exit_code_3():

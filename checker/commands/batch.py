@@ -292,14 +292,17 @@ def tally(items: Sequence[BatchItem]) -> str:
 
 
 def exit_code(items: Sequence[BatchItem], fail_on: Verdict = Verdict.UNKNOWN) -> int:
-    """4 if any checker fault, else 2 if any input error, else the worst verdict of the findings not accepted:
-    1 violated, 3 unknown, when it is at least fail_on (--fail-on); otherwise 0."""
+    """4 if any checker fault, else 2 if any input error, else the worst verdict of the findings not accepted (a
+    report that checked nothing counts as unknown): 1 violated, 3 unknown, when it is at least fail_on (--fail-on);
+    otherwise 0."""
     if any(item.internal for item in items):
         return EXIT_INTERNAL
     if any(item.report is None for item in items):
         return EXIT_INPUT
     worst = max((r.verdict for item in items for r in item.report.results if r.condition not in item.accepted),
                 default=Verdict.HOLDS)
+    if any(not item.report.results for item in items):  # nothing checked (no condition asked applies): not a pass
+        worst = max(worst, Verdict.UNKNOWN)
     if worst < fail_on:
         return EXIT_HOLDS
     return {Verdict.VIOLATED: EXIT_VIOLATED, Verdict.UNKNOWN: EXIT_UNKNOWN}.get(worst, EXIT_HOLDS)

@@ -154,11 +154,11 @@ def operator_for(policy_path=None, *, config: Optional[str] = None, no_config: b
         found = read_config(path)
         settings.update(found.settings_for(None if policy_path is None else os.fspath(policy_path)))
         trusted = trusted or found.trust_policy_deployment
-        sources.append(found.path)
+        sources.append(_shown(found.path))
     if deployment is not None:
         override = deployment if isinstance(deployment, DeploymentOverride) else load_deployment(deployment)
         settings.update(override.settings)
-        sources.append(f"--deployment {override.source}")
+        sources.append("deployment=" if override.source == "<deployment>" else f"--deployment {override.source}")
     stated = DeploymentOverride.of(settings, ", ".join(sources)) if settings else None
     return Operator(stated, trusted, ", ".join(sources))
 
@@ -181,6 +181,13 @@ def judged_from_args(path, args) -> Policy:
                             deployment=getattr(args, "deployment", None),
                             trust=bool(getattr(args, "trust_policy_deployment", False)))
     return judged(load_policy(path), operator)
+
+
+def _shown(path: str) -> str:
+    """A configuration's path to print: relative to the working directory when below it, else absolute."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute)
+    return absolute if relative.startswith("..") else relative
 
 
 def claimed_keys(policy: Policy) -> dict:
@@ -212,6 +219,16 @@ def under(policy: Policy, deployment, basis: str, source: str, operator_keys) ->
                    basis=DeploymentBasis(basis, source, claims))
 
 
+def judge_like(policy: Policy):
+    """A function from a policy parsed from text to that policy judged as `policy` was: under its deployment, its
+    section a claim (or, if `policy` was trusted, believed with the operator's keys over it)."""
+    basis = policy.basis
+    if basis.basis in ("operator", "default"):
+        return lambda parsed: under(parsed, policy.deployment, basis.basis, basis.source, policy.overridden)
+    keys = DeploymentOverride.of({k: getattr(policy.deployment, k) for k in policy.overridden})
+    return lambda parsed: replace(with_override(parsed, keys if policy.overridden else None), basis=basis)
+
+
 def basis_text(basis: DeploymentBasis) -> str:
     """One line: whose deployment a verdict rests on."""
     if basis.basis == "operator":
@@ -240,5 +257,5 @@ def claims_lines(claims: tuple) -> list:
     return lines
 
 
-__all__ = ["Operator", "Config", "find_config", "read_config", "operator_for", "judged", "under", "load_judged", "judged_from_args", "claimed_keys",
+__all__ = ["Operator", "Config", "find_config", "read_config", "operator_for", "judged", "under", "judge_like", "load_judged", "judged_from_args", "claimed_keys",
            "basis_text", "claim_text", "claims_lines", "CONFIG_NAMES", "CONFIG_KEYS", "TRUST_FLAG"]

@@ -86,7 +86,7 @@ def variants_text(result: Result, spans: int, depth: int) -> str:
 
 
 def deployment_text(report: Report) -> str:
-    """The deployment a report was checked under, one line: `records=window (overridden), rationale=...`."""
+    """The deployment a report was checked under, one line: `records=window (operator), rationale=...`."""
     return deployment_items_text(report.deployment, report.overridden)
 
 
@@ -206,6 +206,8 @@ def report_text(report: Report, findings=None, triage=None) -> str:
             lines.append(f"        {variants_text(r, report.spans, report.depth)}")
     accepted = [c for c, _a in triage.accepted] if triage is not None else []
     lines.extend(contribution_lines(report))
+    if not report.results:
+        lines.append("  nothing checked: no condition asked for applies to this policy")
     lines.append(f"  verdict: {report.verdict}" + (f" (accepted: {', '.join(accepted)})" if accepted else ""))
     lines.extend(f"  {line}" for line in decision_lines(_decision(report, findings)))
     if report.recovery_peak is not None:
