@@ -15,7 +15,6 @@ from prunecheck.checker.options import CheckOptions
 from prunecheck.checker.outputs.cache import ReportCache, ReportFormatError, cache_key, cacheable, report_from_json
 from prunecheck.checker.language.document import policy_hash
 from prunecheck.checker.cli import UsageError, build_parser
-from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.language.operator import load_judged
 from prunecheck.checker.outputs.render import report_json
 from prunecheck.checker.result import Verdict

@@ -107,7 +107,7 @@ def test_a1_sees_a_rewrite_of_a_log_entry_and_not_its_metadata():
         assert transition_violations(Transition(state, Compact(), forged, "ok")) == {"A1"}
     cause = cause_of(policy, [Transition(state, Compact(), forged, "ok")], "A1")
     assert "rewrites decision-log entry #2 (rationale of edit 1)" in cause.summary
-    assert cause.points[0].text == "rationale: decision_log (set by the deployment override)"
+    assert cause.points[0].text == "rationale: decision_log (the operator's deployment)"
 
 
 def test_the_logged_archive_is_not_the_decision_log():
