@@ -62,3 +62,15 @@ def add_rlimit_argument(parser) -> None:
     parser.add_argument("--rlimit", type=bounded_int(0, 10**12), default=DEFAULTS.rlimit, metavar="N",
                         help="also bound every solver query by N resource units (z3 rlimit, cvc5 rlimit-per), which "
                              "unlike --timeout a loaded machine cannot change (0: none)")
+
+
+def add_quiet_argument(parser) -> None:
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="show no progress on stderr (it shows only when stderr is a terminal, never on stdout)")
+
+
+def progress_of(args, stderr):
+    """The progress display of a command's run: on stderr if it is a terminal, unless --quiet (outputs/progress.py)."""
+    from prunecheck.checker.outputs.progress import progress_for
+
+    return progress_for(stderr, quiet=getattr(args, "quiet", False))
