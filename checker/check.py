@@ -23,6 +23,7 @@ from prunecheck.checker.engines.certificate import clear_memos
 from prunecheck.checker.engines.prove import clear_shared, prove_all
 from prunecheck.checker.engines.spacer import prove_with_spacer
 from prunecheck.checker.options import DEFAULTS, CheckOptions, Engine
+from prunecheck.checker.progress import current
 from prunecheck.checker.result import (Bounds, Clause, EngineRun, Found, Method, Note, Outcome, Reason, Report, Result,
                                        Stats, Stop, Verdict)
 from prunecheck.symbolic.solver import out_of_memory, queries_asked
@@ -68,6 +69,7 @@ def check(policy: Policy, options: CheckOptions = DEFAULTS, proofs: Optional[dic
         report = check(policy, replace(options, recovery_peak=False), proofs)
         return replace(report, recovery_peak=peak(policy, options))
     if options.engine is Engine.EXPLICIT:
+        current().step(f"explicit-state search to depth {options.depth}")
         return _explicit(policy, options)
     memory_mb = options.memory_mb
     bounds = Bounds(options.timeout, int(options.rlimit), int(memory_mb), _domain(options.tokens),
@@ -162,6 +164,7 @@ def _decide(policy, c, proofs, bounded, options: CheckOptions, document: tuple) 
     if r.verdict != Verdict.UNKNOWN or c not in proofs:
         return r
     # Neither proved by induction nor refuted within the bound: give Spacer the condition's time.
+    current().step(f"{c}: Spacer")
     spacer = prove_with_spacer(policy, c, *document, options.timeout, rlimit=options.rlimit)
     if spacer.verdict == Verdict.HOLDS:
         return spacer
@@ -178,6 +181,7 @@ def with_variants(policy: Policy, report: Report, options: CheckOptions) -> Repo
     results = []
     for r in report.results:
         if r.trace is not None:
+            current().step(f"{r.condition}: more counterexamples")
             started, asked = time.perf_counter(), queries_asked()
             traces, variants = search_counterexamples(policy, r.condition, r.trace, options.counterexamples,
                                                       report.depth, options.timeout, options.rlimit)
@@ -190,6 +194,7 @@ def with_variants(policy: Policy, report: Report, options: CheckOptions) -> Repo
 
 def peak(policy: Policy, options: CheckOptions):
     """The recovery set's peak size within the options' bounds, by the engine they name (a bounded figure)."""
+    current().step("recovery peak")
     if options.engine is Engine.EXPLICIT:
         domains = domains_for(policy, options.tokens, options.repeats)
         return explicit_peak(policy, options.depth, options.spans, domains, options.timeout)

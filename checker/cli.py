@@ -25,8 +25,8 @@ from prunecheck.version import __version__
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
 
-from prunecheck.checker.commands.frontdoor import (add_operator_arguments, add_rlimit_argument, bounded_int,
-                                                   command_list, exit_code_epilog)
+from prunecheck.checker.commands.frontdoor import (add_operator_arguments, add_quiet_argument, add_rlimit_argument,
+                                                   bounded_int, command_list, exit_code_epilog, progress_of)
 from prunecheck.checker.options import DEFAULTS, MAX_SPANS, Engine
 from prunecheck.checker.outputs.paths import cache_warning, check_output_paths
 from prunecheck.checker.outputs.terminal import SafeStream
@@ -120,6 +120,7 @@ def _add_check_parser(sub) -> None:
                             "only prunecheck's public API; exit 0 when it reproduces the violation)")
     _add_engine_arguments(check)
     add_batch_arguments(check)
+    add_quiet_argument(check)
 
 
 def _add_output_arguments(check) -> None:
@@ -304,13 +305,17 @@ def _check(args, stdout, stderr) -> int:
     policies = [load_judged(path, options) for path in args.policies]
     baseline = load_baseline(args.baseline) if args.baseline else None
     checked = []
-    for policy, stem in zip(policies, file_stems(policies)):
-        asked = options.only if tuple(options.only) != tuple(DEFAULTS.only) else ()  # --only named them
+    asked = options.only if tuple(options.only) != tuple(DEFAULTS.only) else ()  # --only named them
+    for policy in policies:
         for condition, where in not_applicable(policy, asked):
             print(f"prunecheck: note: {policy.source}: {condition} not checked: it applies only {where}", file=stderr)
-        report = check(policy, options)
-        checked.append(Checked(policy.source, policy, report))
-        write_files(checked[-1], stem, args.out, args.emit_pytest, stderr, args.python)
+    with progress_of(args, stderr).task("checking", total=len(policies)) as progress:
+        for policy, stem in zip(policies, file_stems(policies)):
+            progress.item(Path(policy.source).name)
+            report = check(policy, options)
+            checked.append(Checked(policy.source, policy, report))
+            write_files(checked[-1], stem, args.out, args.emit_pytest, progress.lines(stderr), args.python)
+            progress.advance()
     triages, warnings = settle([(c.report, c.policy.accepts) for c in checked], baseline, args.write_baseline)
     for line in warnings:
         print(f"prunecheck: warning: {line}", file=stderr)

@@ -6,6 +6,8 @@ import argparse
 from dataclasses import replace
 from typing import TextIO
 
+from prunecheck.checker.commands.frontdoor import add_quiet_argument, progress_of
+from prunecheck.checker.progress import current
 from prunecheck.proofs import THEOREMS
 
 
@@ -15,7 +17,14 @@ def result_of(module):
 
 
 def results():
-    return [result_of(module) for module in THEOREMS]
+    progress = current()
+    progress.expect(len(THEOREMS))
+    rows = []
+    for module in THEOREMS:
+        progress.item(module.NAME)
+        rows.append(result_of(module))
+        progress.advance()
+    return rows
 
 
 def result_words(r) -> str:
@@ -60,13 +69,24 @@ def markdown(rows) -> str:
     return "\n".join(lines) + "\n"
 
 
+MARKDOWN_NOTE = ("prunecheck: prove --markdown proves every theorem again (minutes; it does not read "
+                 "proofs/README.md), then prints the Markdown text of proofs/README.md")
+
+
 def add_parser(sub) -> None:
-    prove = sub.add_parser("prove", help="prove the theorems in proofs/ and print a table")
-    prove.add_argument("--markdown", action="store_true", help="print proofs/README.md instead of the table")
+    prove = sub.add_parser("prove", help="prove the theorems in proofs/ and print a table (takes minutes)")
+    prove.add_argument("--markdown", action="store_true",
+                       help="prove every theorem again, as without it, and print the Markdown text of proofs/README.md "
+                            "instead of the table (`prove --markdown > proofs/README.md` regenerates the file)")
+    add_quiet_argument(prove)
 
 
 def command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    rows = results()
+    progress = progress_of(args, stderr)
+    if args.markdown:
+        progress.note(MARKDOWN_NOTE)
+    with progress.task("proving", total=len(THEOREMS)):
+        rows = results()
     if args.markdown:
         print(markdown(rows), file=stdout, end="")
     else:

@@ -18,6 +18,7 @@ from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.engines.invariants import houdini
 from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.checker.engines.unknowns import solver_words
+from prunecheck.checker.progress import current
 from prunecheck.symbolic.pair_lemmas import pair_candidates
 from prunecheck.spec.policy import DEPLOYMENT_CHOICES, BoolLit, Deployment, Num, Policy
 
@@ -103,6 +104,7 @@ def prove_invariant(policy: Policy, condition: str, free_policy: bool, assume=()
                     rlimit: int = RLIMIT):
     """(proved, re-check status, why) for `condition` on the parametric model, restricted to the runs along which
     the `assume` conditions hold at every step; a proof is re-checked from its certificate like any other."""
+    current().step(f"{condition}{' assuming ' + ', '.join(assume) if assume else ''}: proof by induction")
     enc = Encoding(policy, condition, free_policy, assume)
     before = dict(pair_candidates(enc.model, enc.pre))
     after = dict(pair_candidates(enc.model, enc.post))

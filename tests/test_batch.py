@@ -183,13 +183,21 @@ def test_a_dying_worker_loses_only_its_own_policy(tmp_path):
     assert "died" in items[1].error and exit_code(items) == 4
 
 
-def test_progress_and_summaries(batch):
+def test_progress_and_summaries(batch, monkeypatch):
     from rich.console import Console
 
+    from prunecheck.checker.outputs import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(progress, "DELAY", 0)
     paths, cache, _, items = batch
-    stream = io.StringIO()
-    check_many([paths[0], paths[1], paths[3]], OPTIONS, jobs=1, cache_dir=cache, progress=stream)
-    assert "3/3" in stream.getvalue() and "\x1b[" not in stream.getvalue()
+    piped, terminal = io.StringIO(), Terminal()
+    check_many([paths[0], paths[1], paths[3]], OPTIONS, jobs=1, cache_dir=cache, progress=piped)
+    check_many([paths[0], paths[1], paths[3]], OPTIONS, jobs=2, cache_dir=cache, progress=terminal)
+    assert piped.getvalue() == "" and "3/3" in terminal.getvalue()  # a bar on a terminal only
     text = summary_text(items)
     lines = text.splitlines()
     # T1: ADR 0033; M1, A1, J1: the safe design keeps evidence (the second seed's conditions)

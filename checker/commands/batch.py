@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,6 +16,7 @@ from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMis
 from prunecheck.spec.policy import DeploymentOverride
 
 from prunecheck.checker.check import check
+from prunecheck.checker.commands.frontdoor import progress_of
 from prunecheck.checker.options import CheckOptions, options_with
 from prunecheck.checker.outputs.cache import MISS, CacheStatus, ReportCache, default_cache_dir
 from prunecheck.checker.result import Report, Verdict
@@ -130,14 +132,14 @@ def _died(path: str, why: str = "the checker process died (crash or out of memor
     return BatchItem(path, None, why, internal=True)
 
 
-def _pooled(paths, worker, args, jobs, done) -> None:
+def _pooled(paths, worker, args, jobs, done, started=None) -> None:
     # Workers are fresh interpreters that import only prunecheck (checker/commands/workers.py), never the caller's __main__, and
     # live for the whole batch, so the step templates and the proofs that do not depend on the policy are built once
     # per worker, not once per policy; reports do not depend on what a worker checked before (counterexamples are
     # canonical, tests/test_batch.py). A dying worker loses only its own policy.
     from prunecheck.checker.commands.workers import run_jobs
 
-    run_jobs(paths, worker, args, jobs, done, lambda path, why: done(_died(path, why)))
+    run_jobs(paths, worker, args, jobs, done, lambda path, why: done(_died(path, why)), started)
 
 
 def _dasked(paths, worker, args, jobs, scheduler, done) -> None:
@@ -166,56 +168,46 @@ def check_many(paths: Sequence, options: CheckOptions, jobs: int = 1, executor: 
                worker: Callable = batch_item) -> tuple:
     """A BatchItem per path, in the order given. jobs=1 (process executor) checks in this process; otherwise in
     `jobs` worker processes that live for the whole batch, or on the Dask cluster at scheduler (a local one of `jobs` worker
-    processes if None). progress: a text stream for a rich progress bar (plain, unanimated if not a terminal)."""
+    processes if None). progress: a Progress (checker/progress.py), or a text stream to show a progress bar on if it
+    is a terminal; None shows nothing."""
+    from prunecheck.checker.outputs.progress import as_progress
+
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}")
     names = [os.fspath(p) for p in paths]
     args = (options, None if cache_dir is None else os.fspath(cache_dir))
     items = {}
-    bar = _progress(progress, len(names))
+    progress = as_progress(progress)
+    running, lock = [], threading.Lock()  # the files worker processes are checking now
+
+    def started(name: str) -> None:
+        with lock:
+            running.append(name)
+            progress.item(", ".join(_short(n) for n in running))
 
     def done(item: BatchItem) -> None:
         items[item.path] = item
-        if bar is not None:
-            bar.update(bar.task_ids[0], advance=1, description=_label(item))
+        with lock:
+            if item.path in running:
+                running.remove(item.path)
+            progress.item(", ".join(_short(n) for n in running) or f"{_short(item.path)}: {verdict_label(item)}")
+        progress.advance()
 
-    try:
-        if bar is not None:
-            bar.start()
+    with progress.task("checking", total=len(names)):
         if executor == "dask":
             _dasked(names, worker, args, max(1, jobs), scheduler, done)
         elif jobs <= 1:
             for name in names:
+                progress.item(_short(name))
                 done(worker(name, *args))
         else:
-            _pooled(names, worker, args, jobs, done)
-    finally:
-        if bar is not None:
-            bar.stop()
+            _pooled(names, worker, args, jobs, done, started)
     return tuple(items[name] for name in names)
 
 
-def _label(item: BatchItem) -> str:
-    from rich.markup import escape
-
-    from prunecheck.checker.outputs.terminal import terminal_safe
-    name = Path(item.path).name
-    name = name if len(name) <= 32 else name[:31] + "…"
-    return escape(terminal_safe(f"{name}: {verdict_label(item)}"))
-
-
-def _progress(stream, total: int):
-    if stream is None:
-        return None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Column
-
-    bar = Progress(TextColumn("vetting"), MofNCompleteColumn(), BarColumn(bar_width=20), TimeElapsedColumn(),
-                   TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis")),
-                   console=Console(file=stream), transient=False)
-    bar.add_task("", total=total)
-    return bar
+def _short(path: str) -> str:
+    name = Path(path).name
+    return name if len(name) <= 32 else name[:31] + "…"
 
 
 def verdict_label(item: BatchItem) -> str:
@@ -368,9 +360,8 @@ def run_batch_cli(args, stdout, stderr) -> int:
         print(f"prunecheck: error: {exc.one_line()}", file=stderr)
         return EXIT_INPUT
     cache_dir = None if args.no_cache else (args.cache or default_cache_dir())
-    # rich writes its own escape codes: give it the raw stream (every text it gets passed through terminal_safe).
-    raw_err = getattr(stderr, "stream", stderr)
-    items = check_many(paths, options, args.jobs, args.executor, args.scheduler, cache_dir, progress=raw_err)
+    items = check_many(paths, options, args.jobs, args.executor, args.scheduler, cache_dir,
+                       progress=progress_of(args, stderr))
     items, checked = with_policies(items, options)
     try:
         items, triages = _settled(items, baseline, getattr(args, "write_baseline", None), stderr)

@@ -80,3 +80,16 @@ def add_operator_arguments(parser, needs: str = "") -> None:
                         help=f"{needs}believe a policy file's own `deployment:` section (for human-authored policy "
                              "files; the operator's keys still win); without it the section is a claim, ignored and "
                              "named in the report")
+
+
+def add_quiet_argument(parser) -> None:
+    """--quiet/-q: no progress display."""
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="show no progress on stderr (it shows only when stderr is a terminal, never on stdout)")
+
+
+def progress_of(args, stderr):
+    """The progress display of a command's run: on stderr if it is a terminal, unless --quiet (outputs/progress.py)."""
+    from prunecheck.checker.outputs.progress import progress_for
+
+    return progress_for(stderr, quiet=getattr(args, "quiet", False))

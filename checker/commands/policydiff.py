@@ -31,6 +31,7 @@ from prunecheck.checker.engines.replay import decode_action, decode_state
 from prunecheck.symbolic.solver import Status, new_solver, query
 from prunecheck.checker.engines.unknowns import solver_words
 from prunecheck.checker.options import DIFF_DEFAULTS, MAX_SPANS, CheckOptions, options_with
+from prunecheck.checker.progress import current
 from prunecheck.checker.commands.diff_space import attribute_space, valuation
 from prunecheck.checker.commands.diff_witness import (DIRECTION_TEXT, DIRECTIONS, NEW_EVICTS, OLD_EVICTS, View, Witness,
                                                      replayed_witness, simplest_witness)
@@ -251,6 +252,7 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.dep
     `depth` steps and `spans` slots, or none and why. Both policies run on one shared action sequence; every step
     must be enabled in both runs. `timeout` is each direction's solver time; `rlimit` bounds each query by z3's
     resource count as well (0: none)."""
+    current().step("inductive invariant of the two runs")
     names = shared_names(old, new)  # one action drives both runs, so both models code names alike
     m_old, m_new = Model(old, spans, tag="old_", names=names), Model(new, spans, tag="new_", names=names)
     plain = not (has_effects(old) or has_effects(new))
@@ -276,6 +278,7 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.dep
         solver.add(m_new.encode_step(news[k - 1], seen_by(a, m_new), news[k]).constraints)
         solver.add([term for _, term in _pair_lemmas(m_old, m_new, olds[k], news[k], lemmas)])
         for d in list(pending):
+            current().step(f"depth {k} of {depth}, {DIRECTION_TEXT[d]}")
             per_slot = [_witness(plain, a, olds[k - 1], news[k - 1], olds[k], news[k], d, i)
                         for i in range(spans)]
             literal = z3.Bool(f"witness_{d}@{k}")
@@ -299,6 +302,7 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.dep
             witness = simplest_witness(old, new, d, trace, slot, spans)
             answers[d] = Direction(d, witness, f"witness after {k} steps (shortest within {spans} spans); "
                                               "replayed on the runtime", spent[d])
+        current().advance()
     for d in pending:
         answers[d] = Direction(d, None, f"none within depth {depth}, {spans} spans (bounded search only)", spent[d])
     return answers[NEW_EVICTS], answers[OLD_EVICTS]
@@ -311,11 +315,15 @@ def diff_policies(old: Policy, new: Policy, options: CheckOptions = DIFF_DEFAULT
     started = time.perf_counter()
     depth, spans, timeout, rlimit = options.depth, options.spans, options.timeout, options.rlimit
     keys = differing_deployment_keys(old, new)
+    progress = current()
+    progress.item("equivalence proof")
     proof = equivalence(old, new, timeout, rlimit)
     if proof.proved:
         none = "none: the policies are equivalent"
         return PolicyDiff(EQUIVALENT, Direction(NEW_EVICTS, None, none), Direction(OLD_EVICTS, None, none), keys,
                           proof, depth, spans, time.perf_counter() - started)
+    progress.item("lockstep search")
+    progress.expect(depth)
     forward, backward = lockstep_directions(old, new, depth, spans, timeout, rlimit)
     found = forward.witness is not None or backward.witness is not None
     return PolicyDiff(DIFFERENT if found else UNKNOWN, forward, backward, keys, proof, depth, spans,
@@ -422,7 +430,8 @@ def diff_json(diff: PolicyDiff, old: Policy, new: Policy) -> dict:
 
 
 def add_parser(subparsers) -> None:
-    from prunecheck.checker.commands.frontdoor import add_operator_arguments, add_rlimit_argument, bounded_int
+    from prunecheck.checker.commands.frontdoor import (add_operator_arguments, add_quiet_argument, add_rlimit_argument,
+                                                       bounded_int)
 
     p = subparsers.add_parser("diff", help="compare two policies: where does one evict what the other keeps")
     p.add_argument("old", metavar="OLD", help="the deployed policy (.yaml, .yml, .json or .py)")
@@ -434,6 +443,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--timeout", type=bounded_int(1, 3600), default=int(DIFF_DEFAULTS.timeout),
                    help=f"solver seconds per direction (default {DIFF_DEFAULTS.timeout:g})")
     add_rlimit_argument(p)
+    add_quiet_argument(p)
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="text (default: each direction with its witness) or json (one document)")
     add_operator_arguments(p)
@@ -441,12 +451,14 @@ def add_parser(subparsers) -> None:
 
 def run(args, stdout, stderr) -> int:
     """Exit 0 equivalent (proved), 1 different (replayed witness), 3 no difference found within the bounds."""
+    from prunecheck.checker.commands.frontdoor import progress_of
     from prunecheck.checker.language.operator import judged_from_args
 
     old, new = judged_from_args(args.old, args), judged_from_args(args.new, args)
     options = options_with(DIFF_DEFAULTS, depth=args.depth, spans=args.spans, timeout=args.timeout,
                            rlimit=args.rlimit)
-    diff = diff_policies(old, new, options)
+    with progress_of(args, stderr).task("diffing"):
+        diff = diff_policies(old, new, options)
     if args.format == "json":
         print(json.dumps(diff_json(diff, old, new), indent=2), file=stdout)
     else:

@@ -18,13 +18,14 @@ from prunecheck.checker.check import check, new_report
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.engines.prove import prove_all
-from prunecheck.checker.outputs.reasons import RECHECKED, reason_text
 from prunecheck.checker.options import DEFAULTS, CheckOptions
+from prunecheck.checker.progress import current
 from prunecheck.spec.actions import action_text
 from prunecheck.spec.state import host_truncates
+from prunecheck.checker.commands.repair_output import describe_changes, result_json, result_text, verdict_line
 from prunecheck.checker.commands.repair_text import (EXCLUSIONS, ENVIRONMENT_KEYS, EVIDENCE_KEYS, SAFE_DEPLOYMENT,
                                                      Change, form_of, repaired_policy, repaired_text, unified_diff)
-from prunecheck.checker.result import Report, Result, Trace, Verdict
+from prunecheck.checker.result import Report, Trace, Verdict
 from prunecheck.checker.language.typecheck import check_policy
 
 MAX_ALTERNATIVES = 0  # further proved repairs to name after the preferred one (each may cost full checks)
@@ -258,16 +259,23 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
     options = replace(options, only=CONDITIONS, prove=True)
     if original is not None:
         _require_own_report(original, policy, options)
-    original = original or check(policy, options)
+    progress = current()
+    if original is None:
+        progress.item(f"{policy.name} as written")
+        original = check(policy, options)
     if _proved(original, policy):
         return RepairResult(original, (), policy, text, "", original, "every condition already holds", form,
                             seconds=time.perf_counter() - started)
     search = _Search(policy, form, options, [*SCHEMAS, *_traces(original)])
-    for changes in candidate_sets(available_changes(policy, allow_deployment)):
+    sets = candidate_sets(available_changes(policy, allow_deployment))
+    progress.expect(len(sets))
+    for changes in sets:
         if len(search.proved) > alternatives:
             break
         if not search.covered(changes):
+            progress.item(f"candidate: {describe_changes(changes, form)}")
             search.try_changes(changes)
+        progress.advance()
     if not search.proved:
         reason = _no_repair_reason(policy, original, form, allow_deployment, search)
         return RepairResult(original, None, reason=reason, seconds=time.perf_counter() - started, **search.stats())
@@ -339,91 +347,6 @@ def _valid(policy: Policy) -> bool:
     except PolicySyntaxError:  # e.g. dropping a budget that evict reads
         return False
     return True
-
-
-# --------------------------------------------------------------------------- output
-
-
-def _evidence_note(r: Result) -> str:
-    """What stands behind a result: for a `holds` (the only verdict a repair's reports show), its re-checked
-    certificate; otherwise the whole reason."""
-    return RECHECKED if r.verdict == Verdict.HOLDS and r.certificate is not None else reason_text(r.reason)
-
-
-def _condition_lines(report: Report) -> list:
-    return [f"  {r.condition}  {r.verdict}  {r.engine}; {_evidence_note(r)}" for r in report.results]
-
-
-def verdict_line(report: Report) -> str:
-    """"violated (C1 violated, C2 violated, C3 holds, C4 violated, P1 unknown)": each condition as `check` said."""
-    each = ", ".join(f"{r.condition} {r.verdict}" for r in report.results)
-    return f"{report.verdict} ({each})"
-
-
-def _describe(changes: tuple, form: str) -> str:
-    return "; ".join(c.describe(form) for c in changes)
-
-
-def _undecided_lines(result: RepairResult) -> list:
-    if not result.undecided:
-        return []
-    which = "preferred to this repair, " if result.repaired else ""
-    lines = [f"{which}undecided within the bounds (raise --timeout or --rlimit to decide):"]
-    return lines + [f"  - {_describe(u.changes, result.form)} ({', '.join(u.unknown)} unknown)"
-                    for u in result.undecided]
-
-
-def result_text(result: RepairResult, stale_expect: tuple = ()) -> str:
-    original = result.original
-    lines = [f"policy {original.policy_name} ({original.source}): {verdict_line(original)}"]
-    if result.already_holds:
-        lines.append("every condition already holds; nothing to repair")
-        lines += _condition_lines(original)
-        return "\n".join(lines)
-    searched = (f"searched {result.candidates} candidate{'s' * (result.candidates != 1)}: "
-                f"{result.replayed_out} refuted by replaying a known counterexample, {result.checked} checked in full; "
-                f"{result.seconds:.1f} s")
-    if not result.repaired:
-        lines += [result.reason, *_undecided_lines(result), searched]
-        return "\n".join(lines)
-    n = len(result.changes)
-    lines.append(f"repair ({n} change{'s' * (n != 1)}), proved:")
-    lines += [f"  - {c.describe(result.form)}" for c in result.changes]
-    lines += _condition_lines(result.report)
-    lines += [f"also proved: {_describe(alt, result.form)}" for alt in result.alternatives]
-    lines += _undecided_lines(result)
-    if result.reprinted:
-        lines.append("note: the minimal edit did not re-parse to the repaired policy; the whole policy is re-printed "
-                     "(comments and the expect table are not kept)")
-    if stale_expect:
-        lines.append(f"note: the file's expect table still says violated for {', '.join(stale_expect)}")
-    lines.append(searched)
-    lines.append(result.diff.rstrip("\n"))
-    return "\n".join(lines)
-
-
-def result_json(result: RepairResult) -> dict:
-    original = result.original
-    doc = {
-        "policy": original.policy_name,
-        "source": original.source,
-        "original": {"verdict": str(original.verdict), "conditions": {r.condition: str(r.verdict)
-                                                                      for r in original.results}},
-        "status": result.status,
-        "changes": [c.as_dict(result.form) for c in result.changes or ()],
-        "alternatives": [[c.as_dict(result.form) for c in alt] for alt in result.alternatives],
-        "undecided": [{"changes": [c.as_dict(result.form) for c in u.changes], "unknown": list(u.unknown)}
-                      for u in result.undecided],
-        "reason": result.reason or None,
-        "search": {"candidates": result.candidates, "replayed_out": result.replayed_out, "checked": result.checked,
-                   "seconds": round(result.seconds, 3)},
-    }
-    if result.repaired:
-        doc["conditions"] = {r.condition: {"verdict": str(r.verdict), "engine": str(r.engine),
-                                           "reason": reason_text(r.reason)}
-                             for r in result.report.results}
-        doc.update(reprinted=result.reprinted, diff=result.diff, text=result.text)
-    return doc
 
 
 __all__ = ["RepairResult", "Change", "Outcome", "Undecided", "repair", "available_changes",

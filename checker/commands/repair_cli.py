@@ -19,7 +19,8 @@ ALTERNATIVES_HELP = ("after the preferred repair, keep searching in the same ord
 
 
 def add_parser(subparsers) -> None:
-    from prunecheck.checker.commands.frontdoor import add_operator_arguments, add_rlimit_argument, bounded_int
+    from prunecheck.checker.commands.frontdoor import (add_operator_arguments, add_quiet_argument, add_rlimit_argument,
+                                                       bounded_int)
 
     parser = subparsers.add_parser(
         "repair", help="propose the proved-safe change that keeps most of a violated policy's intent",
@@ -40,6 +41,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--timeout", type=bounded_int(1, 3600), default=int(DEFAULTS.timeout),
                         help=f"seconds per condition (default {DEFAULTS.timeout:g})")
     add_rlimit_argument(parser)
+    add_quiet_argument(parser)
     parser.add_argument("--depth", type=bounded_int(1, 200), default=DEFAULTS.depth,
                         help=f"bounded search depth (default {DEFAULTS.depth})")
     parser.add_argument("--spans", type=bounded_int(2, MAX_SPANS), default=DEFAULTS.spans,
@@ -59,6 +61,7 @@ def _read_text(path: str) -> str:
 
 
 def run(args, stdout, stderr) -> int:
+    from prunecheck.checker.commands.frontdoor import progress_of
     from prunecheck.checker.language.operator import judged, operator_for
 
     operator = operator_for(args.policy, config=args.config, no_config=args.no_config, deployment=args.deployment,
@@ -67,9 +70,10 @@ def run(args, stdout, stderr) -> int:
     text = _read_text(args.policy)
     options = options_with(depth=args.depth, spans=args.spans, timeout=args.timeout, rlimit=args.rlimit)
     # The deployment is the operator's: repair edits a file's deployment section only where that section is believed.
-    result = repair(policy, text, args.policy, options=options, alternatives=args.alternatives,
-                    allow_deployment=not args.text_only and operator.trust_policy_deployment,
-                    judge=lambda parsed: judged(parsed, operator))
+    with progress_of(args, stderr).task("repairing"):
+        result = repair(policy, text, args.policy, options=options, alternatives=args.alternatives,
+                        allow_deployment=not args.text_only and operator.trust_policy_deployment,
+                        judge=lambda parsed: judged(parsed, operator))
     if not args.text_only and not operator.trust_policy_deployment:
         print(f"prunecheck: note: {DEPLOYMENT_NOT_REPAIRED}", file=stderr)
     stale = ()

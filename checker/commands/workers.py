@@ -89,14 +89,16 @@ class Worker:
         self.process.wait()
 
 
-def run_jobs(keys: list, function: Callable, args: tuple, jobs: int, done: Callable, failed: Callable) -> None:
+def run_jobs(keys: list, function: Callable, args: tuple, jobs: int, done: Callable, failed: Callable,
+             started: Optional[Callable] = None) -> None:
     """function(key, *args) for every key in min(jobs, len(keys)) worker processes that live for the whole batch;
     done(result) in this thread as results arrive; failed(key, why) for a job whose worker died (only that job is
-    lost: the next one gets a fresh worker) or raised. An interrupt kills the workers."""
+    lost: the next one gets a fresh worker) or raised; started(key), if given, from another thread as a job is sent.
+    An interrupt kills the workers."""
     todo, results, workers = queue.Queue(), queue.Queue(), []
     for key in keys:
         todo.put(key)
-    threads = [threading.Thread(target=_drive, args=(todo, results, workers, function, args), daemon=True)
+    threads = [threading.Thread(target=_drive, args=(todo, results, workers, function, args, started), daemon=True)
                for _ in range(min(jobs, len(keys)))]
     try:
         for thread in threads:
@@ -112,7 +114,8 @@ def run_jobs(keys: list, function: Callable, args: tuple, jobs: int, done: Calla
         thread.join()
 
 
-def _drive(todo: queue.Queue, results: queue.Queue, workers: list, function: Callable, args: tuple) -> None:
+def _drive(todo: queue.Queue, results: queue.Queue, workers: list, function: Callable, args: tuple,
+           started: Optional[Callable] = None) -> None:
     """One thread per worker: take jobs until none is left, replacing the worker if it dies."""
     worker = None
     try:
@@ -122,6 +125,8 @@ def _drive(todo: queue.Queue, results: queue.Queue, workers: list, function: Cal
             except queue.Empty:
                 return
             try:
+                if started is not None:
+                    started(key)
                 if worker is None:
                     worker = Worker()
                     workers.append(worker)

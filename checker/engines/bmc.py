@@ -25,6 +25,7 @@ from prunecheck.checker.result import (Clause, EngineRun, Found, Method, Outcome
                                        Verdict)
 from prunecheck.symbolic.solver import Status, new_solver, queries_asked, query
 from prunecheck.checker.engines.unknowns import solver_said
+from prunecheck.checker.progress import current
 
 def check_bounded(policy: Policy, depth: int = DEFAULTS.depth, spans: int = DEFAULTS.spans,
                   conditions: Iterable[str] = CONDITIONS, timeout: float = DEFAULTS.timeout,
@@ -52,10 +53,14 @@ def check_bounded(policy: Policy, depth: int = DEFAULTS.depth, spans: int = DEFA
         model = Model(policy, spans, token_domain=token_domain, accelerate=accelerate, repeat_domain=repeat_domain,
                       clock_targets=clock_targets)
     before = queries_asked()
+    progress = current()
+    if lemmas:
+        progress.step("bounded search: structural lemmas")
     invariant = inductive_lemmas(model, timeout, rlimit) if lemmas else None
     search = _Unrolling(policy, model, pending, tuple(assume), timeout, rlimit)
     search.asked = {c: queries_asked() - before for c in pending}  # the lemmas serve every condition
     for k in range(depth + 1):
+        progress.step(f"bounded search{' with runs' * bool(runs)} {k}/{depth}: {', '.join(search.pending)}")
         if k > 0:
             search.extend(invariant)
         search.ask(k)

@@ -17,6 +17,7 @@ from prunecheck.checker.result import (Clause, EngineRun, Found, Method, Outcome
                                        Tried, Verdict)
 from prunecheck.symbolic.solver import Status as Solved, new_solver, queries_asked, query
 from prunecheck.checker.engines.unknowns import solver_said
+from prunecheck.checker.progress import current
 
 
 _SHARED_SIZE = 32
@@ -142,8 +143,11 @@ def prove_all(policy, conditions, policy_doc: dict, policy_hash: str, timeout: f
               rlimit: int = 0) -> dict:
     """{condition: prove(...)} with the encodings and Houdini runs shared between conditions."""
     attempts = _Attempts(policy, timeout, rlimit)
-    return {c: prove(policy, c, policy_doc, policy_hash, timeout, attempts=attempts, rlimit=rlimit)
-            for c in conditions}
+    proofs = {}
+    for c in conditions:
+        current().step(f"{c}: proof by induction")
+        proofs[c] = prove(policy, c, policy_doc, policy_hash, timeout, attempts=attempts, rlimit=rlimit)
+    return proofs
 
 
 def prove(policy, condition: str, policy_doc: dict, policy_hash: str, timeout: float = 30.0,
