@@ -16,7 +16,8 @@ from prunecheck.checker.language.locate import source_lines
 from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.outputs.decision_doc import answer_text, basis_text, consequence_text
 from prunecheck.checker.outputs.reasons import reason_text
-from prunecheck.checker.outputs.render import bounds_text, deployment_text, peak_text, run_text
+from prunecheck.checker.outputs.render import (basis_lines, bounds_text, contribution_lines, deployment_text, peak_text,
+                                               run_text)
 from prunecheck.spec.actions import action_text
 from prunecheck.checker.result import Report
 
@@ -191,6 +192,8 @@ def _report_html(findings: Findings, index: int, step_labels, triage=None) -> st
     meta = (f"source {escape(report.source)} · sha256:{escape(report.policy_hash[:12])} · depth {int(report.depth)}, "
             f"{int(report.spans)} spans · verdict <span class=\"verdict\">{escape(str(report.verdict))}</span>"
             f'<br><span class="deployment">deployment {escape(deployment_text(report))}</span>'
+            + "".join(f'<br><span class="basis">{escape(line.strip())}</span>'
+                      for line in basis_lines(report) + contribution_lines(report)) +
             f'<br><span class="bounds">bounds {escape(bounds_text(report))}</span>')
     if report.recovery_peak is not None:
         meta += f'<br><span class="peak">recovery set: {escape(peak_text(report.recovery_peak))}</span>'

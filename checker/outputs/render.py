@@ -263,6 +263,8 @@ def report_json(report: Report, findings=None) -> dict:
     for r in report.results:
         entry = {"verdict": str(r.verdict), "depth": r.depth, "reason": reason_text(r.reason),
                  "engine": str(r.engine), "seconds": round(r.seconds, 4)}
+        if r.verdict is Verdict.HOLDS:  # what the proof rests on (ADR 0037)
+            entry["rests_on"] = "deployment" if rests_on_deployment(r) else "policy"
         if r.trace is not None:
             entry["trace"] = [{"action": a.name, "args": action_args(a)} for a in r.trace.actions]
             entry["length"] = {"actions": len(r.trace.actions), "steps": r.trace.steps}

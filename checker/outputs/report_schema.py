@@ -82,11 +82,14 @@ def _result() -> dict:
         "length": _closed({"actions": COUNT, "steps": COUNT}), "other_traces": {"type": "array", "items": trace},
         "explanation": _explanation(), "certificate": {"$ref": "#/$defs/certificate"},
         "accepted": _accepted(), "counterexamples": _counterexamples(),
-    }, optional=("trace", "length", "other_traces", "explanation", "certificate", "accepted", "counterexamples"))
+        "rests_on": {"enum": ["policy", "deployment"]},
+    }, optional=("trace", "length", "other_traces", "explanation", "certificate", "accepted", "counterexamples",
+                 "rests_on"))
     entry["dependentRequired"] = {"trace": ["length", "explanation"], "other_traces": ["trace"]}
     entry["allOf"] = [
         {"if": {"properties": {"verdict": {"const": str(Verdict.VIOLATED)}}}, "then": {"required": ["trace"]}},
-        {"if": {"properties": {"verdict": {"const": str(Verdict.HOLDS)}}}, "then": {"required": ["certificate"]}},
+        {"if": {"properties": {"verdict": {"const": str(Verdict.HOLDS)}}},
+         "then": {"required": ["certificate", "rests_on"]}},
     ]
     return entry
 

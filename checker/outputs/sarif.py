@@ -16,6 +16,7 @@ from prunecheck.checker.language.locate import key_locations
 from prunecheck.checker.outputs.accept import fingerprint
 from prunecheck.checker.outputs.decision_doc import decision_json
 from prunecheck.checker.outputs.reasons import reason_text
+from prunecheck.checker.outputs.render import basis_json
 from prunecheck.checker.result import Report, Verdict
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -142,6 +143,7 @@ def sarif_log(checked: Sequence[Findings], errors: Sequence[Tuple[str, str]] = (
                            "policies": [{"name": p.name, "source": p.source, "verdict": str(rep.verdict),
                                          "policy_hash": rep.policy_hash, "deployment": dict(rep.deployment),
                                          "deployment_overridden": list(rep.overridden),
+                                         "deployment_basis": basis_json(rep.basis),
                                          "holds": [r.condition for r in rep.results if r.verdict == Verdict.HOLDS]}
                                         for p, rep in ((f.policy, f.report) for f in checked)],
                            "decision": [{"policy": f.policy.name, "source": f.policy.source,
