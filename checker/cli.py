@@ -4,7 +4,8 @@ main(argv, stdout, stderr) -> exit code.
 Exit codes: 0 every condition holds (replay: the trace reproduces as recorded; certify: every certificate is
 confirmed, assumptions included; replay --policy: the policy no longer violates the trace's condition along it); 1
 some condition is violated (replay: the trace does not reproduce; replay --policy: it still violates; certify: a
-certificate is rejected or refuted); 2 usage or input error (certify: an unreadable or non-JSON file); 3 nothing
+certificate is rejected or refuted); 2 usage or input error (certify, explain, replay, graph: an unreadable file or
+one of the wrong kind); 3 nothing
 violated but something unknown (certify: a solver gave up on some certificate); 4 internal error (a checker bug,
 such as a counterexample that does not replay). frontdoor.EXIT_MEANINGS says what 0, 1 and 3 mean for each command;
 every --help lists its command's codes.
@@ -25,8 +26,9 @@ from prunecheck.version import __version__
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
 
-from prunecheck.checker.commands.frontdoor import add_rlimit_argument, bounded_int, command_list, exit_code_epilog
-from prunecheck.checker.options import DEFAULTS, MAX_SPANS, Engine
+from prunecheck.checker.commands.frontdoor import (add_rlimit_argument, bounded_int, command_list, conditions_text,
+                                                   exit_code_epilog)
+from prunecheck.checker.options import DEFAULTS, MAX_DEPTH, MAX_SPANS, Engine
 from prunecheck.checker.outputs.paths import cache_warning, check_output_paths
 from prunecheck.checker.outputs.terminal import SafeStream
 
@@ -94,11 +96,11 @@ def _add_check_parser(sub) -> None:
     """`check`: its bounds and engine (defaults: CheckOptions'), then its outputs, triage and batch arguments."""
     from prunecheck.checker.commands.batch import add_batch_arguments
 
-    check = sub.add_parser("check", help="check policies against C1-C4 and P1")
+    check = sub.add_parser("check", help=f"check policies against {conditions_text(CONDITIONS)}")
     check.add_argument("policies", nargs="+", metavar="POLICY",
                        help=".yaml, .yml, .json or .py policy files, directories (every policy file below them) or "
                             "globs such as 'policies/**/*.yaml'")
-    check.add_argument("--depth", type=bounded_int(0, 200), default=DEFAULTS.depth,
+    check.add_argument("--depth", type=bounded_int(0, MAX_DEPTH), default=DEFAULTS.depth,
                        help=f"bounded search depth (default {DEFAULTS.depth})")
     check.add_argument("--spans", type=bounded_int(2, MAX_SPANS), default=DEFAULTS.spans,
                        help=f"span slots (default {DEFAULTS.spans})")
@@ -130,7 +132,8 @@ def _add_output_arguments(check) -> None:
     check.add_argument("--fail-on", dest="fail_on", choices=FAIL_ON, default="unknown",
                        help="the least outcome that fails the run: unknown (default: exit 1 on a violation, 3 on an "
                             "unknown) or violated (an unknown exits 0); an accepted finding fails nothing, and input "
-                            "errors (2) and checker faults (4) always fail")
+                            "errors (2) and checker faults (4) always fail. A verdict unlike the policy's `expect:` "
+                            "counts as violated (as unknown if it is unknown)")
     check.add_argument("--baseline", metavar="FILE",
                        help="accept the findings this baseline (JSON, from --write-baseline) lists, by fingerprint: "
                             "still reported, marked accepted, they fail nothing")
@@ -321,7 +324,8 @@ def _check(args, stdout, stderr) -> int:
             print(report_text(c.report, c.findings, c.triage), file=stdout)
     if args.format != "text":
         print(document(args.format, checked), file=stdout)
-    items = [BatchItem(c.path, c.report, accepted=tuple(cond for cond, _a in c.triage.accepted)) for c in checked]
+    items = [BatchItem(c.path, c.report, accepted=tuple(cond for cond, _a in c.triage.accepted),
+                       unexpected=c.findings.unexpected) for c in checked]
     return exit_code(items, Verdict[args.fail_on.upper()])
 
 
@@ -454,14 +458,17 @@ def _certify(args, stdout) -> int:
     from prunecheck.checker.engines.certificate import CertificateError, Status, certificate_json
     from prunecheck.checker.engines.certificate_set import certify_set
     from prunecheck.checker.outputs.itf import regular_file
+    from prunecheck.checker.outputs.kinds import claimed_certificate
     from prunecheck.checker.language.loader import load_deployment, load_policy
 
+    if args.deployment and not args.policy:
+        raise UsageError("--deployment needs --policy")
     documents = []
     for name in args.certificates:
         path = Path(name)
         regular_file(path)
         try:
-            documents.append((str(path), certificate_json(path.read_text(encoding="utf-8"))))
+            documents.append((str(path), claimed_certificate(certificate_json(path.read_text(encoding="utf-8")), path)))
         except CertificateError as exc:  # readable, but tampered: rejected like any other forged field
             documents.append((str(path), exc))
         except (OSError, UnicodeDecodeError) as exc:
@@ -470,8 +477,6 @@ def _certify(args, stdout) -> int:
             raise PolicySyntaxError(f"certificate is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
         except RecursionError:
             raise PolicySyntaxError("certificate is not JSON: nested too deeply", str(path), 1, 1) from None
-    if args.deployment and not args.policy:
-        raise UsageError("--deployment needs --policy")
     policy = None
     if args.policy:
         policy = load_policy(args.policy, load_deployment(args.deployment) if args.deployment else None)

@@ -20,13 +20,13 @@ from prunecheck.checker.check import check, new_report
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.language.loader import decode_policy_bytes, expected_verdicts, load_policy, parse_policy_text
 from prunecheck.checker.engines.prove import prove_all
-from prunecheck.checker.outputs.reasons import RECHECKED, reason_text
 from prunecheck.checker.options import DEFAULTS, MAX_SPANS, CheckOptions, options_with
 from prunecheck.spec.actions import action_text
 from prunecheck.spec.state import host_truncates
+from prunecheck.checker.commands.repair_output import result_json, result_text, verdict_line
 from prunecheck.checker.commands.repair_text import (EXCLUSIONS, ENVIRONMENT_KEYS, EVIDENCE_KEYS, SAFE_DEPLOYMENT,
                                                      Change, form_of, repaired_policy, repaired_text, unified_diff)
-from prunecheck.checker.result import Report, Result, Trace, Verdict
+from prunecheck.checker.result import Report, Trace, Verdict
 from prunecheck.checker.language.typecheck import check_policy
 
 MAX_ALTERNATIVES = 0  # further proved repairs to name after the preferred one (each may cost full checks)
@@ -70,6 +70,7 @@ class RepairResult:
     form: str = "yaml"
     reprinted: bool = False  # the minimal edit did not re-parse to the repair: the whole policy was re-printed
     alternatives: tuple = ()  # other proved change tuples, in preference order (none contains an earlier one)
+    alternatives_missing: str = ""  # why fewer alternatives were found than asked for ("" when enough, or none asked)
     undecided: tuple = ()  # Undecided sets preferred to the repair, or all when there is none (none contains another)
     candidates: int = 0  # change sets considered
     replayed_out: int = 0  # refuted by replaying a known counterexample on the runtime
@@ -199,6 +200,7 @@ class _Search:
     undecided: list = field(default_factory=list)  # Undecided sets preferred to the first proved one
     settled: list = field(default_factory=list)  # proved or undecided change sets, in the order found
     failed: Counter = field(default_factory=Counter)  # (condition, verdict) -> candidates it failed under
+    after_repair: Counter = field(default_factory=Counter)  # what became of the sets after the first proved one
     considered: int = 0
     replayed_out: int = 0
     checked: int = 0
@@ -266,8 +268,10 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
     for changes in candidate_sets(available_changes(policy, allow_deployment)):
         if len(search.proved) > alternatives:
             break
-        if not search.covered(changes):
-            search.try_changes(changes)
+        repaired = bool(search.proved)
+        outcome = "covered" if search.covered(changes) else search.try_changes(changes)
+        if repaired:
+            search.after_repair[outcome] += 1
     if not search.proved:
         reason = _no_repair_reason(policy, original, form, allow_deployment, search)
         return RepairResult(original, None, reason=reason, seconds=time.perf_counter() - started, **search.stats())
@@ -275,8 +279,10 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
     new_text, parsed, reprinted = repaired_text(text, source, policy, changes)
     if parsed != candidate:
         raise PrunecheckError("internal: the repaired text does not hold the proved policy")
+    found = tuple(changes for changes, _, _ in search.proved[1:])
     return RepairResult(original, changes, candidate, new_text, unified_diff(text, new_text, source), report,
-                        reprinted=reprinted, alternatives=tuple(found for found, _, _ in search.proved[1:]),
+                        reprinted=reprinted, alternatives=found,
+                        alternatives_missing=_missing_alternatives(len(found), alternatives, search.after_repair),
                         seconds=time.perf_counter() - started, **search.stats())
 
 
@@ -287,6 +293,22 @@ def _require_own_report(original: Report, policy: Policy, options: CheckOptions)
     if not same:
         raise ValueError("the report given is not check's report of this policy (every condition that applies) at "
                          "these bounds")
+
+
+def _missing_alternatives(found: int, asked: int, after: Counter) -> str:
+    """Why the search named fewer alternatives than asked for: how the change sets after the repair came out."""
+    if found >= asked:
+        return ""
+    tried = sum(after.values())
+    head = f"{found} of the {asked} alternative{'s' * (asked != 1)} asked for found"
+    if not tried:
+        return f"{head}: no change set comes after the repair in the order of preference"
+    parts = [(after["covered"], "containing a set already proved or undecided (naming nothing new)"),
+             (after[Outcome.REPLAYED_OUT], "refuted by replaying a known counterexample"),
+             (after[Outcome.VIOLATED], "violated"), (after[Outcome.UNDECIDED], "undecided within the bounds"),
+             (after[None], "not a valid policy")]
+    why = ", ".join(f"{n} {words}" for n, words in parts if n)
+    return f"{head}; the {tried} change set{'s' * (tried != 1)} after the repair: {why}"
 
 
 def _failure_tally(failed: Counter) -> str:
@@ -339,91 +361,6 @@ def _valid(policy: Policy) -> bool:
     except PolicySyntaxError:  # e.g. dropping a budget that evict reads
         return False
     return True
-
-
-# --------------------------------------------------------------------------- output
-
-
-def _evidence_note(r: Result) -> str:
-    """What stands behind a result: for a `holds` (the only verdict a repair's reports show), its re-checked
-    certificate; otherwise the whole reason."""
-    return RECHECKED if r.verdict == Verdict.HOLDS and r.certificate is not None else reason_text(r.reason)
-
-
-def _condition_lines(report: Report) -> list:
-    return [f"  {r.condition}  {r.verdict}  {r.engine}; {_evidence_note(r)}" for r in report.results]
-
-
-def verdict_line(report: Report) -> str:
-    """"violated (C1 violated, C2 violated, C3 holds, C4 violated, P1 unknown)": each condition as `check` said."""
-    each = ", ".join(f"{r.condition} {r.verdict}" for r in report.results)
-    return f"{report.verdict} ({each})"
-
-
-def _describe(changes: tuple, form: str) -> str:
-    return "; ".join(c.describe(form) for c in changes)
-
-
-def _undecided_lines(result: RepairResult) -> list:
-    if not result.undecided:
-        return []
-    which = "preferred to this repair, " if result.repaired else ""
-    lines = [f"{which}undecided within the bounds (raise --timeout or --rlimit to decide):"]
-    return lines + [f"  - {_describe(u.changes, result.form)} ({', '.join(u.unknown)} unknown)"
-                    for u in result.undecided]
-
-
-def result_text(result: RepairResult, stale_expect: tuple = ()) -> str:
-    original = result.original
-    lines = [f"policy {original.policy_name} ({original.source}): {verdict_line(original)}"]
-    if result.already_holds:
-        lines.append("every condition already holds; nothing to repair")
-        lines += _condition_lines(original)
-        return "\n".join(lines)
-    searched = (f"searched {result.candidates} candidate{'s' * (result.candidates != 1)}: "
-                f"{result.replayed_out} refuted by replaying a known counterexample, {result.checked} checked in full; "
-                f"{result.seconds:.1f} s")
-    if not result.repaired:
-        lines += [result.reason, *_undecided_lines(result), searched]
-        return "\n".join(lines)
-    n = len(result.changes)
-    lines.append(f"repair ({n} change{'s' * (n != 1)}), proved:")
-    lines += [f"  - {c.describe(result.form)}" for c in result.changes]
-    lines += _condition_lines(result.report)
-    lines += [f"also proved: {_describe(alt, result.form)}" for alt in result.alternatives]
-    lines += _undecided_lines(result)
-    if result.reprinted:
-        lines.append("note: the minimal edit did not re-parse to the repaired policy; the whole policy is re-printed "
-                     "(comments and the expect table are not kept)")
-    if stale_expect:
-        lines.append(f"note: the file's expect table still says violated for {', '.join(stale_expect)}")
-    lines.append(searched)
-    lines.append(result.diff.rstrip("\n"))
-    return "\n".join(lines)
-
-
-def result_json(result: RepairResult) -> dict:
-    original = result.original
-    doc = {
-        "policy": original.policy_name,
-        "source": original.source,
-        "original": {"verdict": str(original.verdict), "conditions": {r.condition: str(r.verdict)
-                                                                      for r in original.results}},
-        "status": result.status,
-        "changes": [c.as_dict(result.form) for c in result.changes or ()],
-        "alternatives": [[c.as_dict(result.form) for c in alt] for alt in result.alternatives],
-        "undecided": [{"changes": [c.as_dict(result.form) for c in u.changes], "unknown": list(u.unknown)}
-                      for u in result.undecided],
-        "reason": result.reason or None,
-        "search": {"candidates": result.candidates, "replayed_out": result.replayed_out, "checked": result.checked,
-                   "seconds": round(result.seconds, 3)},
-    }
-    if result.repaired:
-        doc["conditions"] = {r.condition: {"verdict": str(r.verdict), "engine": str(r.engine),
-                                           "reason": reason_text(r.reason)}
-                             for r in result.report.results}
-        doc.update(reprinted=result.reprinted, diff=result.diff, text=result.text)
-    return doc
 
 
 # --------------------------------------------------------------------------- command line

@@ -131,6 +131,18 @@ def _recovery_peak() -> dict:
                     "witness": {"$ref": "#/$defs/trace"}, "summary": TEXT})
 
 
+def _expect() -> dict:
+    """render.expectations_json: the policy's `expect:` table held against the verdicts (present when it has one)."""
+    from prunecheck.checker.findings.expect import NotCompared, Outcome
+    from prunecheck.checker.language.loader import VERDICTS
+
+    entry = _closed({"condition": {"enum": list(CONDITIONS)}, "expected": {"enum": list(VERDICTS)},
+                     "verdict": {"enum": _verdicts() + [None]}, "outcome": {"enum": [o.value for o in Outcome]},
+                     "not_compared": {"enum": [n.value for n in NotCompared] + [None]}, "line": COUNT,
+                     "column": COUNT})
+    return {"type": "array", "items": entry, "minItems": 1}
+
+
 def _report() -> dict:
     deployment = _closed({**{key: {"enum": list(values)} for key, values in DEPLOYMENT_CHOICES.items()},
                           **{key: {"type": "string"} for key in DEPLOYMENT_NAMES}},
@@ -142,8 +154,8 @@ def _report() -> dict:
         "policy_hash": HASH, "depth": COUNT, "spans": COUNT, "deployment": deployment,
         "deployment_overridden": {"type": "array", "items": {"enum": list(DEPLOYMENT_KEYS)}, "uniqueItems": True},
         "versions": {"$ref": "#/$defs/versions"}, "stats": _stats(), "decision": _decision(),
-        "recovery_peak": _recovery_peak(),
-    }, optional=("recovery_peak",))
+        "recovery_peak": _recovery_peak(), "expect": _expect(),
+    }, optional=("recovery_peak", "expect"))
 
 
 def report_schema() -> dict:
