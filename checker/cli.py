@@ -4,7 +4,8 @@ main(argv, stdout, stderr) -> exit code.
 Exit codes: 0 every condition holds (replay: the trace reproduces as recorded; certify: every certificate is
 confirmed, assumptions included; replay --policy: the policy no longer violates the trace's condition along it); 1
 some condition is violated (replay: the trace does not reproduce; replay --policy: it still violates; certify: a
-certificate is rejected or refuted); 2 usage or input error (certify: an unreadable or non-JSON file); 3 nothing
+certificate is rejected or refuted); 2 usage or input error (certify, explain, replay, graph: an unreadable file or
+one of the wrong kind); 3 nothing
 violated but something unknown (certify: a solver gave up on some certificate); 4 internal error (a checker bug,
 such as a counterexample that does not replay). frontdoor.EXIT_MEANINGS says what 0, 1 and 3 mean for each command;
 every --help lists its command's codes.
@@ -26,8 +27,9 @@ from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
 
 from prunecheck.checker.commands.frontdoor import (add_operator_arguments, add_quiet_argument, add_rlimit_argument,
-                                                   bounded_int, command_list, exit_code_epilog, progress_of)
-from prunecheck.checker.options import DEFAULTS, MAX_SPANS, Engine
+                                                   bounded_int, command_list, conditions_text, exit_code_epilog,
+                                                   progress_of)
+from prunecheck.checker.options import DEFAULTS, MAX_DEPTH, MAX_SPANS, Engine
 from prunecheck.checker.outputs.paths import cache_warning, check_output_paths
 from prunecheck.checker.outputs.terminal import SafeStream
 
@@ -95,11 +97,11 @@ def _add_check_parser(sub) -> None:
     """`check`: its bounds and engine (defaults: CheckOptions'), then its outputs, triage and batch arguments."""
     from prunecheck.checker.commands.batch import add_batch_arguments
 
-    check = sub.add_parser("check", help="check policies against C1-C4 and P1")
+    check = sub.add_parser("check", help=f"check policies against {conditions_text(CONDITIONS)}")
     check.add_argument("policies", nargs="+", metavar="POLICY",
                        help=".yaml, .yml, .json or .py policy files, directories (every policy file below them) or "
                             "globs such as 'policies/**/*.yaml'")
-    check.add_argument("--depth", type=bounded_int(0, 200), default=DEFAULTS.depth,
+    check.add_argument("--depth", type=bounded_int(0, MAX_DEPTH), default=DEFAULTS.depth,
                        help=f"bounded search depth (default {DEFAULTS.depth})")
     check.add_argument("--spans", type=bounded_int(2, MAX_SPANS), default=DEFAULTS.spans,
                        help=f"span slots (default {DEFAULTS.spans})")
@@ -132,7 +134,8 @@ def _add_output_arguments(check) -> None:
     check.add_argument("--fail-on", dest="fail_on", choices=FAIL_ON, default="unknown",
                        help="the least outcome that fails the run: unknown (default: exit 1 on a violation, 3 on an "
                             "unknown) or violated (an unknown exits 0); an accepted finding fails nothing, and input "
-                            "errors (2) and checker faults (4) always fail")
+                            "errors (2) and checker faults (4) always fail. A verdict unlike the policy's `expect:` "
+                            "counts as violated (as unknown if it is unknown)")
     check.add_argument("--baseline", metavar="FILE",
                        help="accept the findings this baseline (JSON, from --write-baseline) lists, by fingerprint: "
                             "still reported, marked accepted, they fail nothing")
@@ -252,7 +255,11 @@ def _run(parser, args, extra_commands: dict, stdout, stderr) -> int:
     if args.command == "explain":
         return _explain(args, stdout)
     if args.command == "certify":
-        return _certify(args, stdout)
+        from prunecheck.checker.commands.certify import run as certify
+
+        if args.deployment and not args.policy:
+            raise UsageError("--deployment needs --policy")
+        return certify(args, stdout)
     if args.command in extra_commands:
         return extra_commands[args.command][1](args, stdout, stderr)
     if args.command == "reproduce":
@@ -325,7 +332,8 @@ def _check(args, stdout, stderr) -> int:
             print(report_text(c.report, c.findings, c.triage), file=stdout)
     if args.format != "text":
         print(document(args.format, checked), file=stdout)
-    items = [BatchItem(c.path, c.report, accepted=tuple(cond for cond, _a in c.triage.accepted)) for c in checked]
+    items = [BatchItem(c.path, c.report, accepted=tuple(cond for cond, _a in c.triage.accepted),
+                       unexpected=c.findings.unexpected) for c in checked]
     return exit_code(items, Verdict[args.fail_on.upper()])
 
 
@@ -452,47 +460,6 @@ def _replay_against(args, info, actions, stdout) -> int:
         return EXIT_HOLDS
     print(f"replays; still violates {condition}, at step {where} of {len(actions)}", file=stdout)
     return EXIT_VIOLATED
-
-
-def _certify(args, stdout) -> int:
-    from prunecheck.checker.engines.certificate import CertificateError, Status, certificate_json
-    from prunecheck.checker.engines.certificate_set import certify_set
-    from prunecheck.checker.outputs.itf import regular_file
-    from prunecheck.checker.language.operator import judged_from_args
-
-    documents = []
-    for name in args.certificates:
-        path = Path(name)
-        regular_file(path)
-        try:
-            documents.append((str(path), certificate_json(path.read_text(encoding="utf-8"))))
-        except CertificateError as exc:  # readable, but tampered: rejected like any other forged field
-            documents.append((str(path), exc))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise PolicySyntaxError(f"cannot read certificate: {exc}", str(path), 1, 1) from None
-        except json.JSONDecodeError as exc:
-            raise PolicySyntaxError(f"certificate is not JSON: {exc.msg}", str(path), exc.lineno, exc.colno) from None
-        except RecursionError:
-            raise PolicySyntaxError("certificate is not JSON: nested too deeply", str(path), 1, 1) from None
-    if args.deployment and not args.policy:
-        raise UsageError("--deployment needs --policy")
-    policy = None
-    if args.policy:
-        policy = judged_from_args(args.policy, args)
-    verdicts = certify_set(documents, policy, args.timeout * 1000, args.rlimit)
-    for v in verdicts:
-        about = f"{v.label}: " if v.label else ""
-        print(f"{v.name}: {about}{v.status} ({v.reason})", file=stdout)
-        for o in v.obligations:
-            print(f"  {o.name:<12} cvc5: {o.cvc5:<8} z3: {o.z3}", file=stdout)
-        for condition, by in v.discharged:
-            print(f"  assumes {condition}: discharged by {by}", file=stdout)
-        if v.label and not v.discharged and v.status == Status.CONFIRMED:
-            print("  assumes nothing", file=stdout)
-    statuses = {v.status for v in verdicts}
-    if statuses & {Status.REJECTED, Status.REFUTED}:
-        return EXIT_VIOLATED
-    return EXIT_UNKNOWN if Status.UNCHECKED in statuses else EXIT_HOLDS
 
 
 def entry() -> None:

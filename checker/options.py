@@ -86,6 +86,7 @@ def override_of(override, filename: str = "<deployment>") -> Optional[Deployment
 
 DEFAULTS = CheckOptions()
 MAX_SPANS = 256  # the most span slots a command accepts (a policy counting 100 spans may ask for about 103)
+MAX_DEPTH = 200  # the deepest bounded search a command accepts
 # `prunecheck diff` compares two policies step by step in one model of twice the state: shallower by default.
 DIFF_DEFAULTS = replace(DEFAULTS, depth=8, spans=5)
 

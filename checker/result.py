@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from prunecheck.spec.actions import real_steps
-from prunecheck.spec.policy import DeploymentBasis
+from prunecheck.spec.policy import NOWHERE, DeploymentBasis, Loc
 
 
 class Verdict(enum.IntEnum):
@@ -73,10 +73,15 @@ class Trace:
         return length_text(len(self.actions), self.steps)
 
 
+def counted(n: int, noun: str, nouns: str = "") -> str:
+    """`1 edit`, `2 edits` (`nouns`: the plural when it is not noun + s)."""
+    return f"{n} {noun if n == 1 else nouns or noun + 's'}"
+
+
 def length_text(actions: int, steps: int) -> str:
     if actions == steps:
-        return f"{steps} step{'s' if steps != 1 else ''}"
-    return f"{actions} action{'s' if actions != 1 else ''}, {steps} steps"
+        return counted(steps, "step")
+    return f"{counted(actions, 'action')}, {counted(steps, 'step')}"
 
 
 class Outcome(enum.Enum):
@@ -317,6 +322,17 @@ class Result:
     seconds: float = field(default=0.0, compare=False)
     stop: Optional[Stop] = field(default=None, compare=False)
     stats: Stats = field(default=Stats(), compare=False)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A verdict the policy's author expects for `condition` (its `expect:` table, or EXPECT), written at `loc` of
+    `source`: a contract the check compares its verdicts with (Policy.expects)."""
+
+    condition: str
+    verdict: str
+    source: str = "<policy>"
+    loc: Loc = NOWHERE
 
 
 VERSION_KEYS = ("prunecheck", "python", "z3", "cvc5")  # what a report's `versions` name

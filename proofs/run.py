@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import shutil
+import textwrap
 from dataclasses import replace
-from typing import TextIO
+from typing import Optional, TextIO
 
 from prunecheck.checker.commands.frontdoor import add_quiet_argument, progress_of
 from prunecheck.checker.progress import current
@@ -32,19 +34,36 @@ def result_words(r) -> str:
     return str(r.label) if r.proved else "NOT SHOWN"
 
 
-def table_text(rows) -> str:
-    lines = [f"{'theorem':<30} {'result':<10} {'time':>7}  certificate re-checked", "-" * 100]
+MIN_WIDTH = 60  # narrower terminals get lines this long, wrapped no further
+
+
+def table_text(rows, width: Optional[int] = None) -> str:
+    """The theorems as a table no wider than `width` (default: the terminal's, COLUMNS, else 100): the name and time
+    columns sized to their contents, the result, the re-check and the detail wrapped beside and under them."""
+    width = max(MIN_WIDTH, width or shutil.get_terminal_size((100, 24)).columns)
+    name_width = max([len("theorem")] + [len(r.name) for r in rows])
+    if name_width > width // 2:  # a long name wraps in its column rather than squeezing the result
+        name_width = width // 2
+    result_width = width - name_width - 11  # `name  time  result`: two gaps of 2 and a 7-column time
+    lines = [f"{'theorem':<{name_width}}  {'time':>7}  result", "-" * width]
     for r in rows:
-        lines.append(f"{r.name:<30} {result_words(r):<10} {r.seconds:6.1f}s  {r.rechecked}")
-        lines.append(f"{'':<30} {r.detail}")
+        names = textwrap.wrap(r.name, name_width) or [""]
+        results = textwrap.wrap(result_words(r), result_width) or [""]
+        for i in range(max(len(names), len(results))):
+            name = names[i] if i < len(names) else ""
+            time = f"{r.seconds:5.1f}s" if i == 0 else ""
+            lines.append(f"{name:<{name_width}}  {time:>7}  {results[i] if i < len(results) else ''}".rstrip())
+        for label, text in (("certificate re-checked", r.rechecked), ("", r.detail)):
+            text = f"{label}: {text}" if label else text
+            lines += textwrap.wrap(text, width, initial_indent="    ", subsequent_indent="      ")
     total = sum(r.seconds for r in rows)
     shown = {}
     for r in rows:
         if r.proved:
             shown[r.label.shown.value] = shown.get(r.label.shown.value, 0) + 1
-    lines.append(f"{sum(r.proved for r in rows)} of {len(rows)} theorems shown in {total:.1f} s: "
-                 + ", ".join(f"{n} {what}" for what, n in shown.items()))
-    return "\n".join(lines)
+    summary = (f"{sum(r.proved for r in rows)} of {len(rows)} theorems shown in {total:.1f} s: "
+               + ", ".join(f"{n} {what}" for what, n in shown.items()))
+    return "\n".join(lines + textwrap.wrap(summary, width))
 
 
 def markdown(rows) -> str:

@@ -314,7 +314,6 @@ class Acceptance:
 
 ORDERS = ("oldest", "newest")  # the compaction stage's candidate order without a rank; the default first
 PAIRS = ("apart", "together")  # the `pairs` key: whether a compaction takes a tool call and its result together
-# Policy fields left out of its repr at these defaults, so that an old policy's hash (its repr's) stays the same.
 QUIET_POLICY_DEFAULTS = {"keep": None, "when": None, "until": None, "order": "oldest", "effect": "evict",
                          "placeholder_tokens": 1, "pairs": "apart", "summary_role": "user", "start_on": None}
 
@@ -335,9 +334,10 @@ class Policy:
     source: str = field(default="<policy>", compare=False, repr=False)
     overridden: tuple = field(default=(), compare=False, repr=False)  # deployment keys set by an override
     accepts: tuple = field(default=(), compare=False, repr=False)  # Acceptances; not hashed (docs/decisions/0007)
+    expects: tuple = field(default=(), compare=False, repr=False)  # checker.result.Expectations; not hashed either
     origin: Optional[Origin] = field(default=None, compare=False, repr=False)  # None: not parsed from text
     basis: DeploymentBasis = field(default=DeploymentBasis(), compare=False, repr=False)  # whose deployment (ADR 0037)
-    # Left out of the repr at their defaults (QUIET_POLICY_DEFAULTS), so that old policies' hashes stay the same.
+    # Left out of the repr at their defaults (QUIET_POLICY_DEFAULTS), so that old policies' hashes (reprs') stay.
     keep: Optional[Expr] = None  # spans the stage never takes
     when: Optional[Expr] = None  # the trigger (a window expression); None: always
     until: Optional[Expr] = None  # the target (a window expression); None: the legacy rule

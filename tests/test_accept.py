@@ -1,4 +1,5 @@
-"""CI controls: --fail-on, accepted findings (the policy's `accept:` and baseline files), their SARIF suppressions."""
+"""CI controls: --fail-on, accepted findings (the policy's `accept:` and baseline files), their SARIF suppressions, and
+the policy's `expect:` table as a contract."""
 
 import io
 import json
@@ -9,12 +10,14 @@ import pytest
 
 from prunecheck.checker.outputs.accept import Baseline, baseline_document, load_baseline, settle, triage
 from prunecheck.checker.commands.batch import BatchItem, exit_code
+from prunecheck.checker.findings.expect import Compared
 from prunecheck.checker.language.document import policy_hash
 from prunecheck.checker.cli import main
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.outputs.report_schema import report_schema
-from prunecheck.checker.result import Clause, Found, Method, Reason, Report, Result, Verdict
+from prunecheck.checker.result import Clause, Expectation, Found, Method, Reason, Report, Result, Verdict
 from prunecheck.spec.errors import PolicySyntaxError
+from prunecheck.spec.policy import Loc
 
 from conftest import CLI_BOUNDS, EXAMPLES
 
@@ -267,3 +270,111 @@ def test_a_bad_baseline_or_baseline_path_exits_2_with_one_line(tmp_path):
 
 def test_an_empty_baseline_accepts_nothing():
     assert triage(report(Verdict.VIOLATED), (), Baseline("b.json")).accepted == ()
+
+
+# --------------------------------------------------------------------------- the policy's expect table, a contract
+
+# C1 and C2 are proved within a second (the record is never a tool output); M1 is left out by --only, X1 does not
+# apply under the default refusal.
+PROVED = 'name: p\nevict: kind == "tool_output" and idle > 4\n'
+EXPECT_TAIL = "expect:\n  C1: violated\n  C2: holds\n  M1: violated\n  X1: holds\n"
+PROVED_ONLY = ["--only", "C1,C2", *CLI_BOUNDS]
+
+BAD_EXPECTS = [  # (file name, text, line, column, message)
+    ("p.yaml", PROVED + "expect:\n  C1: hold\n", 4, 7,
+     'expected verdict for C1 must be one of holds, violated, unknown, got `hold`; did you mean "holds"?'),
+    ("p.yaml", PROVED + "expect:\n  Z9: holds\n", 4, 3, "expect names unknown condition `Z9` (conditions: C1, C2"),
+    ("p.yaml", PROVED + "expect: {c1: holds}\n", 3, 10, 'expect names unknown condition `c1`; did you mean "C1"?'),
+    ("p.json", '{"name": "p", "evict": "idle > 4", "expect": {"C1": "violate"}}', 1, 53,
+     'got `violate`; did you mean "violated"?'),
+    ("p.py", 'EXPECT = {"C1": "Holds"}\n' + PY, 1, 17, 'got `Holds`; did you mean "holds"?'),
+    ("p.py", 'EXPECT = {"Z9": "holds"}\n' + PY, 1, 11, "EXPECT names unknown condition `Z9`"),
+]
+
+
+@pytest.mark.parametrize("name,text,line,col,message", BAD_EXPECTS)
+def test_check_refuses_an_expect_table_the_schema_refuses(tmp_path, name, text, line, col, message):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    code, out, err = run("check", str(path), *PROVED_ONLY)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"prunecheck: error: {path}:{line}:{col}: ") and message in err, err
+
+
+@pytest.fixture()
+def expecting(tmp_path):
+    path = tmp_path / "expecting.yaml"
+    path.write_text(PROVED + EXPECT_TAIL, encoding="utf-8")
+    return path
+
+
+def test_a_verdict_that_differs_from_expect_is_a_finding_that_fails_the_run(expecting):
+    code, out, err = run("check", str(expecting), *PROVED_ONLY)
+    assert code == 1 and err == ""
+    assert f"  expect C1 violated ({expecting}:4:3): differs, the check says holds\n" in out
+    assert "  expect M1 violated: not compared (not checked: not selected by --only)\n" in out
+    assert "  expect X1 holds: not compared (not checked: it does not apply to this policy under its deployment)\n" \
+        in out
+    assert "  verdict: holds; differs from the policy's expect table: C1\n" in out
+    assert "expect C2" not in out  # met: nothing to say
+    assert run("check", str(expecting), *PROVED_ONLY, "--fail-on", "violated")[0] == 1
+    # accept covers a condition's own finding, not a broken expectation
+    accepted = expecting.with_name("accepted.yaml")
+    accepted.write_text(expecting.read_text() + "accept:\n  - {condition: C1, reason: r}\n", encoding="utf-8")
+    assert run("check", str(accepted), *PROVED_ONLY)[0] == 1
+
+
+def test_a_verdict_that_differs_from_expect_is_in_every_document(expecting, monkeypatch):
+    monkeypatch.chdir(expecting.parent)
+    code, out, _ = run("check", expecting.name, *PROVED_ONLY, "--format", "json")
+    doc = json.loads(out)
+    jsonschema.validate(doc, report_schema())
+    assert code == 1 and [(e["condition"], e["expected"], e["verdict"], e["outcome"], e["line"])
+                          for e in doc["policies"][0]["expect"]] == [
+        ("C1", "violated", "holds", "differs", 4), ("C2", "holds", "holds", "met", 5),
+        ("M1", "violated", None, "not compared", 6), ("X1", "holds", None, "not compared", 7)]
+    code, out, _ = run("check", expecting.name, *PROVED_ONLY, "--format", "sarif")
+    log = json.loads(out)
+    jsonschema.validate(log, SARIF_SCHEMA)
+    (result,) = log["runs"][0]["results"]
+    assert code == 1 and result["ruleId"] == "expect" and result["level"] == "error"
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 4, "startColumn": 3}
+    assert log["runs"][0]["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "expect"
+    code, out, _ = run("check", expecting.name, *PROVED_ONLY, "--format", "html")
+    assert code == 1 and "expect C1 violated (expecting.yaml:4:3): differs, the check says holds" in out
+
+
+def test_an_expect_table_is_compared_under_whatever_deployment_the_operator_gives(expecting):
+    # The table claims the verdicts the file gets under the deployment it is judged under: the operator's (ADR 0037).
+    deployment = expecting.with_name("deployment.yaml")
+    deployment.write_text("records: undo_region\n")
+    code, out, _ = run("check", str(expecting), *PROVED_ONLY, "--deployment", str(deployment))
+    assert code == 1 and f"  expect C1 violated ({expecting}:4:3): differs, the check says holds\n" in out
+
+
+def test_a_met_expect_table_adds_nothing_and_passes(tmp_path):
+    path = tmp_path / "met.yaml"
+    path.write_text(PROVED + "expect:\n  C1: holds\n", encoding="utf-8")
+    code, out, _ = run("check", str(path), "--only", "C1", *CLI_BOUNDS)
+    assert code == 0 and "\n  expect" not in out and "  verdict: holds\n" in out
+
+
+def test_a_batch_counts_and_lists_the_verdicts_that_differ_from_expect(expecting):
+    code, out, err = run("check", str(expecting.parent), "--no-cache", *PROVED_ONLY)
+    assert code == 1
+    assert "1 policy: 1 holds; 0 from the cache; 1 verdict not as the policy's expect table says" in out
+    assert f"{expecting} C1: the expect table says violated (4:3), the check says holds" in out
+
+
+def _differing(verdict: Verdict, expected: str = "holds") -> Compared:
+    return Compared(Expectation("C1", expected, "p.yaml", Loc(4, 3)), verdict)
+
+
+@pytest.mark.parametrize("unexpected,fail_on,code", [
+    (_differing(Verdict.VIOLATED), Verdict.UNKNOWN, 1),
+    (_differing(Verdict.HOLDS, "violated"), Verdict.VIOLATED, 1),
+    (_differing(Verdict.UNKNOWN), Verdict.UNKNOWN, 3),
+    (_differing(Verdict.UNKNOWN), Verdict.VIOLATED, 0),  # an unknown differs only as an unknown does
+])
+def test_exit_code_ranks_a_verdict_that_differs_from_expect_against_fail_on(unexpected, fail_on, code):
+    assert exit_code([BatchItem("p.yaml", report(Verdict.HOLDS), unexpected=(unexpected,))], fail_on) == code

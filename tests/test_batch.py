@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from prunecheck.checker.commands.batch import (BatchItem, batch_item, check_many,
+from prunecheck.checker.commands.batch import (BatchItem, batch_item, check_many, error_line,
                                       exit_code, expand_policy_paths, options_from_args, run_batch_cli, summary_table,
                                       summary_text)
 from prunecheck.checker.options import CheckOptions
@@ -167,6 +167,15 @@ def test_a_bad_policy_is_an_item_not_a_crash(batch, tmp_path):
     assert items[0].report is None and items[0].error.startswith(f"{bad}:2:") and not items[0].internal
     assert items[1].report.verdict == Verdict.HOLDS
     assert exit_code(items) == 2
+
+
+def test_an_error_names_its_file_once(tmp_path):
+    (tmp_path / "binary.yaml").write_bytes(b"\x00\x01\x02")
+    out, err = io.StringIO(), io.StringIO()
+    assert run_batch_cli(_check_args([str(tmp_path), "--no-cache"]), out, err) == 2
+    assert err.getvalue().count(str(tmp_path / "binary.yaml")) == 1, err.getvalue()
+    assert f"prunecheck: error: {tmp_path / 'binary.yaml'}:1:1: " in err.getvalue()
+    assert error_line(BatchItem("a.yaml", None, "the checker process died")) == "a.yaml: the checker process died"
 
 
 def dying_worker(path, options, cache_dir):

@@ -275,7 +275,7 @@ def _run(clean: Clean, cache: Path) -> tuple:
 def _assert_rejected_and_resolved(clean: Clean, cache: Path) -> None:
     code, out, said = _run(clean, cache)
     assert code == 1
-    assert out[-1] == "1 policies: 1 violated; 0 from the cache; 1 cache entry rejected and re-solved"
+    assert out[-1] == "1 policy: 1 violated; 0 from the cache; 1 cache entry rejected and re-solved"
     assert len(said) == 1 and said[0].startswith(f"prunecheck: warning: {_flawed_file(clean)}: cache entry rejected")
     # The fresh report replaced the entry: the next run reads it, verified, and it is the freshly solved one.
     again = batch_item(str(_flawed_file(clean)), OPTIONS, str(cache))
@@ -336,10 +336,10 @@ def test_an_untampered_warm_run_reads_the_cache(clean, tmp_path):
     shutil.copytree(clean.cache, cache)
     code, out, said = _run(clean, cache)
     assert code == 1 and said == []
-    assert out[-1] == "1 policies: 1 violated; 1 from the cache"
+    assert out[-1] == "1 policy: 1 violated; 1 from the cache"
     out, err = io.StringIO(), io.StringIO()
     assert main(["check", str(clean.safe), "--cache", str(cache)] + ARGS, out, err) == 0
-    assert out.getvalue().splitlines()[-1] == "1 policies: 1 holds; 1 from the cache"
+    assert out.getvalue().splitlines()[-1] == "1 policy: 1 holds; 1 from the cache"
     assert "rejected" not in err.getvalue()
 
 

@@ -288,9 +288,34 @@ def test_an_unreadable_certificate_is_an_input_error(tmp_path):
     assert code == 2 and "--deployment needs --policy" in err
 
 
-def test_a_json_value_that_is_no_certificate_is_rejected(tmp_path):
-    code, out, err = certify(tmp_path, ["[1, 2]"])
-    assert code == 1 and "rejected (certificate: not a JSON object)" in out
+def test_a_json_value_that_is_no_certificate_is_an_input_error(tmp_path):
+    """A file that does not claim to be a certificate (no `format`) is the wrong file, as `explain CERT` is: exit 2.
+    One that claims to be, whatever its fields, is checked and rejected (exit 1)."""
+    for text in ("[1, 2]", "{}"):
+        code, out, err = certify(tmp_path, [text])
+        assert code == 2 and out == "" and err.count("\n") == 1 and "cert0.json:1:1: not a proof certificate" in err
+    code, out, err = certify(tmp_path, [{"format": "forged"}])
+    assert code == 1 and "rejected (" in out
+
+
+TRACE_LIKE = {"#meta": {"format": "ITF", "prunecheck": {"condition": "C1"}}, "vars": [], "states": []}
+CERTIFICATE_LIKE = {"format": "prunecheck-certificate/1", "condition": "C1"}
+
+
+def test_a_file_of_the_wrong_kind_is_an_input_error_for_every_command_that_reads_one(tmp_path):
+    trace, cert = tmp_path / "t.itf.json", tmp_path / "c.cert.json"
+    trace.write_text(json.dumps(TRACE_LIKE))
+    cert.write_text(json.dumps(CERTIFICATE_LIKE))
+    commands = [(["certify", str(trace)], trace, "not a proof certificate: it is an ITF trace")]
+    commands += [([command, str(cert), *extra], cert, "not an ITF trace written by `prunecheck check --out`: it is a "
+                  "proof certificate") for command, extra in (("explain", ()), ("replay", ()),
+                                                              ("graph", ("--out", str(tmp_path / "g.dot"))))]
+    for argv, path, message in commands:
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.main(argv, out, err)
+        assert (code, out.getvalue()) == (2, ""), (argv, code, err.getvalue())
+        assert err.getvalue() == f"prunecheck: error: {path}:1:1: {err.getvalue().split(':1:1: ', 1)[1]}"
+        assert err.getvalue().count("\n") == 1 and message in err.getvalue(), err.getvalue()
 
 
 # Assumptions: explicit, discharged by certificates in the set, never circular.

@@ -150,7 +150,7 @@ def test_explanations_say_masked_and_moved_to_the_log():
     assert "masked by the policy" in text.steps[-1] and text.cause.summary.startswith("the compaction masks record #1")
     assert ("effect: mask", 3) in [(p.text, p.loc.line) for p in text.cause.points]
     _, transitions = run_actions(policy, EDIT_THEN_COMPACT + (Undo(1),))
-    assert step_label(policy, transitions[-1]) == "undo of edit 1: irreversible, record #1 is masked"
+    assert step_label(policy, transitions[-1]) == "undo of edit 1 (record #1): irreversible, the record is masked"
     logged = _policy("name: t\nevict: kind == 'diff'\n", evicted="logged", records="window", host_truncation="on",
                      **FIRST_SEED)
     _, transitions = run_actions(logged, (Append("message", 3), Edit(0, "destroy"), Compact(1)))

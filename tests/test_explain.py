@@ -289,3 +289,19 @@ def test_a_host_budget_that_changes_nothing_is_not_named_as_the_truncation():
         explanation = explain(policy, actions, "C2")
         assert f"truncated to {words}" in explanation.steps[-1], explanation.steps[-1]
         assert f"truncated to {words}" in explanation.cause.summary, explanation.cause.summary
+
+
+def test_the_text_counts_edits_one_two_not_by_their_records_span_ids():
+    from prunecheck.checker.findings.graph import edit_graph, graph_dot
+    from prunecheck.checker.findings.step_text import step_label
+    from prunecheck.checker.outputs.render import state_lines
+
+    policy = parse_policy_text("name: p\nevict: false\n", "p.yaml")
+    transitions = replay(policy, [Append("message", 1), Edit(0, "transform"), Edit(0, "transform"), Undo(3)])
+    labels = [step_label(policy, t) for t in transitions]
+    assert labels[1].startswith("edit 1: transform #0") and "record #1" in labels[1]
+    assert labels[2].startswith("edit 2: transform #0") and "record #3" in labels[2]  # the second edit, record #3
+    assert labels[3] == "undo of edit 2 (record #3): #0 reverted to summary"
+    assert [line.split(":")[0] for line in state_lines(policy, transitions[2].after) if line.startswith("edit")] == [
+        "edit 1", "edit 2"]
+    assert '"edit 2\\ntransform #0' in graph_dot(edit_graph(policy, transitions)) and "edit 3" not in labels[2]

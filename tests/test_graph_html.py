@@ -71,6 +71,17 @@ def c2_trace_file(tmp_path_factory):
 # --------------------------------------------------------------------------- the graph
 
 
+def test_a_c4_picture_shows_the_reversible_status_that_violates_it():
+    from prunecheck.checker.engines.replay import first_violation
+
+    policy = load_policy(SEED)
+    transitions = replay(policy, [Append("message", 1), Edit(0, "transform"), Compact()])
+    assert first_violation(policy, transitions, "C4") == 3  # the record is gone, the self-certified audit says so
+    heads = [line for line in graph_dot(edit_graph(policy, transitions)).splitlines() if 'class="step"' in line]
+    assert "status:" not in heads[0]  # no edit yet: the status says nothing
+    assert "status: reversible" in heads[1] and "evicted #0, #1\\nstatus: reversible" in heads[2]
+
+
 def test_seed_c2_graph_marks_the_record_evicted_at_the_compaction(seed):
     policy, report = seed
     trace = report.result("C2").trace
@@ -189,6 +200,7 @@ def test_cli_draws_a_trace_file_in_every_format(c2_trace_file, tmp_path):
         out = tmp_path / f"c2.{fmt}"
         code, stdout, stderr = run_cli("graph", str(c2_trace_file), "--out", str(out))
         assert (code, stderr) == (0, "") and stdout.startswith(f"wrote {out}: 3 steps")
+        assert stdout.endswith(", 1 edit\n"), stdout  # one edit, not "1 edits"
         data = out.read_bytes()
         expected_start = {"dot": b"digraph trace {", "svg": b"<?xml", "png": b"\x89PNG\r\n\x1a\n"}[fmt]
         assert data.startswith(expected_start)

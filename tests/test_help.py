@@ -10,6 +10,7 @@ import pytest
 
 from prunecheck import cli
 from prunecheck.checker.cli import build_parser, builtin_commands
+from prunecheck.spec.conditions import CONDITIONS
 
 from conftest import HANG_GUARD
 
@@ -72,3 +73,15 @@ def test_no_command_lists_every_command_with_its_help_and_exits_2():
     listed = [line.split(maxsplit=1) for line in lines[2:]]
     assert [name for name, _ in listed] == COMMANDS
     assert all(len(help_text) > 10 for _, help_text in listed)
+
+
+def test_the_command_list_names_every_condition_check_checks():
+    _, out, _ = run("--help")
+    flat = " ".join(out.split())
+    listed = flat.split("check policies against ", 1)[1].split(" replay ", 1)[0]
+    named = []
+    for part in listed.split(", "):
+        first, _, last = part.partition("-")
+        letter = first[0]
+        named += [f"{letter}{n}" for n in range(int(first[1:]), int((last or first)[1:]) + 1)]
+    assert named == list(CONDITIONS)

@@ -7,6 +7,7 @@ import io
 import os
 import re
 import shutil
+import tempfile
 
 import pytest
 
@@ -125,3 +126,37 @@ def test_an_unwritable_cache_is_one_warning_and_the_check_still_runs(tmp_path, a
         "checking without the cache"])
     assert batch_run(policies, "--no-cache")[2] == []
     assert a_file.read_text() == "keep me\n"
+
+
+def _refuses_writes(directory: str) -> bool:
+    """Whether creating anything in directory fails although access() may say it is writable (root on sysfs)."""
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=directory))
+    except OSError:
+        return True
+    return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel") or not _refuses_writes("/sys/kernel"),
+                    reason="needs /sys/kernel, a directory that refuses writes")
+def test_a_directory_that_refuses_writes_is_an_input_error_before_any_solving(monkeypatch):
+    def no_solving(*_args, **_kwargs):
+        raise AssertionError("solved before the output path was checked")
+
+    monkeypatch.setattr("prunecheck.checker.check.check", no_solving)
+    code, out, err = run("check", SEED, *CHEAP, "--out", "/sys/kernel/nope")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith("prunecheck: error: --out /sys/kernel/nope: /sys/kernel is not writable (")
+
+
+def test_a_refused_probe_is_the_problem_whatever_access_says(tmp_path, monkeypatch):
+    def refused(*_args, **_kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "access", lambda *_args: True)
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    why = f"{tmp_path} is not writable (Operation not permitted)"
+    assert output_problem(tmp_path / "new", "directory") == why
+    assert output_problem(tmp_path, "directory") == why
+    assert output_problem(tmp_path / "out.svg", "file") == why

@@ -1,6 +1,7 @@
 """`check --python DIR`: each counterexample as a standalone script, written alone, using only the public API."""
 
 import ast
+import re
 import io
 import subprocess
 import sys
@@ -97,3 +98,34 @@ def test_policy_text_enters_the_script_only_as_literals(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
                           timeout=HANG_GUARD)
     assert done.returncode == 0 and "reproduced" in done.stdout, done.stdout + done.stderr
+
+
+def _readme_script_name() -> "re.Pattern":
+    """The `--python` file name the README documents, as a pattern: STEM, HASH8 and CONDITION its named groups."""
+    readme = (EXAMPLES.parent.parent / "README.md").read_text(encoding="utf-8")
+    bullet = readme.split("- `--python DIR` writes each counterexample", 1)[1]
+    pattern = re.search(r"`DIR/([^`]+\.py)`", bullet).group(1)
+    assert "HASH8" in pattern, f"the README's --python name {pattern!r} does not name the policy hash"
+    regex = re.escape(pattern).replace("STEM", r"(?P<stem>\w+?)").replace("HASH8", r"(?P<hash>[0-9a-f]{8})")
+    return re.compile(regex.replace("CONDITION", r"(?P<condition>[a-z][0-9])"))
+
+
+def test_script_names_are_the_ones_the_readme_gives_and_two_policies_of_one_stem_keep_theirs(tmp_path):
+    from prunecheck.checker.language.document import policy_hash
+    from prunecheck.checker.language.operator import judged, operator_for
+    from prunecheck.checker.language.loader import load_policy
+
+    seed = (EXAMPLES / "seed_flawed.yaml").read_text()
+    paths = [tmp_path / "team_a" / "policy.yaml", tmp_path / "team_b" / "policy.yaml"]
+    for path, threshold in zip(paths, ("0.25", "0.5")):
+        path.parent.mkdir()
+        path.write_text(seed.replace("0.25", threshold))
+    code, _, err = _check(*map(str, paths), "--only", "C1", "--python", str(tmp_path / "scripts"))
+    scripts = sorted(p.name for p in (tmp_path / "scripts").glob("*.py"))
+    assert code == 1 and len(scripts) == 2, err
+    named = _readme_script_name()
+    hashes = sorted(policy_hash(judged(load_policy(path), operator_for(path)))[:8] for path in paths)  # as checked
+    parts = [named.fullmatch(name) for name in scripts]
+    assert all(parts), (scripts, named.pattern)
+    assert sorted(m["hash"] for m in parts) == hashes
+    assert {(m["stem"], m["condition"]) for m in parts} == {("policy", "c1")}

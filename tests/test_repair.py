@@ -513,6 +513,18 @@ def test_a_superset_of_the_repair_is_not_named_an_alternative_though_proved(tmp_
     assert result.alternatives == ((DROP_BUDGET,),)
 
 
+def test_alternatives_not_found_are_said_in_one_line_with_why():
+    code, out, _ = cli(str(EXAMPLES / "blind_undo.yaml"), "--alternatives", "2")
+    (line,) = [line for line in out.splitlines() if line.startswith("alternatives: ")]
+    assert code == 0 and "also proved" not in out
+    assert line.startswith("alternatives: 0 of the 2 alternatives asked for found; the ")
+    assert " change sets after the repair: " in line and "containing a set already proved or undecided" in line
+    code, out, _ = cli(str(EXAMPLES / "blind_undo.yaml"), "--alternatives", "2", "--format", "json")
+    assert json.loads(out)["alternatives_missing"] == line.removeprefix("alternatives: ")
+    code, out, _ = cli(str(EXAMPLES / "blind_undo.yaml"))  # none asked for: nothing to say
+    assert code == 0 and "alternatives:" not in out
+
+
 def test_the_api_reuses_check_s_report_and_refuses_one_of_other_bounds():
     path = EXAMPLES / "blind_undo.yaml"
     trusted = prunecheck.load_policy(path, no_config=True, trust_policy_deployment=True)  # its section believed

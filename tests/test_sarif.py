@@ -73,7 +73,10 @@ def test_unknown_is_a_warning_not_an_error(monkeypatch, tmp_path):
                        monkeypatch, tmp_path)
     assert code == 3
     jsonschema.validate(log, SCHEMA)
-    (r,) = log["runs"][0]["results"]
+    results = {r["ruleId"]: r for r in log["runs"][0]["results"]}
+    # The policy's expect table says C1 holds: an unknown differs from it, a warning as well (as --fail-on ranks it).
+    assert set(results) == {"C1", "expect"} and results["expect"]["level"] == "warning"
+    r = results["C1"]
     assert r["level"] == "warning" and r["kind"] == "open"
     assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].startswith("file://")
 

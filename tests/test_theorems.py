@@ -85,6 +85,34 @@ def test_prove_command_prints_a_table_and_markdown(monkeypatch):
     assert out.getvalue().startswith("# Theorems") and "| x |" in out.getvalue()
 
 
+def test_the_prove_table_fits_the_terminal_width(monkeypatch):
+    class Long:
+        NAME = "self-set pins never suffice"
+        STATEMENT = "s"
+
+        @staticmethod
+        def prove():
+            from prunecheck.proofs.theorem import TheoremResult
+            return TheoremResult(Long.NAME, "s", True, "'records pinned' inductive: self False, host True; schema "
+                                 "replayed as a C1 violation for 5/7 policies (exactly those that hold of the fresh "
+                                 "record)", 1234.5, "n/a (counterexamples replayed on the runtime)")
+
+        @staticmethod
+        def label():
+            from prunecheck.proofs.theorem import Label, Shown
+            return Label(Shown.PROVED, "a counterexample schema for every policy")
+    monkeypatch.setattr("prunecheck.proofs.run.THEOREMS", (Long,))
+    for columns in (70, 120):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        out = io.StringIO()
+        assert cli.main(["prove"], out, io.StringIO()) == 0
+        lines = out.getvalue().splitlines()
+        assert max(len(line) for line in lines) <= columns, out.getvalue()
+        assert lines[2].startswith("self-set pins never suffice  1234.5s  proved (a counterexample")
+        flat = " ".join(out.getvalue().split())
+        assert "(exactly those that hold of the fresh record)" in flat and "schema for every policy)" in flat
+
+
 def test_every_theorem_module_is_listed():
     assert set(THEOREMS) == {separation, absence, self_pins, host_budget, reversible, lattice, tombstones, append_only,
                              merge, atomic_refusal, downgrade}

@@ -50,7 +50,8 @@ def test_a_stale_undo_under_merge_is_a_new_edit_with_its_own_record():
     back = step(policy, t.after, Undo(5))  # the merge is itself undoable, and fresh
     assert back.outcome == "reverted" and back.after.span(0).kind == "summary"
     assert undo(policy, before, 1) == t.after
-    assert "merged as new edit 5 (record #5, rationale #6)" in step_label(policy, t)
+    assert "undo of edit 1 (record #1): #0 was re-edited, merged as new edit 3 (record #5, rationale #6)" \
+        in step_label(policy, t)  # the run's third edit, counted, its record span #5
 
 
 def test_a_merge_needs_two_free_slots_as_an_edit_does():

@@ -7,11 +7,11 @@ import z3
 
 from conftest import BOUNDS
 from prunecheck.checker.check import check
-from prunecheck.checker.options import CheckOptions
+from prunecheck.checker.options import MAX_DEPTH, MAX_SPANS, CheckOptions
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.result import (Advice, Clause, Domains, Found, Method, Need, Note, Part, Reason, Scope,
                                        SolverSaid, SolverStop, Stop, Tried, Verdict)
-from prunecheck.checker.engines.unknowns import solver_said, solver_words
+from prunecheck.checker.engines.unknowns import advice, solver_said, solver_words
 from prunecheck.checker.outputs.reason_doc import ReasonFormatError, reason_from_json, reason_json
 from prunecheck.checker.outputs.reasons import reason_text
 
@@ -43,6 +43,18 @@ def test_a_search_bounded_short_of_the_violation_says_what_would_decide_it():
     assert reason.endswith("to decide it, try --spans 10 (a violation may need more spans in the window at once) "
                            "or --depth 2 (a violation may need more actions)")
     assert check(policy, CheckOptions(depth=2, only=["C1"], **BOUNDS)).result("C1").verdict == Verdict.VIOLATED
+
+
+def test_the_advice_never_suggests_the_depth_or_spans_just_used():
+    policy = parse_policy_text(POLICY, "u.yaml")
+    result = check(policy, CheckOptions(depth=0, only=["C1"], prove=False, **BOUNDS)).result("C1")
+    assert result.verdict == Verdict.UNKNOWN and "--depth 0" not in reason_text(result.reason)
+    assert Advice("--depth", CheckOptions().depth, Need.ACTIONS) in result.reason.advice
+    bound = [Part(Method.BMC, Stop.BOUND, ())]
+    assert [a.value for a in advice(policy, bound, 3, 6, 30.0) if a.option == "--depth"] == [6]
+    assert [a.value for a in advice(policy, bound, 150, 6, 30.0) if a.option == "--depth"] == [MAX_DEPTH]
+    at_most = advice(policy, bound, MAX_DEPTH, MAX_SPANS, 30.0)
+    assert not [a for a in at_most if a.option in ("--depth", "--spans")]  # nothing larger is accepted
 
 
 def test_a_solver_out_of_resources_is_told_to_take_more():

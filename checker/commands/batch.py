@@ -19,7 +19,7 @@ from prunecheck.checker.check import check
 from prunecheck.checker.commands.frontdoor import progress_of
 from prunecheck.checker.options import CheckOptions, options_with
 from prunecheck.checker.outputs.cache import MISS, CacheStatus, ReportCache, default_cache_dir
-from prunecheck.checker.result import Report, Verdict
+from prunecheck.checker.result import Report, Verdict, counted
 
 POLICY_SUFFIXES = (".yaml", ".yml", ".json", ".py")
 EXECUTORS = ("process", "dask")
@@ -39,6 +39,7 @@ class BatchItem:
     rejection: str = ""  # why the cache entry was rejected (then the report was solved afresh)
     accepts: tuple = ()  # the policy's own `accept:` entries (Acceptances)
     accepted: tuple = ()  # the conditions whose finding is accepted (in the policy or a baseline): they fail nothing
+    unexpected: tuple = ()  # the policy's expectations (findings.expect.Compared) its report contradicts
 
     @property
     def cached(self) -> bool:
@@ -244,7 +245,8 @@ def summary_table(items: Sequence[BatchItem]):
               "internal error": "bold magenta"}
     marks = {"holds": "✓", "violated": "✗", "unknown": "?"}
     conditions = _columns(items)
-    table = Table(title=f"{len(items)} policies", caption="✓ holds  ✗ violated  ? unknown", box=box.SIMPLE_HEAD)
+    table = Table(title=counted(len(items), "policy", "policies"), caption="✓ holds  ✗ violated  ? unknown",
+                  box=box.SIMPLE_HEAD)
     table.add_column("policy", overflow="fold", ratio=1)
     for name in ["verdict"] + conditions + ["seconds", "cached"]:
         table.add_column(name, justify="right" if name == "seconds" else "left", no_wrap=True)
@@ -274,25 +276,29 @@ def tally(items: Sequence[BatchItem]) -> str:
     parts = [f"{counts[k]} {k}" for k in order if k in counts]
     cached = sum(item.cached for item in items)
     rejected = sum(item.rejected for item in items)
-    line = f"{len(items)} policies: {', '.join(parts)}; {cached} from the cache"
+    line = f"{counted(len(items), 'policy', 'policies')}: {', '.join(parts)}; {cached} from the cache"
     if rejected:
         line += f"; {rejected} cache {'entry' if rejected == 1 else 'entries'} rejected and re-solved"
     accepted = sum(len(item.accepted) for item in items)
     if accepted:
         line += f"; {accepted} finding{'s' if accepted != 1 else ''} accepted"
+    unexpected = sum(len(item.unexpected) for item in items)
+    if unexpected:
+        line += f"; {counted(unexpected, 'verdict')} not as the policy's expect table says"
     return line
 
 
 def exit_code(items: Sequence[BatchItem], fail_on: Verdict = Verdict.UNKNOWN) -> int:
-    """4 if any checker fault, else 2 if any input error, else the worst verdict of the findings not accepted (a
-    report that checked nothing counts as unknown): 1 violated, 3 unknown, when it is at least fail_on (--fail-on);
-    otherwise 0."""
+    """4 if any checker fault, else 2 if any input error, else the worst of the findings not accepted and of the
+    verdicts that differ from the policy's `expect:` table (a decided one counts as violated, an unknown one as
+    unknown; a report that checked nothing counts as unknown): 1 violated, 3 unknown, when it is at least fail_on
+    (--fail-on); otherwise 0."""
     if any(item.internal for item in items):
         return EXIT_INTERNAL
     if any(item.report is None for item in items):
         return EXIT_INPUT
-    worst = max((r.verdict for item in items for r in item.report.results if r.condition not in item.accepted),
-                default=Verdict.HOLDS)
+    worst = max([r.verdict for item in items for r in item.report.results if r.condition not in item.accepted]
+                + [c.severity for item in items for c in item.unexpected], default=Verdict.HOLDS)
     if any(not item.report.results for item in items):  # nothing checked (no condition asked applies): not a pass
         worst = max(worst, Verdict.UNKNOWN)
     if worst < fail_on:
@@ -375,11 +381,11 @@ def run_batch_cli(args, stdout, stderr) -> int:
                   file=stderr)
         if item.report is None:
             kind = "internal error" if item.internal else "error"
-            print(f"prunecheck: {kind}: {item.path}: {item.error}", file=stderr)
+            print(f"prunecheck: {kind}: {error_line(item)}", file=stderr)
     _write_files(args, checked, stderr)
     if args.format == "text":
         _print_summary(items, options, stdout)
-        for line in accepted_lines(items, triages):
+        for line in accepted_lines(items, triages) + unexpected_lines(items):
             print(line, file=stdout)
     else:
         from prunecheck.checker.outputs.files import document
@@ -409,6 +415,20 @@ def accepted_lines(items, triages) -> list:
             for item in items if item.path in triages for c, a in triages[item.path].accepted]
 
 
+def unexpected_lines(items) -> list:
+    """Below the summary: one line per verdict that differs from its policy's `expect:` table."""
+    return [f"{item.path} {c.expectation.condition}: the expect table says {c.expectation.verdict} "
+            f"({c.expectation.loc.line}:{c.expectation.loc.col}), the check says {c.verdict}"
+            for item in items for c in item.unexpected]
+
+
+def error_line(item: BatchItem) -> str:
+    """The item's path and error, the path once: an input error already starts with its `file:line:col`."""
+    from prunecheck.checker.outputs.render import file_error_text
+
+    return file_error_text(item.path, item.error)
+
+
 def with_policies(items: Sequence[BatchItem], options: CheckOptions) -> tuple:
     """(items, an outputs.Checked per item): each report with its policy, loaded again here (workers send reports
     only); an item whose file no longer loads as the policy of its report becomes an input error."""
@@ -428,8 +448,11 @@ def with_policies(items: Sequence[BatchItem], options: CheckOptions) -> tuple:
                 problem = exc.one_line()
             if problem:
                 item, policy = replace(item, report=None, error=problem), None
+        done = Checked(item.path, policy, item.report, item.error, item.internal)
+        if done.findings is not None:
+            item = replace(item, unexpected=done.findings.unexpected)
         out_items.append(item)
-        checked.append(Checked(item.path, policy, item.report, item.error, item.internal))
+        checked.append(done)
     return tuple(out_items), tuple(checked)
 
 

@@ -13,6 +13,7 @@ from prunecheck.spec.policy import Policy, has_effects
 from prunecheck.spec.runtime import Compact, State, addressable, is_candidate, present, span_env
 from prunecheck.checker.engines.minimize import simpler_choices
 from prunecheck.checker.engines.replay import replay
+from prunecheck.checker.result import counted
 
 NEW_EVICTS, OLD_EVICTS = "new_evicts", "old_evicts"
 DIRECTIONS = (NEW_EVICTS, OLD_EVICTS)
@@ -81,8 +82,8 @@ def replayed_witness(old: Policy, new: Policy, direction: str, actions: tuple, s
         return span.alive if not (has_effects(old) or has_effects(new)) else addressable(span) and present(span)
     if not (span_id < len(last_old.before.spans) and span_id < len(last_new.before.spans) and on(last_old, "before")
             and on(last_new, "before") and not on(dropped, "after") and on(kept, "after")):
-        raise ReplayMismatch(f"{DIRECTION_TEXT[direction]} witness of {len(actions)} steps does not remove span "
-                             f"#{span_id} from one run only on the runtime")
+        raise ReplayMismatch(f"{DIRECTION_TEXT[direction]} witness of {counted(len(actions), 'step')} does not remove "
+                             f"span #{span_id} from one run only on the runtime")
     return Witness(direction, tuple(actions), span_id, dropped.before.span(span_id).kind,
                    _view(old, last_old, span_id), _view(new, last_new, span_id))
 

@@ -12,8 +12,10 @@ EXIT_MEANINGS = {
     None: {0: "success (check: every condition holds)", 1: "a violation, or the command's failure",
            3: "nothing violated but something unknown"},
     "check": {0: "every condition holds, or each finding is accepted or below --fail-on",
-              1: "some condition is violated (not accepted)",
-              3: "nothing violated but something unknown (not accepted, and --fail-on unknown, the default)"},
+              1: "some condition is violated (not accepted), or a decided verdict differs from the policy's "
+                 "expect table",
+              3: "nothing violated but something unknown (not accepted, and --fail-on unknown, the default), or an "
+                 "unknown where the expect table names another verdict"},
     "replay": {0: "the trace reproduces as recorded (with --policy: the policy no longer violates the trace's "
                   "condition along it, or the trace no longer replays)",
                1: "the trace does not reproduce (with --policy: the policy still violates the trace's condition)"},
@@ -44,6 +46,19 @@ def command_list(parser: argparse.ArgumentParser) -> str:
     width = max(len(choice.dest) for choice in sub._choices_actions)
     lines = [f"  {choice.dest:<{width}}  {' '.join((choice.help or '').split())}" for choice in sub._choices_actions]
     return parser.format_usage() + "prunecheck: usage error: choose a command:\n" + "\n".join(lines)
+
+
+def conditions_text(ids) -> str:
+    """Condition ids in their order, each run of one letter with consecutive numbers shortened: `C1-C4, P1, T1`."""
+    runs = []
+    for cid in ids:
+        letter, number = cid[:1], int(cid[1:])
+        if runs and runs[-1][0] == letter and runs[-1][2] == number - 1:
+            runs[-1][2] = number
+        else:
+            runs.append([letter, number, number])
+    return ", ".join(f"{a}{first}" + (f"-{a}{last}" if last > first + 1 else f", {a}{last}" if last > first else "")
+                     for a, first, last in runs)
 
 
 def bounded_int(low: int, high: int):

@@ -10,7 +10,7 @@ from prunecheck.spec.actions import real_steps
 from prunecheck.checker.engines.replay import replay
 from prunecheck.checker.findings.graph import FORMATS, RenderError, edit_graph, graph_dot, graph_title, picture
 from prunecheck.checker.outputs.itf import read_trace_file
-from prunecheck.checker.result import length_text
+from prunecheck.checker.result import counted, length_text
 
 
 def trace_run(path) -> tuple:
@@ -45,6 +45,7 @@ def run(args, stdout, stderr) -> int:
         raise RenderError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     gone = sum(1 for _, a in graph.nodes(data=True) if a["node"] == "span" and not a["alive"])
     edits = sum(1 for _, a in graph.nodes(data=True) if a["node"] == "edit")
-    print(f"wrote {args.out}: {length_text(len(transitions), real)}, {graph.number_of_nodes() - edits} spans "
-          f"({gone} gone at the end), {edits} edits", file=stdout)
+    spans = counted(graph.number_of_nodes() - edits, "span")
+    print(f"wrote {args.out}: {length_text(len(transitions), real)}, {spans} ({gone} gone at the end), "
+          f"{counted(edits, 'edit')}", file=stdout)
     return 0

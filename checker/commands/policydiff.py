@@ -24,6 +24,7 @@ from prunecheck.symbolic.terms import ExprEncoder, frac_compare
 
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.versions import versions
+from prunecheck.checker.result import counted
 from prunecheck.checker.engines.invariants import houdini
 from prunecheck.checker.language.printer import number_text, to_text
 from prunecheck.spec.actions import action_text
@@ -300,7 +301,7 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.dep
             decoded = ([decode_state(zmodel, s) for s in olds], [decode_state(zmodel, s) for s in news])
             replayed_witness(old, new, d, trace, slot, spans, *decoded)  # the solver's run is the runtime's
             witness = simplest_witness(old, new, d, trace, slot, spans)
-            answers[d] = Direction(d, witness, f"witness after {k} steps (shortest within {spans} spans); "
+            answers[d] = Direction(d, witness, f"witness after {counted(k, 'step')} (shortest within {spans} spans); "
                                               "replayed on the runtime", spent[d])
         current().advance()
     for d in pending:

@@ -69,6 +69,7 @@ class RepairResult:
     form: str = "yaml"
     reprinted: bool = False  # the minimal edit did not re-parse to the repair: the whole policy was re-printed
     alternatives: tuple = ()  # other proved change tuples, in preference order (none contains an earlier one)
+    alternatives_missing: str = ""  # why fewer alternatives were found than asked for ("" when enough, or none asked)
     undecided: tuple = ()  # Undecided sets preferred to the repair, or all when there is none (none contains another)
     candidates: int = 0  # change sets considered
     replayed_out: int = 0  # refuted by replaying a known counterexample on the runtime
@@ -198,6 +199,7 @@ class _Search:
     undecided: list = field(default_factory=list)  # Undecided sets preferred to the first proved one
     settled: list = field(default_factory=list)  # proved or undecided change sets, in the order found
     failed: Counter = field(default_factory=Counter)  # (condition, verdict) -> candidates it failed under
+    after_repair: Counter = field(default_factory=Counter)  # what became of the sets after the first proved one
     considered: int = 0
     replayed_out: int = 0
     checked: int = 0
@@ -272,9 +274,14 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
     for changes in sets:
         if len(search.proved) > alternatives:
             break
-        if not search.covered(changes):
+        repaired = bool(search.proved)
+        if search.covered(changes):
+            outcome = "covered"
+        else:
             progress.item(f"candidate: {describe_changes(changes, form)}")
-            search.try_changes(changes)
+            outcome = search.try_changes(changes)
+        if repaired:
+            search.after_repair[outcome] += 1
         progress.advance()
     if not search.proved:
         reason = _no_repair_reason(policy, original, form, allow_deployment, search)
@@ -283,8 +290,10 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
     new_text, parsed, reprinted = repaired_text(text, source, policy, changes, judge)
     if parsed != candidate:
         raise PrunecheckError("internal: the repaired text does not hold the proved policy")
+    found = tuple(changes for changes, _, _ in search.proved[1:])
     return RepairResult(original, changes, candidate, new_text, unified_diff(text, new_text, source), report,
-                        reprinted=reprinted, alternatives=tuple(found for found, _, _ in search.proved[1:]),
+                        reprinted=reprinted, alternatives=found,
+                        alternatives_missing=_missing_alternatives(len(found), alternatives, search.after_repair),
                         seconds=time.perf_counter() - started, **search.stats())
 
 
@@ -295,6 +304,22 @@ def _require_own_report(original: Report, policy: Policy, options: CheckOptions)
     if not same:
         raise ValueError("the report given is not check's report of this policy (every condition that applies) at "
                          "these bounds")
+
+
+def _missing_alternatives(found: int, asked: int, after: Counter) -> str:
+    """Why the search named fewer alternatives than asked for: how the change sets after the repair came out."""
+    if found >= asked:
+        return ""
+    tried = sum(after.values())
+    head = f"{found} of the {asked} alternative{'s' * (asked != 1)} asked for found"
+    if not tried:
+        return f"{head}: no change set comes after the repair in the order of preference"
+    parts = [(after["covered"], "containing a set already proved or undecided (naming nothing new)"),
+             (after[Outcome.REPLAYED_OUT], "refuted by replaying a known counterexample"),
+             (after[Outcome.VIOLATED], "violated"), (after[Outcome.UNDECIDED], "undecided within the bounds"),
+             (after[None], "not a valid policy")]
+    why = ", ".join(f"{n} {words}" for n, words in parts if n)
+    return f"{head}; the {tried} change set{'s' * (tried != 1)} after the repair: {why}"
 
 
 def _failure_tally(failed: Counter) -> str:

@@ -54,6 +54,8 @@ def result_text(result, stale_expect: tuple = ()) -> str:
     lines += [f"  - {c.describe(result.form)}" for c in result.changes]
     lines += _condition_lines(result.report)
     lines += [f"also proved: {describe_changes(alt, result.form)}" for alt in result.alternatives]
+    if result.alternatives_missing:
+        lines.append(f"alternatives: {result.alternatives_missing}")
     lines += _undecided_lines(result)
     if result.reprinted:
         lines.append("note: the minimal edit did not re-parse to the repaired policy; the whole policy is re-printed "
@@ -75,6 +77,7 @@ def result_json(result) -> dict:
         "status": result.status,
         "changes": [c.as_dict(result.form) for c in result.changes or ()],
         "alternatives": [[c.as_dict(result.form) for c in alt] for alt in result.alternatives],
+        "alternatives_missing": result.alternatives_missing or None,
         "undecided": [{"changes": [c.as_dict(result.form) for c in u.changes], "unknown": list(u.unknown)}
                       for u in result.undecided],
         "reason": result.reason or None,
@@ -87,3 +90,6 @@ def result_json(result) -> dict:
                              for r in result.report.results}
         doc.update(reprinted=result.reprinted, diff=result.diff, text=result.text)
     return doc
+
+
+__all__ = ["result_json", "result_text", "verdict_line", "describe_changes"]

@@ -18,6 +18,8 @@ from prunecheck.spec.runtime import (
     step,
 )
 
+from prunecheck.checker.result import counted
+
 
 def _int(model: z3.ModelRef, term) -> int:
     return model.eval(term, model_completion=True).as_long()
@@ -154,5 +156,6 @@ def confirm(policy: Policy, actions: Sequence, condition: str, max_spans: int,
                                      f"model {sym!r} runtime {real!r}")
     where = first_violation(policy, transitions, condition)
     if where != len(actions):
-        raise ReplayMismatch(f"{condition} counterexample of {len(actions)} steps fails at step {where} on the runtime")
+        raise ReplayMismatch(f"{condition} counterexample of {counted(len(actions), 'step')} fails at step {where} on "
+                             "the runtime")
     return transitions

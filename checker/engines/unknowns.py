@@ -10,6 +10,7 @@ import z3
 from prunecheck.spec.policy import Attr, Policy, stage_exprs, subexpressions
 from prunecheck.symbolic.runs import count_constants
 
+from prunecheck.checker.options import DEFAULTS, MAX_DEPTH, MAX_SPANS
 from prunecheck.checker.result import Advice, Need, Part, Reason, SolverSaid, SolverStop, Stop
 
 
@@ -73,13 +74,21 @@ def advice(policy: Policy, parts: Sequence[Part], depth: int, spans: int, timeou
     if any(p.stop is Stop.BOUND for p in parts):
         attrs = _compared(policy)
         many = {"window_tokens", "window_spans", "budget"} & set(attrs) or policy.rank is not None
-        more_spans, more_depth = Advice("--spans", spans + 4, Need.SPANS), Advice("--depth", 2 * depth, Need.ACTIONS)
+        more_spans = _larger("--spans", spans, spans + 4, MAX_SPANS, Need.SPANS)
+        more_depth = _larger("--depth", depth, 2 * depth if depth else DEFAULTS.depth, MAX_DEPTH, Need.ACTIONS)
         counted = counted_spans(policy)
         if counted > spans:
-            tries += [Advice("--spans", counted, Need.COUNT), more_depth]
+            tries += _larger("--spans", spans, counted, MAX_SPANS, Need.COUNT) + more_depth
         else:
-            tries += [more_spans, more_depth] if many else [more_depth, more_spans]
+            tries += more_spans + more_depth if many else more_depth + more_spans
     return tuple(tries)
+
+
+def _larger(option: str, used: int, wanted: int, most: int, why: Need) -> list:
+    """[the advice to raise option from `used` to `wanted`, at most `most`], or [] when nothing larger is accepted:
+    advice never repeats the value just used."""
+    value = min(wanted, most)
+    return [Advice(option, value, why)] if value > used else []
 
 
 def unknown_reason(policy: Policy, parts: Sequence[Part], depth: int, spans: int, timeout: float,

@@ -20,7 +20,7 @@ from prunecheck.checker.language.locate import deployment_location, expression_s
 from prunecheck.checker.language.printer import to_text
 from prunecheck.checker.engines.replay import replay
 from prunecheck.checker.findings.step_text import (  # noqa: F401 (step_label: re-exported)
-    absence_words, budget_words, host_decides, span_words, taken_words, step_label)
+    absence_words, budget_words, edit_number, host_decides, span_words, taken_words, step_label)
 
 
 @dataclass(frozen=True)
@@ -202,8 +202,8 @@ def _c1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
                 if after.span(e.record).alive and is_candidate(policy, after, after.span(e.record)))
     points = predicate_points(policy, after, info.record) + (
         _setting(policy, "records", where, "keeps recovery records inside the policy's address space"),)
-    return (f"record #{info.record} of edit {info.record} (of #{info.target}) is a compaction candidate: `evict` is "
-            "true on it", points)
+    return (f"record #{info.record} of edit {edit_number(after, info.record)} (of #{info.target}) is a compaction "
+            "candidate: `evict` is true on it", points)
 
 
 def _c2_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
@@ -214,15 +214,15 @@ def _c2_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     how = taken_words(policy) if record in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, len(transitions) - 1, record, where, "records")
     verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if record in t.evicted else "removes"
-    return f"the compaction {verb} record #{record} of edit {record} ({how})", points
+    return f"the compaction {verb} record #{record} of edit {edit_number(t.before, record)} ({how})", points
 
 
 def _c3_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     t = transitions[-1]
     info = t.before.edit(t.action.edit)
     now = t.before.span(info.target).version
-    return (f"undo of edit {info.record} reverts #{info.target} at version {now}, but the record was taken at "
-            f"version {info.version}: the later edit is silently lost",
+    return (f"undo of edit {edit_number(t.before, info.record)} reverts #{info.target} at version {now}, but the "
+            f"record was taken at version {info.version}: the later edit is silently lost",
             (_setting(policy, "undo", where, "reverts without checking the target's version"),))
 
 
@@ -235,7 +235,7 @@ def _c4_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     if index is not None:
         points += _removal_points(policy, transitions, index, info.record, where, "records")
     removed = f" (removed at step {index + 1})" if index is not None else ""
-    return (f"status says '{REVERSIBLE}' while record #{info.record} of edit {info.record} is "
+    return (f"status says '{REVERSIBLE}' while record #{info.record} of edit {edit_number(after, info.record)} is "
             f"{absence_words(after, info.record)}{removed}", points)
 
 
@@ -246,7 +246,8 @@ def _p1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     points = _removal_points(policy, transitions, len(transitions) - 1, info.rationale, where, "rationale")
     verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if info.rationale in t.evicted \
         else "removes"
-    whose = f"live edit {info.record}" if isinstance(info, EditInfo) else "a compaction's ledger entry"
+    whose = (f"live edit {edit_number(t.after, info.record)}" if isinstance(info, EditInfo)
+             else "a compaction's ledger entry")
     return f"the compaction {verb} rationale #{info.rationale} of {whose} ({how})", points
 
 
@@ -291,8 +292,8 @@ def _u1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     points = (_setting(policy, "missing_record", where, "an undo without its record restores from what is left"),)
     if index is not None:
         points += _removal_points(policy, transitions, index, info.record, where, "records")
-    return (f"undo of edit {info.record} {t.outcome} #{info.target} although record #{info.record} is "
-            f"{absence_words(t.before, info.record)}: the restored content is invented", points)
+    return (f"undo of edit {edit_number(t.before, info.record)} {t.outcome} #{info.target} although record "
+            f"#{info.record} is {absence_words(t.before, info.record)}: the restored content is invented", points)
 
 
 def _r1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
@@ -318,7 +319,7 @@ def _j1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     t = transitions[-1]
     lost = min(c for c in t.after.cited_ids() if not present(t.after.span(c)))
     citer = next(e for e in t.after.live_edits() + t.after.entries if lost in e.cites)
-    whose = f"live edit {citer.record}" if isinstance(citer, EditInfo) else \
+    whose = f"live edit {edit_number(t.after, citer.record)}" if isinstance(citer, EditInfo) else \
         f"the compaction whose rationale is #{citer.rationale}"
     how = taken_words(policy) if lost in t.evicted else _truncation_words(policy, t)
     points = (predicate_points(policy, t.before, lost) + stage_points(policy, t.before) if lost in t.evicted

@@ -1,4 +1,5 @@
-"""A check's findings, built once: each counterexample replayed and explained, for every output to read."""
+"""A check's findings, built once: each counterexample replayed and explained, and the policy's `expect:` table
+compared with the verdicts, for every output to read."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from prunecheck.spec.policy import Policy
 
 from prunecheck.checker.engines.replay import replay
 from prunecheck.checker.findings.decision import Decision, decision_of
+from prunecheck.checker.findings.expect import compare, differences
 from prunecheck.checker.findings.explain import Explanation, explanation_of
 from prunecheck.checker.result import Report, Trace
 
@@ -33,17 +35,26 @@ class Finding:
 
 @dataclass(frozen=True)
 class Findings:
-    """A checked policy, its report, a Finding per counterexample of the report, in the report's order, and the seed's
-    decision procedure answered from the report (computed here when not given)."""
+    """A checked policy, its report, a Finding per counterexample of the report, in the report's order, the seed's
+    decision procedure answered from the report, and the policy's expectations compared with it (expect.Compared,
+    in the table's order); the last two computed here when not given."""
 
     policy: Policy
     report: Report
     items: tuple = ()
     decision: Optional[Decision] = None
+    expectations: Optional[tuple] = None
 
     def __post_init__(self):
         if self.decision is None:
             object.__setattr__(self, "decision", decision_of(self.report))
+        if self.expectations is None:
+            object.__setattr__(self, "expectations", compare(self.policy, self.report) if self.policy else ())
+
+    @property
+    def unexpected(self) -> tuple:
+        """The expectations the report contradicts: findings of their own."""
+        return differences(self.expectations)
 
     def first(self, condition: str) -> Optional[Finding]:
         """The finding of the condition's own counterexample (its result's trace), if it has one."""

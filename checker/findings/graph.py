@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 from prunecheck.spec.errors import PrunecheckError
 from prunecheck.spec.conditions import CHANGES_TARGET
-from prunecheck.spec.runtime import Transition, is_candidate
+from prunecheck.spec.runtime import Transition, is_candidate, status
 from prunecheck.spec.actions import action_text
 
 from prunecheck.checker.result import length_text
@@ -55,12 +55,14 @@ def edit_graph(policy, transitions: Sequence[Transition]) -> "nx.DiGraph":
     tokens, created (the clock), step (the step that created it), candidate (first step that left it a compaction
     candidate of the policy, or None), evicted /
     truncated (first step that removed it, or None), restored (last undo that brought it back, or None), alive (at
-    the end). Edit nodes: node="edit", edit (= its record's id), mode, target, record,
+    the end). Edit nodes: node="edit", edit (= its record's id), number (1 for the run's first edit, 2, ...: what
+    its label calls it), mode, target, record,
     rationale, step, undone (step of the revert, or None), stale_revert (that step if the target had been re-edited
     since the record was taken, else None), undo_attempts ((step, outcome), ...), record_lost (first step that ended
     with the edit live and its record dead, or None). graph.graph["steps"] holds, per step, a dict
-    with action, outcome, evicted and truncated (sorted span ids), and clock: the (first, last) real step it stands
-    for, which differ for a read or audit repeated n times."""
+    with action, outcome, evicted and truncated (sorted span ids), clock: the (first, last) real step it stands
+    for, which differ for a read or audit repeated n times, and status: the closure status the audit reports after
+    it (what C4 reads), None before the first edit."""
     import networkx as nx  # imported here: it costs a fifth of a second of every command's start-up
 
     graph = nx.DiGraph()
@@ -70,9 +72,9 @@ def edit_graph(policy, transitions: Sequence[Transition]) -> "nx.DiGraph":
             graph.add_node(span_node(span.id), node="span", span=span.id, kind=span.kind, final_kind=span.kind,
                            role=_role(span.kind), namespace=span.namespace, tokens=span.tokens, created=span.created,
                            step=index, candidate=None, evicted=None, truncated=None, restored=None, alive=True)
-        for info in t.after.edits[len(t.before.edits):]:
+        for number, info in enumerate(t.after.edits[len(t.before.edits):], start=len(t.before.edits) + 1):
             name = edit_node(info.record)
-            graph.add_node(name, node="edit", edit=info.record, mode=info.mode, target=info.target,
+            graph.add_node(name, node="edit", edit=info.record, number=number, mode=info.mode, target=info.target,
                            record=info.record, rationale=info.rationale, step=index, undone=None,
                            stale_revert=None, undo_attempts=(), record_lost=None)
             graph.add_edge(name, span_node(info.target), rel="target", step=index)
@@ -103,11 +105,15 @@ def edit_graph(policy, transitions: Sequence[Transition]) -> "nx.DiGraph":
             attrs = graph.nodes[edit_node(info.record)]
             if attrs["record_lost"] is None and not t.after.span(info.record).alive:
                 attrs["record_lost"] = index
-        steps.append({"action": action_text(t.action), "outcome": t.outcome,
-                      "evicted": tuple(sorted(t.evicted)), "truncated": tuple(sorted(t.truncated)),
-                      "clock": (t.before.step + 1, t.after.step)})
+        steps.append(_step_record(policy, t))
     graph.graph["steps"] = tuple(steps)
     return graph
+
+
+def _step_record(policy, t: Transition) -> dict:
+    return {"action": action_text(t.action), "outcome": t.outcome, "evicted": tuple(sorted(t.evicted)),
+            "truncated": tuple(sorted(t.truncated)), "clock": (t.before.step + 1, t.after.step),
+            "status": status(policy, t.after) if t.after.edits else None}
 
 
 def dot_string(text: str) -> str:
@@ -139,7 +145,7 @@ def _span_label(attrs: dict) -> str:
 
 
 def _edit_label(attrs: dict) -> str:
-    lines = [f"edit {attrs['edit']}", f"{attrs['mode']} #{attrs['target']}"]
+    lines = [f"edit {attrs['number']}", f"{attrs['mode']} #{attrs['target']}"]
     if attrs["record_lost"] is not None:
         lines.append(f"record lost @{attrs['record_lost']}")
     for at, outcome in attrs["undo_attempts"]:
@@ -206,7 +212,7 @@ def _legend_lines(graph: "nx.DiGraph", id_prefix: str, after: str) -> list:
     return lines
 
 
-def _step_label(index: int, step: dict) -> str:
+def _step_label(index: int, step: dict, show_status: bool = False) -> str:
     lines = [f"step {index}", step["action"]]
     first, last = step["clock"]
     if first != last:
@@ -216,6 +222,8 @@ def _step_label(index: int, step: dict) -> str:
     for how in ("evicted", "truncated"):
         if step[how]:
             lines.append(f"{how} " + ", ".join(f"#{i}" for i in step[how]))
+    if show_status:
+        lines.append(f"status: {step['status']}")
     return "\n".join(lines)
 
 
@@ -239,9 +247,10 @@ def graph_dot(graph: "nx.DiGraph", title: str = "", id_prefix: str = "", legend:
     for name, attrs in graph.nodes(data=True):
         by_step.setdefault(attrs["step"], []).append(name)
         lines.append(_node_line(name, attrs, id_prefix))
+    shown = _status_shown(steps)
     for index in sorted(by_step):
         head = f"t{index}"
-        text = _step_label(index, steps[index - 1]) if index <= len(steps) else f"step {index}"
+        text = _step_label(index, steps[index - 1], shown[index - 1]) if index <= len(steps) else f"step {index}"
         lines.append(f"  {head} [id={dot_string(id_prefix + head)}, class=\"step\", shape=plaintext, "
                      f"fontsize=9, label={dot_string(text)}];")
         lines.append(f"  {{ rank=same; {'; '.join([head] + sorted(by_step[index], key=_creation_order))}; }}")
@@ -254,6 +263,17 @@ def graph_dot(graph: "nx.DiGraph", title: str = "", id_prefix: str = "", legend:
         lines.extend(_legend_lines(graph, id_prefix, heads[-1] if heads else ""))
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _status_shown(steps) -> list:
+    """Per step, whether its header shows the closure status: once there is an edit, where the status changes and
+    at the last step (where C4's violation is: 'reversible' with a record gone)."""
+    shown, before = [], None
+    for index, step in enumerate(steps):
+        now = step.get("status")
+        shown.append(now is not None and (now != before or index == len(steps) - 1))
+        before = now
+    return shown
 
 
 def _creation_order(name: str):

@@ -25,12 +25,18 @@ def budget_words(policy: Policy, action) -> str:
     return f"the policy's budget of {policy.budget}"
 
 
+def edit_number(state: State, record: int) -> int:
+    """The edit whose record is span `record`, counted as the text numbers edits: 1 for the run's first, 2, ...
+    (the runtime and `undo(edit=...)` know an edit by its record's span id instead)."""
+    return next(number for number, e in enumerate(state.edits, start=1) if e.record == record)
+
+
 def span_words(state: State, span_id: int) -> str:
-    for e in state.edits:
+    for number, e in enumerate(state.edits, start=1):
         if e.record == span_id:
-            return f"record of edit {e.record}"
+            return f"record of edit {number}"
         if e.rationale == span_id:
-            return f"rationale of edit {e.record}"
+            return f"rationale of edit {number}"
     return state.span(span_id).kind
 
 
@@ -89,9 +95,9 @@ def step_label(policy: Policy, t: Transition) -> str:
         record, rationale = after.span(info.record), after.span(info.rationale)
         pinned = (f", role {record.role}" if roles else "") + _names(record) + (
             ", pinned by the host" if record.pinned else "")
-        return (f"edit {info.record}: {a.mode} #{a.target} (now {after.span(a.target).kind}); record #{info.record} "
-                f"in the {record.namespace} namespace{pinned}; rationale #{info.rationale} in the "
-                f"{rationale.namespace} namespace")
+        return (f"edit {len(after.edits)}: {a.mode} #{a.target} (now {after.span(a.target).kind}); "
+                f"record #{info.record} in the {record.namespace} namespace{pinned}; rationale #{info.rationale} "
+                f"in the {rationale.namespace} namespace")
     if isinstance(a, Read):
         times = f" {a.times} times in a row (steps {before.step + 1}-{after.step})" if a.times != 1 else ""
         return f"#{a.span} ({span_words(after, a.span)}) read{times}: reads={after.span(a.span).reads}"
@@ -146,17 +152,18 @@ def _compaction_label(policy: Policy, t: Transition) -> str:
 def _undo_label(t: Transition) -> str:
     a, before, merge = t.action, t.before, t.after.edits[-1]
     info = before.edit(a.edit)
+    undo = f"undo of edit {edit_number(before, a.edit)} (record #{a.edit})"
     if t.outcome == "reverted":
-        return f"undo of edit {a.edit}: #{info.target} reverted to {info.prior_kind}"
+        return f"{undo}: #{info.target} reverted to {info.prior_kind}"
     if t.outcome == "irreversible":
-        return f"undo of edit {a.edit}: irreversible, record #{a.edit} is {absence_words(before, a.edit)}"
+        return f"{undo}: irreversible, the record is {absence_words(before, a.edit)}"
     if t.outcome == "merged":
-        return (f"undo of edit {a.edit}: #{info.target} was re-edited, merged as new edit {merge.record} "
+        return (f"{undo}: #{info.target} was re-edited, merged as new edit {len(t.after.edits)} "
                 f"(record #{merge.record}, rationale #{merge.rationale})")
     if t.outcome == "reconstructed":
-        return (f"undo of edit {a.edit}: record #{a.edit} is {absence_words(before, a.edit)}, #{info.target} "
+        return (f"{undo}: the record is {absence_words(before, a.edit)}, #{info.target} "
                 f"reconstructed as {info.prior_kind} from what is left (confabulated)")
-    return f"undo of edit {a.edit}: refused, merge required (#{info.target} was re-edited)"
+    return f"{undo}: refused, merge required (#{info.target} was re-edited)"
 
 
 def absence_words(state: State, span_id: int) -> str:

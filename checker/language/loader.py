@@ -18,8 +18,8 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, DEPLOYMENT_KEYS, DEPLOYMENT_NAMES, EFFECTS, ORDERS, PAIRS, ROLES,
-                                   SIZED, SUMMARY_ROLES, Acceptance, BoolLit, Deployment, DeploymentOverride, Loc, Origin,
-                                   Policy, deployment_value_problem, stage_exprs, with_override)
+                                   SIZED, SUMMARY_ROLES, Acceptance, BoolLit, Deployment, DeploymentOverride, Loc,
+                                   Origin, Policy, deployment_value_problem, stage_exprs, with_override)
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
 from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items, joined_surrogates, kind_of, reason,
@@ -29,10 +29,12 @@ from prunecheck.checker.language.source_text import (EXTENSIONS, SourceText, dec
                                                      form_of, read_policy_file)
 from prunecheck.checker.language.typecheck import MAX_DIGITS, ORDER_WITH_RANK, check_policy, suggestion
 from prunecheck.checker.options import override_of
+from prunecheck.checker.result import Expectation
 
 TOP_KEYS = ("name", "description", "evict", "rank", "budget", "keep", "when", "until", "order", "effect",
             "placeholder_tokens", "summary_role", "pairs", "start_on", "deployment", "expect", "accept")
 ACCEPT_KEYS = ("condition", "reason")
+VERDICTS = ("holds", "violated", "unknown")  # what an `expect:` entry may expect
 _INTEGER = re.compile(r"0|[1-9][0-9]*")
 
 
@@ -157,13 +159,47 @@ def deployment_value_error(key: str, value: str) -> str:
     return ""
 
 
-def _expect(src: SourceText, node) -> Dict[str, str]:
-    out = {}
-    for key, _knode, vnode in items(src, node, "expect"):
+def _did_you_mean(word: str, choices: tuple) -> str:
+    """suggestion(), and first the choice that differs from word only in case (`c1` for C1, which is too short for
+    a close match)."""
+    same = [c for c in choices if c.lower() == word.lower()]
+    return f'; did you mean "{same[0]}"?' if same else suggestion(word, choices)
+
+
+def expect_problem(condition: str, verdict: str, what: str = "expect") -> Tuple[str, str]:
+    """(the message, "key" or "value": which of the entry it is about) for a bad `expect` entry, or ("", "")."""
+    if condition not in CONDITIONS:
+        return (f"{what} names unknown condition `{condition[:64]}`{_did_you_mean(condition, CONDITIONS)} "
+                f"(conditions: {', '.join(CONDITIONS)})", "key")
+    if verdict not in VERDICTS:
+        return (f"expected verdict for {condition} must be one of {', '.join(VERDICTS)}, got `{verdict[:64]}`"
+                f"{_did_you_mean(verdict, VERDICTS)}", "value")
+    return "", ""
+
+
+def _expect(src: SourceText, node) -> tuple:
+    """The `expect:` table, as the schema has it: condition ids, each to holds, violated or unknown."""
+    out = []
+    for key, knode, vnode in items(src, node, "expect"):
         if not isinstance(vnode, ScalarNode) or is_null(src, vnode):
             src.fail_at(f"expected verdict for `{key[:64]}` must be a string", vnode)
-        out[key] = vnode.value
-    return out
+        problem, at = expect_problem(key, vnode.value)
+        if problem:
+            src.fail_at(problem, knode if at == "key" else vnode)
+        out.append(Expectation(key, vnode.value, src.file, Loc(*src.pos(knode.start_mark.index))))
+    return tuple(out)
+
+
+def _python_expect(src: SourceText, entries) -> tuple:
+    """EXPECT's (condition, verdict, key Loc, value Loc) entries, checked as the YAML form's `expect:` is."""
+    out = []
+    for condition, verdict, key_loc, value_loc in entries or ():
+        problem, at = expect_problem(condition, verdict, "EXPECT")
+        if problem:
+            loc = key_loc if at == "key" else value_loc
+            raise PolicySyntaxError(problem, src.file, loc.line, loc.col)
+        out.append(Expectation(condition, verdict, src.file, key_loc))
+    return tuple(out)
 
 
 def _acceptance(src: SourceText, node, seen: Dict[str, int]) -> Acceptance:
@@ -195,7 +231,7 @@ def _accepts(src: SourceText, node) -> tuple:
     return tuple(_acceptance(src, entry, seen) for entry in node.value)
 
 
-def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
+def _yaml_policy(src: SourceText) -> Policy:
     root = compose(src)
     if not isinstance(root, MappingNode):
         src.fail_at(f"a policy must be a mapping with keys {', '.join(TOP_KEYS)}; got {kind_of(root)}", root)
@@ -219,7 +255,7 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
     summary_role = _summary_role(src, fields, effect)
     start_on = _start_on(src, fields["start_on"]) if "start_on" in fields else None
     deployment = _deployment(src, fields["deployment"]) if "deployment" in fields else Deployment()
-    expect = _expect(src, fields["expect"]) if "expect" in fields else {}
+    expects = _expect(src, fields["expect"]) if "expect" in fields else ()
     accepts = _accepts(src, fields["accept"]) if "accept" in fields else ()
     builder = Builder(src.file)  # one node budget for the whole policy
     evict = _expression(src, fields["evict"], "evict", builder)
@@ -233,6 +269,7 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         description=description,
         source=src.file,
         accepts=accepts,
+        expects=expects,
         origin=_yaml_origin(src, root),
         **_stage(src, fields, builder),
         effect=effect,
@@ -241,10 +278,10 @@ def _yaml_policy(src: SourceText) -> Tuple[Policy, Dict[str, str]]:
         summary_role=summary_role,
         start_on=start_on,
     )
-    return policy, expect
+    return policy
 
 
-def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
+def _python_policy(src: SourceText) -> Tuple[Policy, tuple]:
     parts = parse_python_policy(src.text, src.file)
     values = {}
     for key, value, key_loc, value_loc in parts.deployment or ():
@@ -261,6 +298,7 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
             raise PolicySyntaxError(problem, src.file, value_loc.line, value_loc.col)
         values[key] = value
     accepts = tuple(_python_acceptance(src, *entry) for entry in parts.accept)
+    expects = _python_expect(src, parts.expect)
     stage = {key: getattr(parts, key) for key in ("keep", "when", "until") if getattr(parts, key) is not None}
     policy = Policy(
         name=parts.name or (PurePath(src.file).stem or "policy"),
@@ -273,6 +311,7 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
         description=parts.description,
         source=src.file,
         accepts=accepts,
+        expects=expects,
         origin=_python_origin(src, parts),
         effect=parts.effect,
         placeholder_tokens=parts.placeholder_tokens,
@@ -280,7 +319,7 @@ def _python_policy(src: SourceText) -> Tuple[Policy, Dict[str, str], tuple]:
         summary_role=parts.summary_role,
         start_on=parts.start_on,
     )
-    return policy, parts.expect or {}, parts.floats
+    return policy, parts.floats
 
 
 def _python_acceptance(src: SourceText, condition: str, why: str, key_loc: Loc, value_loc: Loc) -> Acceptance:
@@ -342,17 +381,17 @@ def _guarded(filename, fn, *args):
         ) from None
 
 
-def _parse(data, filename: str, deployment_override) -> Tuple[Policy, Dict[str, str]]:
+def _parse(data, filename: str, deployment_override) -> Policy:
     form = form_of(filename)
     src = SourceText(decode_policy_bytes(data, filename), filename, form)
     if form == "python":
-        policy, expect, floats = _python_policy(src)
+        policy, floats = _python_policy(src)
     else:
-        (policy, expect), floats = _yaml_policy(src), None
+        policy, floats = _yaml_policy(src), None
     check_policy(policy, filename)
     if floats is not None:  # after the type check, whose messages are the more specific ones
         check_python_arithmetic(stage_exprs(policy), floats, filename)
-    return with_override(policy, as_override(deployment_override, filename)), expect
+    return with_override(policy, as_override(deployment_override, filename))
 
 
 def as_override(override, filename: str = "<deployment>") -> Optional[DeploymentOverride]:
@@ -366,7 +405,7 @@ def as_override(override, filename: str = "<deployment>") -> Optional[Deployment
 def parse_policy_text(text_or_bytes, filename: str, deployment_override=None) -> Policy:
     """Parse and type-check policy text; the form is chosen by filename's extension (.yaml .yml .json .py)."""
     filename = str(filename)
-    return _guarded(filename, lambda: _parse(text_or_bytes, filename, deployment_override)[0])
+    return _guarded(filename, lambda: _parse(text_or_bytes, filename, deployment_override))
 
 
 def load_policy(path, deployment_override=None) -> Policy:
@@ -375,7 +414,7 @@ def load_policy(path, deployment_override=None) -> Policy:
 
     def run():
         data, filename = read_policy_file(path)
-        return _parse(data, filename, deployment_override)[0]
+        return _parse(data, filename, deployment_override)
 
     return _guarded(display_name(path), run)
 
@@ -383,7 +422,8 @@ def load_policy(path, deployment_override=None) -> Policy:
 def expected_verdicts(path) -> Dict[str, str]:
     """The `expect` mapping (YAML/JSON) or module-level EXPECT literal (.py) of a policy file; {} if absent.
 
-    Only the file's structure is read, so it also works for example policies that are meant to be refused.
+    Only the file's structure and the table itself are read (its entries checked as `check` checks them), so it
+    also works for example policies that are meant to be refused.
     """
 
     def run():
@@ -391,13 +431,13 @@ def expected_verdicts(path) -> Dict[str, str]:
         form = form_of(filename)
         src = SourceText(decode_policy_bytes(data, filename), filename, form)
         if form == "python":
-            return python_expect(src.text, filename)
+            return {e.condition: e.verdict for e in _python_expect(src, python_expect(src.text, filename))}
         root = compose(src)
         if not isinstance(root, MappingNode):
             return {}
         for key, _knode, vnode in items(src, root, "the policy"):
             if key == "expect":
-                return _expect(src, vnode)
+                return {e.condition: e.verdict for e in _expect(src, vnode)}
         return {}
 
     return _guarded(display_name(path), run)
@@ -444,5 +484,6 @@ __all__ = [
     "decode_policy_bytes",
     "TOP_KEYS",
     "ACCEPT_KEYS",
+    "VERDICTS",
     "EXTENSIONS",
 ]

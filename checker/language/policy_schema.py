@@ -6,11 +6,10 @@ from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
 from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, DEPLOYMENT_NAMES, EFFECTS, MAX_NAME_CHARS, ORDERS, PAIRS, ROLES,
                                     SIZED, SUMMARY_ROLES, Deployment)
 
-from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS
+from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS, VERDICTS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
 
 SCHEMA_ID = "https://github.com/prunecheck/prunecheck/schemas/policy.schema.json"
-VERDICTS = ("holds", "violated", "unknown")
 NOT_BLANK = r"\S"
 
 _EXPRESSION = "an expression of the policy language (README: The policy language), parsed, never evaluated"
@@ -81,7 +80,8 @@ def _properties() -> dict:
         "deployment": _deployment(),
         "expect": {"type": "object", "propertyNames": {"enum": list(CONDITIONS)},
                    "additionalProperties": {"enum": list(VERDICTS)},
-                   "description": "expected verdicts, per condition (used by the examples)"},
+                   "description": "expected verdicts, per condition: a contract `check` holds its report to (a "
+                                  "verdict that differs is a finding)"},
         "accept": _accept(),
     }
 

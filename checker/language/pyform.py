@@ -51,7 +51,7 @@ class PyPolicyParts:
     start_on: Optional[str] = None  # START_ON's role; None when absent
     # (key, value, key Loc, value Loc) per DEPLOYMENT entry; None when DEPLOYMENT is absent
     deployment: Optional[List[Tuple[str, str, Loc, Loc]]] = None
-    expect: Optional[Dict[str, str]] = None
+    expect: Optional[List[Tuple[str, str, Loc, Loc]]] = None  # (condition, verdict, their Locs) per EXPECT entry
     accept: List[Tuple[str, str, Loc, Loc]] = field(default_factory=list)  # (condition, reason, their Locs)
     evict_loc: Loc = field(default_factory=lambda: Loc(1, 1))
     floats: tuple = ()  # the Num nodes of evict and rank that Python reads as floats (compared by identity)
@@ -145,7 +145,7 @@ class _Converter(ExpressionReader):
         elif name == "ACCEPT":
             parts.accept = self.string_dict(value, name)
         else:
-            parts.expect = {k: v for k, v, _, _ in self.string_dict(value, name)}
+            parts.expect = self.string_dict(value, name)
 
     def whole(self, value, name: str) -> int:
         if not (isinstance(value, ast.Constant) and type(value.value) is int) or value.value < 1:
@@ -273,11 +273,12 @@ def parse_python_policy(text: str, file: str = "<policy>") -> PyPolicyParts:
     return _Converter(src, file).module(tree)
 
 
-def python_expect(text: str, file: str = "<policy>") -> Dict[str, str]:
-    """The module-level EXPECT literal of a Python-form policy ({} when absent), without checking the rest."""
+def python_expect(text: str, file: str = "<policy>") -> List[Tuple[str, str, Loc, Loc]]:
+    """The module-level EXPECT literal of a Python-form policy, (condition, verdict, their Locs) per entry ([] when
+    absent), without checking the rest."""
     tree, src = parse_module(text, file)
     conv = _Converter(src, file)
-    found: Dict[str, str] = {}
+    found: List[Tuple[str, str, Loc, Loc]] = []
     for stmt in tree.body:
         if (
             isinstance(stmt, ast.Assign)
@@ -285,7 +286,7 @@ def python_expect(text: str, file: str = "<policy>") -> Dict[str, str]:
             and isinstance(stmt.targets[0], ast.Name)
             and stmt.targets[0].id == "EXPECT"
         ):
-            found = {k: v for k, v, _, _ in conv.string_dict(stmt.value, "EXPECT")}
+            found = conv.string_dict(stmt.value, "EXPECT")
     return found
 
 

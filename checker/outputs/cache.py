@@ -23,7 +23,8 @@ from prunecheck.checker.outputs.itf import MAX_TIMES_DIGITS
 from prunecheck.checker.outputs.reason_doc import ReasonFormatError, reason_from_json, reasons_json
 from prunecheck.checker.outputs.reasons import renders_as
 from prunecheck.checker.outputs.render import report_json
-from prunecheck.checker.result import VERSION_KEYS, Bounds, EngineRun, Method, Outcome, Report, Result, Search, Stats, Trace, Variants, Verdict
+from prunecheck.checker.result import (VERSION_KEYS, Bounds, EngineRun, Method, Outcome, Report, Result, Search, Stats,
+                                       Trace, Variants, Verdict, counted)
 
 # 2: reports name their deployment and the keys an override set; 3: a certificate is an object; 4: entries hold each
 # result's structured reason beside the report
@@ -254,7 +255,7 @@ def _trace_problem(policy, trace: Trace, condition: str, depth: int, spans: int)
     from prunecheck.checker.engines.replay import confirm
 
     if len(trace.actions) > depth:
-        return f"{condition}: a trace of {len(trace.actions)} actions is longer than the depth bound {depth}"
+        return f"{condition}: a trace of {counted(len(trace.actions), 'action')} is longer than the depth bound {depth}"
     try:
         confirm(policy, trace.actions, condition, spans)
     except ReplayMismatch as exc:

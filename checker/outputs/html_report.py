@@ -16,8 +16,8 @@ from prunecheck.checker.language.locate import source_lines
 from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.outputs.decision_doc import answer_text, basis_text, consequence_text
 from prunecheck.checker.outputs.reasons import reason_text
-from prunecheck.checker.outputs.render import (basis_lines, bounds_text, contribution_lines, deployment_text, peak_text,
-                                               run_text)
+from prunecheck.checker.outputs.render import (basis_lines, bounds_text, contribution_lines, deployment_text,
+                                               expectation_lines, file_error_text, peak_text, run_text)
 from prunecheck.spec.actions import action_text
 from prunecheck.checker.result import Report
 
@@ -36,6 +36,7 @@ td.depth { text-align: right; }
 .verdict { font-weight: 600; }
 .violated .verdict { color: #b71c1c; } .holds .verdict { color: #1b5e20; } .unknown .verdict { color: #8a6d00; }
 .accepted { color: #555; font-style: italic; }
+ul.expect { color: #b71c1c; }
 tr.violated { background: #fdecea; } tr.holds { background: #edf7ed; } tr.unknown { background: #fff8e1; }
 ol.trace li { margin: .15em 0; font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 13px; }
 ol.trace .effect { color: #b71c1c; font-family: system-ui, sans-serif; }
@@ -208,12 +209,22 @@ def _report_html(findings: Findings, index: int, step_labels, triage=None) -> st
         '<table class="results">',
         "<thead><tr><th>condition</th><th>verdict</th><th>depth</th><th>reason</th></tr></thead>",
         "<tbody>", *rows, "</tbody>", "</table>",
+        _expect_html(findings, links),
         _decision_html(findings.decision),
         LEGEND if sections else "",
         *sections,
         _source_html(policy, lines, f"p{index}", located),
         "</section>",
     ])
+
+
+def _expect_html(findings: Findings, links) -> str:
+    """The expectations of the policy's expect table that the report does not meet (render.expectation_lines)."""
+    lines = expectation_lines(findings)
+    if not lines:
+        return ""
+    items = "".join(f'<li>{links(escape(line))}</li>' for line in lines)
+    return f'<ul class="expect">{items}</ul>'
 
 
 def _decision_html(decision) -> str:
@@ -230,7 +241,7 @@ def _index_html(reports, errors) -> str:
     """Links to each policy's section, and the files that could not be checked, for a page of several."""
     items = [f'<li class="{escape(str(r.verdict))}"><a href="#p{i}">{escape(r.policy_name)}</a> ({escape(r.source)}): '
              f'<span class="verdict">{escape(str(r.verdict))}</span></li>' for i, r in enumerate(reports)]
-    items += [f'<li class="error">{escape(path)}: not checked: {escape(error)}</li>' for path, error in errors]
+    items += [f'<li class="error">not checked: {escape(file_error_text(path, error))}</li>' for path, error in errors]
     return '<nav class="index"><ul>\n' + "\n".join(items) + "\n</ul></nav>"
 
 

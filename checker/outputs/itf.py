@@ -211,6 +211,10 @@ def meta_of(document) -> dict:
     meta = document.get("#meta", {}) if isinstance(document, dict) else {}
     info = meta.get("prunecheck") if isinstance(meta, dict) else None
     if not isinstance(info, dict) or not isinstance(info.get("policy"), dict):
+        from prunecheck.checker.outputs.kinds import TRACE, document_kind, wrong_kind
+
+        if document_kind(document) not in ("", TRACE):
+            raise TraceFormatError(wrong_kind(document, "an ITF trace written by `prunecheck check --out`"))
         raise TraceFormatError("trace has no #meta.prunecheck.policy: not written by prunecheck check --out")
     spans = info.get("spans", MAX_TRACE_SPANS)
     if isinstance(spans, bool) or not isinstance(spans, int) or not 1 <= spans <= MAX_TRACE_SPANS:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -41,13 +42,28 @@ def _existing_problem(path: Path, kind: str) -> Optional[str]:
     return None
 
 
+def _probe(directory: Path, make_directory: bool) -> Optional[str]:
+    """Create and remove a scratch file (or directory) in `directory`: access() says yes to root everywhere, also
+    where the file system refuses every write (sysfs, a read-only bind mount)."""
+    try:
+        if make_directory:
+            os.rmdir(tempfile.mkdtemp(prefix=".prunecheck-probe-", dir=directory))
+        else:
+            handle, name = tempfile.mkstemp(prefix=".prunecheck-probe-", dir=directory)
+            os.close(handle)
+            os.unlink(name)
+    except OSError as exc:
+        return f"{directory} is not writable ({exc.strerror or exc})"
+    return None
+
+
 def output_problem(path: Path, kind: str) -> Optional[str]:
     """Why `path` cannot be written as a `kind` ("directory" or "file", as in OUTPUT_OPTIONS), or None."""
     if "\x00" in str(path):
         return "contains a NUL character"
     try:
         if os.path.lexists(path):
-            return _existing_problem(path, kind)
+            return _existing_problem(path, kind) or (_probe(path, False) if kind == "directory" else None)
         anchor = _nearest_existing(path)
         if not anchor.is_dir():
             return f"{anchor} is not a directory"
@@ -55,9 +71,9 @@ def output_problem(path: Path, kind: str) -> Optional[str]:
             return f"its directory {path.parent} does not exist"
         if not os.access(anchor, os.W_OK | os.X_OK):
             return f"{anchor} is not writable"
+        return _probe(anchor, kind == "directory")
     except OSError as exc:  # a name too long, a directory we may not search
         return exc.strerror or str(exc)
-    return None
 
 
 def check_output_paths(args) -> None:

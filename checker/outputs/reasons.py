@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.checker.result import (Advice, Clause, Domains, Found, Method, Reason, Scope, SolverSaid,
-                                       SolverStop, Tried, length_text)
+                                       SolverStop, Tried, counted, length_text)
 
 RECHECKED = "certificate re-checked by cvc5"  # what stands behind every `holds`
 LABELS = {Method.BMC: "bounded search", Method.INDUCTION: "induction", Method.SPACER: "Spacer"}
@@ -98,9 +98,9 @@ def _clause_text(c: Clause) -> str:
 def _explicit_text(c: Clause) -> str:
     if c.found is Found.LIMIT:
         limit = f"time limit {c.time_limit:g} s" if c.time_limit is not None else f"state limit {c.state_limit}"
-        return f"explicit search stopped in depth {c.at} after {c.states} states ({limit})"
+        return f"explicit search stopped in depth {c.at} after {counted(c.states, 'state')} ({limit})"
     return (f"no violation up to depth {c.depth} over {c.spans} spans, {domains_text(c.domains)} "
-            f"(explicit search, {c.states} states)")
+            f"(explicit search, {counted(c.states, 'state')})")
 
 
 def _bounded_text(c: Clause) -> str:

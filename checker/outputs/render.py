@@ -12,7 +12,8 @@ from prunecheck.spec.actions import action_args, action_text
 
 from prunecheck.checker.outputs.decision_doc import decision_json, decision_lines
 from prunecheck.checker.outputs.reasons import reason_text
-from prunecheck.checker.result import EngineRun, Found, Method, Outcome, RecoveryPeak, Report, Result, Search, Verdict
+from prunecheck.checker.result import (EngineRun, Found, Method, Outcome, RecoveryPeak, Report, Result, Search, Verdict,
+                                       counted)
 
 
 def span_line(span, roles: bool = False) -> str:
@@ -34,11 +35,16 @@ def span_line(span, roles: bool = False) -> str:
             f"reads={span.reads} v{span.version} [{' '.join(flags)}]")
 
 
+def file_error_text(path: str, error: str) -> str:
+    """A file's path and its one-line error, the path once: an input error already starts with its `path:line:col`."""
+    return error if error.startswith(f"{path}:") else f"{path}: {error}"
+
+
 def state_lines(policy, state: State) -> list:
     roles = reads_roles(policy)
     lines = [span_line(s, roles) for s in state.spans] or ["(empty window)"]
-    for e in state.edits:
-        lines.append(f"edit {e.record}: {e.mode} of #{e.target} at v{e.version}, record #{e.record}, "
+    for number, e in enumerate(state.edits, start=1):
+        lines.append(f"edit {number}: {e.mode} of #{e.target} at v{e.version}, record #{e.record}, "
                      f"rationale #{e.rationale}{' (undone)' if e.undone else ''}")
     lines.append(f"status: {status_text(policy, state)}")
     return lines
@@ -143,7 +149,7 @@ def run_text(run: EngineRun) -> str:
     if run.depth is not None:
         parts[0] += f" at depth {run.depth}" if run.outcome is Outcome.COUNTEREXAMPLE else f", depth {run.depth}"
     if run.states is not None:
-        parts.append(f"{run.states} states")
+        parts.append(counted(run.states, "state"))
     if run.engine is not Method.EXPLICIT:
         parts.append(f"{run.queries} quer{'y' if run.queries == 1 else 'ies'}")
     parts.append(f"{run.seconds:.2f} s")
@@ -208,11 +214,41 @@ def report_text(report: Report, findings=None, triage=None) -> str:
     lines.extend(contribution_lines(report))
     if not report.results:
         lines.append("  nothing checked: no condition asked for applies to this policy")
-    lines.append(f"  verdict: {report.verdict}" + (f" (accepted: {', '.join(accepted)})" if accepted else ""))
+    lines.extend(f"  {line}" for line in expectation_lines(findings))
+    unexpected = ", ".join(c.expectation.condition for c in findings.unexpected) if findings is not None else ""
+    lines.append(f"  verdict: {report.verdict}" + (f" (accepted: {', '.join(accepted)})" if accepted else "")
+                 + (f"; differs from the policy's expect table: {unexpected}" if unexpected else ""))
     lines.extend(f"  {line}" for line in decision_lines(_decision(report, findings)))
     if report.recovery_peak is not None:
         lines.append(f"  recovery set: {peak_text(report.recovery_peak)}")
     return "\n".join(lines)
+
+
+def expectation_lines(findings) -> list:
+    """The policy's expectations the report does not meet: each difference, located in the policy's text; then, per
+    reason, the ones not compared. Nothing when every one is met."""
+    from prunecheck.checker.findings.expect import Outcome
+
+    if findings is None:
+        return []
+    lines = []
+    for c in findings.unexpected:
+        e = c.expectation
+        lines.append(f"expect {e.condition} {e.verdict} ({e.source}:{e.loc.line}:{e.loc.col}): differs, the check "
+                     f"says {c.verdict}")
+    uncompared = {}
+    for c in findings.expectations:
+        if c.outcome is Outcome.NOT_COMPARED:
+            uncompared.setdefault(c.why_not, []).append(f"{c.expectation.condition} {c.expectation.verdict}")
+    return lines + [f"expect {', '.join(which)}: not compared ({why.value})" for why, which in uncompared.items()]
+
+
+def expectations_json(findings) -> list:
+    """The JSON report's `expect`: each expectation of the policy's table, what the check said and how it came out."""
+    return [{"condition": c.expectation.condition, "expected": c.expectation.verdict,
+             "verdict": None if c.verdict is None else str(c.verdict), "outcome": c.outcome.value,
+             "not_compared": None if c.why_not is None else c.why_not.value,
+             "line": c.expectation.loc.line, "column": c.expectation.loc.col} for c in findings.expectations]
 
 
 def _decision(report: Report, findings):
@@ -293,4 +329,5 @@ def report_json(report: Report, findings=None) -> dict:
         "stats": stats_json(report),
         "decision": decision_json(_decision(report, findings)),
         **({"recovery_peak": peak_json(report.recovery_peak)} if report.recovery_peak is not None else {}),
+        **({"expect": expectations_json(findings)} if findings is not None and findings.expectations else {}),
     }

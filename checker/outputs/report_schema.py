@@ -139,6 +139,18 @@ def _basis() -> dict:
     return _closed({"basis": {"enum": list(BASES)}, "source": TEXT, "claims": {"type": "array", "items": claim}})
 
 
+def _expect() -> dict:
+    """render.expectations_json: the policy's `expect:` table held against the verdicts (present when it has one)."""
+    from prunecheck.checker.findings.expect import NotCompared, Outcome
+    from prunecheck.checker.language.loader import VERDICTS
+
+    entry = _closed({"condition": {"enum": list(CONDITIONS)}, "expected": {"enum": list(VERDICTS)},
+                     "verdict": {"enum": _verdicts() + [None]}, "outcome": {"enum": [o.value for o in Outcome]},
+                     "not_compared": {"enum": [n.value for n in NotCompared] + [None]}, "line": COUNT,
+                     "column": COUNT})
+    return {"type": "array", "items": entry, "minItems": 1}
+
+
 def _report() -> dict:
     deployment = _closed({**{key: {"enum": list(values)} for key, values in DEPLOYMENT_CHOICES.items()},
                           **{key: {"type": "string"} for key in DEPLOYMENT_NAMES}},
@@ -151,8 +163,8 @@ def _report() -> dict:
         "deployment_overridden": {"type": "array", "items": {"enum": list(DEPLOYMENT_KEYS)}, "uniqueItems": True},
         "deployment_basis": _basis(),
         "versions": {"$ref": "#/$defs/versions"}, "stats": _stats(), "decision": _decision(),
-        "recovery_peak": _recovery_peak(),
-    }, optional=("recovery_peak",))
+        "recovery_peak": _recovery_peak(), "expect": _expect(),
+    }, optional=("recovery_peak", "expect"))
 
 
 def report_schema() -> dict:

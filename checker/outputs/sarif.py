@@ -16,7 +16,7 @@ from prunecheck.checker.language.locate import key_locations
 from prunecheck.checker.outputs.accept import fingerprint
 from prunecheck.checker.outputs.decision_doc import decision_json
 from prunecheck.checker.outputs.reasons import reason_text
-from prunecheck.checker.outputs.render import basis_json
+from prunecheck.checker.outputs.render import basis_json, file_error_text
 from prunecheck.checker.result import Report, Verdict
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -39,12 +39,37 @@ def _location(policy: Policy, line: int, col: int, message: str = "") -> dict:
     return out
 
 
-def _rules(policies: Sequence[Policy]) -> list:
-    """The rule of every condition reported for some checked policy (T1 only where it applies); with none, all."""
+EXPECT_RULE = {"id": "expect", "name": "ExpectedVerdict",
+               "shortDescription": {"text": "a verdict differs from the one the policy's expect table gives"},
+               "fullDescription": {"text": "expect: the policy's `expect:` table (EXPECT in Python) is a contract; "
+                                           "the check gave another verdict for a condition it names"},
+               "defaultConfiguration": {"level": "error"}}
+
+
+def _rules(policies: Sequence[Policy], expect: bool = False) -> list:
+    """The rule of every condition reported for some checked policy (T1 only where it applies; with none, all), and
+    the expect rule when some verdict differs from its policy's expect table."""
     shown = [c for c in CONDITION_TABLE if not policies or any(c.applies(p) for p in policies)]
     return [{"id": c.id, "name": c.rule, "shortDescription": {"text": c.description},
              "fullDescription": {"text": f"{c.id}: {c.description} (spec/SPEC.md)"},
-             "defaultConfiguration": {"level": "error"}} for c in shown]
+             "defaultConfiguration": {"level": "error"}} for c in shown] + ([EXPECT_RULE] if expect else [])
+
+
+def _unexpected(policy: Policy, report: Report, compared, rule_ids: list) -> dict:
+    """A verdict that differs from the policy's expect table, at the table's entry: an error when the check decided
+    the condition, a warning when it is unknown (as --fail-on ranks it)."""
+    e = compared.expectation
+    return {
+        "ruleId": EXPECT_RULE["id"],
+        "ruleIndex": rule_ids.index(EXPECT_RULE["id"]),
+        "level": "warning" if compared.verdict == Verdict.UNKNOWN else "error",
+        "kind": "fail",
+        "message": {"text": f"{e.condition}: the policy's expect table says {e.verdict}, the check says "
+                            f"{compared.verdict}"},
+        "locations": [_location(policy, e.loc.line, e.loc.col)],
+        "partialFingerprints": {"prunecheck/v1": fingerprint(report, f"expect:{e.condition}:{e.verdict}")},
+        "properties": {"condition": e.condition, "expected": e.verdict, "verdict": str(compared.verdict)},
+    }
 
 
 def _violation(policy: Policy, report: Report, r, finding: Finding, rule_ids: list) -> dict:
@@ -104,7 +129,7 @@ def _suppressed(result: dict, acceptance) -> dict:
 
 def _not_checked(errors: Sequence[Tuple[str, str]]) -> list:
     """The invocation of a run in which some files could not be checked: each named with its one-line error."""
-    notes = [{"level": "error", "message": {"text": f"{path}: {error}"},
+    notes = [{"level": "error", "message": {"text": file_error_text(path, error)},
               "locations": [{"physicalLocation": {"artifactLocation": _uri(path)}}]} for path, error in errors]
     return [{"executionSuccessful": False, "toolExecutionNotifications": notes}]
 
@@ -113,10 +138,11 @@ def sarif_log(checked: Sequence[Findings], errors: Sequence[Tuple[str, str]] = (
               triages: Optional[Sequence] = None) -> dict:
     """One SARIF run over the findings of every checked policy: violated conditions are errors located at the
     deciding sub-expression or setting (related locations for the rest), unknown ones warnings; `holds` is not a
-    finding. errors: (path, one-line error) of the files that could not be checked, as the run's notifications.
+    finding; a verdict that differs from the policy's expect table is one (rule `expect`, at the table's entry).
+    errors: (path, one-line error) of the files that could not be checked, as the run's notifications.
     triages (accept.Triage per policy) turn accepted findings into suppressed results, levels unchanged."""
     results = []
-    rules = _rules([f.policy for f in checked])
+    rules = _rules([f.policy for f in checked], any(f.unexpected for f in checked))
     rule_ids = [rule["id"] for rule in rules]
     for index, findings in enumerate(checked):
         policy, report = findings.policy, findings.report
@@ -128,6 +154,7 @@ def sarif_log(checked: Sequence[Findings], errors: Sequence[Tuple[str, str]] = (
                 results.append(_suppressed(_violation(policy, report, r, finding, rule_ids), accepted(r.condition)))
             elif r.verdict == Verdict.UNKNOWN:
                 results.append(_suppressed(_unknown(policy, report, r, where, rule_ids), accepted(r.condition)))
+        results += [_unexpected(policy, report, c, rule_ids) for c in findings.unexpected]
     versions = dict(checked[0].report.versions) if checked else {}
     return {
         "$schema": SCHEMA,
