@@ -18,6 +18,7 @@ from prunecheck.checker.commands.mcp_language import vocabulary
 from prunecheck.checker.commands.mcp_pool import Pool
 from prunecheck.checker.commands.mcp_tools import Limits, bounded_text, file_name
 from prunecheck.checker.language.loader import parse_policy_text
+from prunecheck.checker.language.operator import operator_for
 from prunecheck.checker.language.policy_schema import policy_schema
 from prunecheck.checker.language.typecheck import MAX_FILE_BYTES
 from prunecheck.checker.outputs.report_schema import report_schema
@@ -27,9 +28,13 @@ from conftest import EXAMPLES, HOUR, RLIMIT, ROOT
 
 mcp = pytest.importorskip("mcp")
 
-SERVER = [sys.executable, "-m", "prunecheck", "mcp", "--rlimit", str(RLIMIT), "--time-limit", str(int(HOUR))]
+# The server's operator deployment (ADR 0037: never a call's): records in the window, evidence kept.
+OPERATOR = ROOT / "tests" / "data" / "operator_window_tombstones.yaml"
+SERVER = [sys.executable, "-m", "prunecheck", "mcp", "--rlimit", str(RLIMIT), "--time-limit", str(int(HOUR)),
+          "--deployment", str(OPERATOR)]
 FLAWED = (EXAMPLES / "seed_flawed.yaml").read_text(encoding="utf-8")
-SAFE = (EXAMPLES / "seed_safe_design.yaml").read_text(encoding="utf-8")
+# Records and rationale excluded by kind, each tool call kept with its result: every condition holds there.
+SAFE = "name: excludes-records\nevict: kind not in ['record', 'rationale'] and idle > 3\npairs: together\n"
 TOOLS = {"check", "explain", "repair", "diff", "certify"}
 RESOURCES = {"prunecheck://schema/policy", "prunecheck://schema/report", "prunecheck://policy-language"}
 
@@ -207,7 +212,7 @@ def test_the_server_over_streamable_http_on_loopback():
 
 def test_the_agent_loop_reaches_a_proved_policy_in_three_rounds():
     """examples/agent_loop: two drafts refuted with their explanations fed back, the third proved and confirmed."""
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / "agent_loop" / "agent_loop.py"), *SERVER[4:]],
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "agent_loop" / "agent_loop.py"), *SERVER[4:8]],
                           capture_output=True, text=True, timeout=HOUR)
     lines = done.stdout.splitlines()
     rounds = [i for i, line in enumerate(lines) if line.startswith("round ")]
@@ -236,7 +241,9 @@ def test_a_call_past_its_time_limit_is_stopped_and_its_worker_replaced():
     try:
         status, line, _ = pool.run(time.sleep, (HOUR,), 0.5)
         assert status == "error" and "exceeded this server's limit of 0.5 s" in line
-        status, summary, _ = pool.call("check", Limits(rlimit=RLIMIT), {"policy": SAFE, "only": ["C1"]})
+        operator = operator_for(None, deployment=str(OPERATOR), no_config=True)
+        status, summary, _ = pool.call("check", Limits(rlimit=RLIMIT, operator=operator), {"policy": SAFE,
+                                                                                            "only": ["C1"]})
         assert (status, summary.split(":")[1]) == ("ok", " holds (C1 holds)")
     finally:
         pool.close()

@@ -151,7 +151,8 @@ def test_replay_and_explain_show_the_seeds_claim_status_beside_the_status(tmp_pa
     policy = tmp_path / "confabulates.yaml"
     policy.write_text("name: confabulates\nevict: false\ndeployment: {records: window, missing_record: reconstruct, "
                       "host_truncation: \"on\", evidence: \"off\", destroy_record: verbatim}\n")
-    code, _, _ = run("check", str(policy), "--depth", "4", "--spans", "3", "--only", "U1", "--out", str(tmp_path))
+    code, _, _ = run("check", str(policy), "--depth", "4", "--spans", "3", "--only", "U1", "--out", str(tmp_path),
+                     "--trust-policy-deployment")  # a human-authored test file: its section believed
     (trace,) = tmp_path.glob("*.U1.itf.json")
     assert code == 1 and '"confabulated": true' in trace.read_text()
     code, out, _ = run("replay", str(trace))

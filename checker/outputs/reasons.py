@@ -79,6 +79,9 @@ def _clause_text(c: Clause) -> str:
         return f"violated after {length_text(c.actions, c.steps)} (shortest within {c.spans} spans, {how}"
     if c.found is Found.PROVED:
         return f"proved for every depth and window size ({c.engine}); {RECHECKED}"
+    if c.found is Found.BY_CONSTRUCTION and not c.engine.abstracted:  # the policy as written: its own structure
+        return ("holds by construction: its violation term is False for this policy's expressions under this "
+                f"deployment; {RECHECKED}")
     if c.found is Found.BY_CONSTRUCTION:
         return ("holds by construction: its violation term is False under this deployment, whatever the policy; "
                 f"{RECHECKED}")

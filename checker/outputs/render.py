@@ -12,7 +12,7 @@ from prunecheck.spec.actions import action_args, action_text
 
 from prunecheck.checker.outputs.decision_doc import decision_json, decision_lines
 from prunecheck.checker.outputs.reasons import reason_text
-from prunecheck.checker.result import (EngineRun, Found, Method, Outcome, RecoveryPeak, Report, Result, Search, Verdict,
+from prunecheck.checker.result import (EngineRun, Method, Outcome, RecoveryPeak, Report, Result, Search, Verdict,
                                        counted)
 
 
@@ -113,7 +113,7 @@ def basis_lines(report: Report) -> list:
 
 def contribution_lines(report: Report) -> list:
     """Which conditions hold because of the policy (proved with its expressions part of the proof) and which on the
-    deployment alone (proved with the policy abstracted to a free predicate, or its violation term False)."""
+    deployment alone (proved with the policy abstracted to a free predicate)."""
     held = [r for r in report.results if r.verdict is Verdict.HOLDS]
     policy = [r.condition for r in held if not rests_on_deployment(r)]
     alone = [r.condition for r in held if rests_on_deployment(r)]
@@ -123,9 +123,10 @@ def contribution_lines(report: Report) -> list:
 
 
 def rests_on_deployment(result) -> bool:
-    """A `holds` that any policy of its shape would have: proved with the policy abstracted to a free predicate,
-    or by construction (its violation term is False under the deployment)."""
-    return result.engine.abstracted or any(c.found is Found.BY_CONSTRUCTION for c in result.reason.clauses)
+    """A `holds` that any policy of its shape would have: proved (or true by construction) with the policy
+    abstracted to a free predicate. A proof of the policy as written, by construction or not, uses its expressions
+    (the abstracted attempt comes first, so it failed: the deployment alone does not suffice)."""
+    return result.engine.abstracted
 
 
 def bounds_text(report: Report) -> str:

@@ -1,9 +1,10 @@
 """The vetting loop an agent runs over MCP: propose a policy, read the counterexample, revise, until one is proved.
 
 This script plays the model's side with three fixed drafts (a real agent would write each revision from the
-explanation it was fed back). It starts `prunecheck mcp` over stdio with the official MCP SDK's client, checks each
-draft, feeds the first counterexample's explanation back (printed), and stops at the first draft whose every
-condition holds with certificates cvc5 confirms. Usage:
+explanation it was fed back). It starts `prunecheck mcp` over stdio with the official MCP SDK's client, under the
+operator's deployment beside it (deployment.yaml: the model cannot choose it, ADR 0037), checks each draft, feeds
+the first counterexample's explanation back (printed), and stops at the first draft whose every condition holds with
+certificates cvc5 confirms. Usage:
 
     python examples/agent_loop/agent_loop.py [SERVER OPTIONS...]     # e.g. --rlimit 100000000
 
@@ -12,9 +13,11 @@ Exit code 0 when a draft is accepted, 1 when none is.
 
 import asyncio
 import sys
+from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
+OPERATOR = Path(__file__).resolve().parent / "deployment.yaml"  # the operator's facts, not the model's
 DRAFTS = [
     # 1: evicts idle spans, its own undo records included (they live in the window).
     ("draft1.yaml", "name: evict-idle\n"
@@ -27,13 +30,12 @@ DRAFTS = [
                     "pairs: together\n"
                     "budget: 4000\n"
                     "deployment:\n  records: window\n"),
-    # 3: the same, with records in their own undo region, outside the policy's reach, and the second seed's
-    # evidence kept: what a compaction removes leaves a tombstone, a cited span moves to the log.
-    ("draft3.yaml", "name: evict-idle-records-apart\n"
+    # 3: the same without the budget. Its claim of an undo region is not believed (the operator's deployment keeps
+    # records in the window): the policy holds because its own predicate excludes them.
+    ("draft3.yaml", "name: evict-idle-records-excluded\n"
                     "evict: kind not in ['record', 'rationale'] and idle > 3\n"
                     "pairs: together\n"
-                    "budget: 4000\n"
-                    "deployment:\n  records: undo_region\n  evicted: tombstone\n  justification: downgrade\n"),
+                    "deployment:\n  records: undo_region\n"),
 ]
 
 
@@ -60,7 +62,8 @@ async def confirmed(client, name: str, text: str, report: dict) -> bool:
 
 
 async def vet(server_options: list) -> int:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "prunecheck", "mcp", *server_options])
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "prunecheck", "mcp", "--deployment", str(OPERATOR), *server_options])
     async with Client(params) as client:
         for round_number, (name, text) in enumerate(DRAFTS, start=1):
             say(f"round {round_number}: {name}")
