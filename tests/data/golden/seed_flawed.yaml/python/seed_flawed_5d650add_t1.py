@@ -26,7 +26,7 @@ STEPS = [
 
 
 def main() -> int:
-    policy = prunecheck.parse_policy(POLICY, "recorded-policy.json")
+    policy = prunecheck.parse_policy(POLICY, "recorded-policy.json", no_config=True, trust_policy_deployment=True)
     violated = prunecheck.replay(policy, STEPS, spans=SPANS)
     for number, (action, conditions) in enumerate(zip(STEPS, violated), start=1):
         print(f"{number}. {action}: {', '.join(sorted(conditions)) or 'no violation'}")

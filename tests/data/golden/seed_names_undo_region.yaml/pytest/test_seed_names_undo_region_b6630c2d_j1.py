@@ -5,7 +5,7 @@ Why: #0, cited by the compaction whose rationale is #1, is gone (evicted by the 
 
 test_recorded_policy_violates_j1 replays the steps on the policy as it was checked (embedded below) and asserts
 the violation at the last step, so the finding stays reproducible. test_policy_file_keeps_j1 runs the same steps
-against the policy file as it is now, with the deployment keys DEPLOYMENT_OVERRIDE set as they were when it was
+against the policy file as it is now, under the deployment DEPLOYMENT_OVERRIDE it was judged under when it was
 checked: it fails while the policy is unsafe and passes once it is fixed, and then guards against a regression (it
 is skipped if the current policy refuses one of the steps).
 """
@@ -21,7 +21,7 @@ CONDITION = 'J1'
 MAX_SPANS = 4
 POLICY_FILE = pathlib.Path(__file__).resolve().parent / '../../../examples/policies/seed_names_undo_region.yaml'
 RECORDED_POLICY = '{\n "name": "seed-names-undo-region",\n "description": "Tries to evict recovery records; the undo region is outside its address space, but naming it is refused.",\n "evict": "namespace == \'undo\' or kind == \'record\' or (not pinned and recency * frequency < 0.25)",\n "deployment": {\n  "records": "undo_region",\n  "rationale": "decision_log",\n  "pins": "host",\n  "audit": "independent",\n  "undo": "versioned",\n  "record_role": "tool_result"\n }\n}'
-DEPLOYMENT_OVERRIDE = {}
+DEPLOYMENT_OVERRIDE = {'records': 'undo_region', 'rationale': 'decision_log', 'pins': 'host', 'audit': 'independent', 'undo': 'versioned', 'record_role': 'tool_result', 'evicted': 'destroyed', 'evidence': 'on', 'justification': 'unchecked', 'refusal': 'silent', 'missing_record': 'refuse', 'host_truncation': 'off', 'tool_calls': 'on', 'destroy_record': 'id', 'safe_undo': 'off', 'record_tool': ''}
 
 
 def steps():
@@ -37,14 +37,15 @@ def violated_at_each_step(policy):
 
 
 def test_recorded_policy_violates_j1():
-    found = violated_at_each_step(parse_policy(RECORDED_POLICY, "recorded-policy.json"))
+    found = violated_at_each_step(parse_policy(RECORDED_POLICY, "recorded-policy.json", no_config=True,
+                                               trust_policy_deployment=True))
     assert all(CONDITION not in f for f in found[:-1]), "the violation should come at the last step"
     assert CONDITION in found[-1]
 
 
 @pytest.mark.skipif(POLICY_FILE is None or not POLICY_FILE.is_file(), reason="the policy file is not available")
 def test_policy_file_keeps_j1():
-    policy = load_policy(POLICY_FILE, DeploymentOverride.of(DEPLOYMENT_OVERRIDE))
+    policy = load_policy(POLICY_FILE, DeploymentOverride.of(DEPLOYMENT_OVERRIDE), no_config=True)
     try:
         found = violated_at_each_step(policy)
     except ActionRefused as refused:
