@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import TextIO
 
 from prunecheck.proofs import THEOREMS
+from prunecheck.symbolic.interrupts import commit
 
 
 def result_of(module):
@@ -67,6 +68,7 @@ def add_parser(sub) -> None:
 
 def command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     rows = results()
+    commit()  # every theorem is settled: the table (or proofs/README.md) is printed whole
     if args.markdown:
         print(markdown(rows), file=stdout, end="")
     else:

@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
 from prunecheck.spec.conditions import CONDITIONS
-from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch
+from prunecheck.spec.errors import Interrupted, PolicySyntaxError, PrunecheckError, ReplayMismatch
 from prunecheck.spec.policy import DeploymentOverride
 
 from prunecheck.checker.check import check
 from prunecheck.checker.options import CheckOptions, options_with
 from prunecheck.checker.outputs.cache import MISS, CacheStatus, ReportCache, default_cache_dir
 from prunecheck.checker.result import Report, Verdict
+from prunecheck.checker.commands.workers import POLL
+from prunecheck.symbolic.interrupts import commit, stop_if_interrupted
 
 POLICY_SUFFIXES = (".yaml", ".yml", ".json", ".py")
 EXECUTORS = ("process", "dask")
@@ -110,6 +112,8 @@ def batch_item(path: str, options: CheckOptions, cache_dir: Optional[str] = None
                 and read.status is CacheStatus.REJECTED:
             cache.discard(settings)
         return replace(_item(path, started, read, report), accepts=policy.accepts)
+    except Interrupted:
+        raise
     except ReplayMismatch as exc:
         return _item(path, started, read, error=f"checker bug: {exc.one_line()}", internal=True)
     except PrunecheckError as exc:
@@ -141,20 +145,32 @@ def _pooled(paths, worker, args, jobs, done) -> None:
 
 
 def _dasked(paths, worker, args, jobs, scheduler, done) -> None:
-    from distributed import Client, LocalCluster, as_completed as dask_completed
+    from distributed import Client, LocalCluster, wait as dask_wait
 
+    stop_if_interrupted()
     cluster = None if scheduler else LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
                                                   dashboard_address=None)
     client = Client(scheduler or cluster)
+    futures = []
     try:
         futures = client.map(worker, list(paths), *[[a] * len(paths) for a in args], pure=False)
         owner = {f.key: p for f, p in zip(futures, paths)}
-        for future in dask_completed(futures):
+        pending = set(futures)
+        while pending:
+            stop_if_interrupted()  # looked for every POLL seconds: the cluster's tasks are cancelled below
             try:
-                done(future.result())
-            except Exception as exc:  # noqa: BLE001 - a killed worker, a lost connection: that item fails, not the batch
-                why = f"the Dask task failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
-                done(_died(owner[future.key], why))
+                finished, pending = dask_wait(pending, timeout=POLL, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                continue
+            for future in finished:
+                try:
+                    done(future.result())
+                except Exception as exc:  # noqa: BLE001 - a killed worker, a lost connection: that item fails, not the batch
+                    why = f"the Dask task failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+                    done(_died(owner[future.key], why))
+    except BaseException:
+        client.cancel(futures)
+        raise
     finally:
         client.close()
         if cluster is not None:
@@ -366,6 +382,7 @@ def run_batch_cli(args, stdout, stderr) -> int:
     # rich writes its own escape codes: give it the raw stream (every text it gets passed through terminal_safe).
     raw_err = getattr(stderr, "stream", stderr)
     items = check_many(paths, options, args.jobs, args.executor, args.scheduler, cache_dir, progress=raw_err)
+    commit()  # every policy is checked: the baseline, the files and the summary are written whole
     items, checked = with_policies(items, options)
     try:
         items, triages = _settled(items, baseline, getattr(args, "write_baseline", None), stderr)

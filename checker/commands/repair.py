@@ -8,7 +8,6 @@ import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Optional
 
 from prunecheck.spec.conditions import CONDITIONS, applicable, evidence_on, violations
@@ -26,8 +25,10 @@ from prunecheck.spec.actions import action_text
 from prunecheck.spec.state import host_truncates
 from prunecheck.checker.commands.repair_text import (EXCLUSIONS, ENVIRONMENT_KEYS, EVIDENCE_KEYS, SAFE_DEPLOYMENT,
                                                      Change, form_of, repaired_policy, repaired_text, unified_diff)
+from prunecheck.symbolic.interrupts import commit, stop_if_interrupted
 from prunecheck.checker.result import Report, Result, Trace, Verdict
 from prunecheck.checker.language.typecheck import check_policy
+from prunecheck.checker.outputs.paths import write_whole, writing
 
 MAX_ALTERNATIVES = 0  # further proved repairs to name after the preferred one (each may cost full checks)
 EXIT_REPAIRED, EXIT_NONE, EXIT_UNDECIDED = 0, 1, 3
@@ -135,6 +136,7 @@ def candidate_sets(changes: tuple) -> tuple:
 def run_violations(policy: Policy, actions, spans: Optional[int]) -> frozenset:
     """Every condition the actions violate at some step when run on the reference runtime under policy, up to the
     first action the runtime does not enable there."""
+    stop_if_interrupted()  # each candidate is replayed on every known run
     state, bad = State(), set()
     for action in actions:
         try:
@@ -471,16 +473,15 @@ def run(args, stdout, stderr) -> int:
     options = options_with(depth=args.depth, spans=args.spans, timeout=args.timeout, rlimit=args.rlimit)
     result = repair(policy, text, args.policy, allow_deployment=not args.text_only, options=options,
                     alternatives=args.alternatives)
+    commit()
     stale = ()
     if result.repaired:
         expect = expected_verdicts(args.policy)
         checked = {r.condition for r in result.report.results}  # the repair's deployment may drop some
         stale = tuple(c for c in CONDITIONS if expect.get(c) == "violated" and c in checked)
         if args.out:
-            try:
-                Path(args.out).write_text(("\ufeff" if _has_bom(args.policy) else "") + result.text, encoding="utf-8")
-            except OSError as exc:
-                raise PrunecheckError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+            with writing("--out", args.out):  # a write that fails after the up-front check: one error line
+                write_whole(args.out, ("\ufeff" if _has_bom(args.policy) else "") + result.text)
             print(f"wrote {args.out}", file=stderr)
     if args.format == "json":
         print(json.dumps(result_json(result), indent=2), file=stdout)
