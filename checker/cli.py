@@ -453,6 +453,7 @@ def _certify(args, stdout) -> int:
     if args.policy:
         policy = load_policy(args.policy, load_deployment(args.deployment) if args.deployment else None)
     verdicts = certify_set(documents, policy, args.timeout * 1000, args.rlimit)
+    commit()  # every certificate is re-checked: the verdicts are printed whole
     for v in verdicts:
         about = f"{v.label}: " if v.label else ""
         print(f"{v.name}: {about}{v.status} ({v.reason})", file=stdout)

@@ -63,11 +63,15 @@ def interrupt(signum: int = signal.SIGINT) -> None:
         _run.signal = signum
     if _run.committed:  # the outcome is decided: what is left (writing it) runs to its end
         return
-    for context in list(_run.contexts):
-        context.interrupt()
+    contexts = list(_run.contexts)
     if _run.asking:
         _run.touched = True
-        sys.modules["z3.z3"].main_ctx().interrupt()
+        contexts.append(sys.modules["z3.z3"].main_ctx())
+    for context in contexts:
+        try:
+            context.interrupt()
+        except Exception:  # noqa: BLE001 - z3 reports the query it already stopped ("canceled"): nothing to do
+            pass
 
 
 @contextlib.contextmanager
@@ -128,7 +132,10 @@ def stopping(hook: Callable[[], None]):
 
 
 def _on_signal(signum, frame) -> None:
-    interrupt(signum)
+    """Python's handler, run in the main thread between any two bytecodes (inside z3's callbacks too): it marks the
+    run and calls no z3 (_watch interrupts z3's queries, from its own thread)."""
+    if _run.signal is None:
+        _run.signal = signum
     for hook in list(_run.hooks):
         hook()
     if _run.raising and not _run.committed:
@@ -148,6 +155,8 @@ def _watch(reader: socket.socket) -> None:
         signals = [byte for byte in data if byte in SIGNALS]
         if signals:
             interrupt(signals[0])
+            for hook in list(_run.hooks):  # also when another handler took the signal (uvicorn's, serving HTTP)
+                hook()
             while _run.asking and interrupted():  # a query z3 had not yet begun: it would not see the interrupt
                 time.sleep(RETRY)
                 interrupt(signals[0])

@@ -17,7 +17,7 @@ class Pool:
         self.lock = threading.Lock()
         self.idle = []
         self.busy = set()
-        self.closed = False
+        self.closed = self.killed = False
 
     def call(self, tool: str, limits: Limits, arguments: dict) -> tuple:
         """run_tool's answer (status, text, document), or ("error", line, None) when the call outlives
@@ -41,6 +41,8 @@ class Pool:
                 if stopped.is_set():
                     return "error", (f"prunecheck: error: the call exceeded this server's limit of {seconds:g} s "
                                      "per call; ask for a smaller depth, spans or rlimit"), None
+                if self.killed:
+                    return "error", "prunecheck: interrupted: the server is stopping", None
                 return "error", f"prunecheck: internal error: {DIED}", None
             self._give(worker)
             if not answer[0]:
@@ -64,8 +66,8 @@ class Pool:
         worker.close()
 
     def kill(self) -> None:
-        """Kill every worker, busy or idle, at once (the server is interrupted): their calls end as died."""
-        self.closed = True
+        """Kill every worker, busy or idle, at once (the server is interrupted): their calls end, unanswered."""
+        self.closed = self.killed = True
         for worker in list(self.busy) + list(self.idle):
             worker.process.kill()
 

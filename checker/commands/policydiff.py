@@ -441,11 +441,13 @@ def add_parser(subparsers) -> None:
 def run(args, stdout, stderr) -> int:
     """Exit 0 equivalent (proved), 1 different (replayed witness), 3 no difference found within the bounds."""
     from prunecheck.checker.language.loader import load_policy
+    from prunecheck.symbolic.interrupts import commit
 
     old, new = load_policy(args.old), load_policy(args.new)
     options = options_with(DIFF_DEFAULTS, depth=args.depth, spans=args.spans, timeout=args.timeout,
                            rlimit=args.rlimit)
     diff = diff_policies(old, new, options)
+    commit()  # the outcome is decided: printed whole
     if args.format == "json":
         print(json.dumps(diff_json(diff, old, new), indent=2), file=stdout)
     else:
