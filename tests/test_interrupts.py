@@ -35,6 +35,7 @@ SEED = EXAMPLES / "seed_flawed.yaml"
 MARK = "PRUNECHECK_INTERRUPT_TEST"  # in the environment of the command and of every worker it starts
 SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
 GONE_GUARD = 30.0  # seconds a killed worker may take to disappear (it takes milliseconds)
+START_GUARD = 60.0  # seconds the interpreter may take to start on a loaded machine (it takes a fraction of one)
 
 
 # --------------------------------------------------------------------------- in this process
@@ -119,7 +120,9 @@ def _handles_sigterm(pid: int) -> bool:
 def _start(argv: list, token: str, stdin=subprocess.DEVNULL) -> subprocess.Popen:
     process = subprocess.Popen(PRUNECHECK + [str(a) for a in argv], cwd=ROOT, stdin=stdin, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env={**os.environ, MARK: token})
-    while process.poll() is None and not _handles_sigterm(process.pid):
+    deadline = time.monotonic() + START_GUARD
+    while not _handles_sigterm(process.pid):  # the console script installs its handlers before anything else
+        assert process.poll() is None and time.monotonic() < deadline, "the command never handled SIGTERM"
         time.sleep(0.01)
     return process
 
