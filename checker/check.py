@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import replace
 from typing import Optional
@@ -16,7 +17,7 @@ from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.engines.unknowns import counted_spans
 from prunecheck.symbolic.runs import run_lengths, runs_apply
 from prunecheck.checker.engines.explicit import domains_for, explore
-from prunecheck.checker.engines.peak import explicit_peak, symbolic_peak
+from prunecheck.checker.engines.peak import PeakWatch, explicit_peak, symbolic_peak
 from prunecheck.checker.language.document import policy_document, policy_hash
 from prunecheck.checker.versions import versions
 from prunecheck.checker.engines.certificate import clear_memos
@@ -63,30 +64,39 @@ def check(policy: Policy, options: CheckOptions = DEFAULTS, proofs: Optional[dic
     replayed on the runtime; everything else is `unknown`, with the reasons of both engines. With a generous timeout
     and an `rlimit`, the report no longer depends on the machine's load (tests use it). `proofs` ({condition:
     Result}) are this policy's induction attempts at these bounds, already made (`prove_all`): they are not made
-    again. Explicit: the explicit-state oracle's report, of the same shape and never `holds`.
+    again. Explicit: the explicit-state oracle's report, of the same shape and never `holds` (with the recovery
+    peak, one search finds both within the one time limit).
     """
-    if options.recovery_peak:
-        report = check(policy, replace(options, recovery_peak=False), proofs)
-        return replace(report, recovery_peak=peak(policy, options))
     if options.engine is Engine.EXPLICIT:
         current().step(f"explicit-state search to depth {options.depth}")
         return _explicit(policy, options)
+    if options.recovery_peak:
+        report = check(policy, replace(options, recovery_peak=False), proofs)
+        return replace(report, recovery_peak=peak(policy, options))
     memory_mb = options.memory_mb
     bounds = Bounds(options.timeout, int(options.rlimit), int(memory_mb), _domain(options.tokens),
                     _domain(options.repeats))
-    if memory_mb > 0:
-        z3.set_param("memory_max_size", int(memory_mb))
     try:
-        report = replace(_check(policy, options, proofs or {}), bounds=bounds)
-        return with_variants(policy, report, options) if options.counterexamples > 1 else report
+        with _z3_memory(memory_mb):
+            report = replace(_check(policy, options, proofs or {}), bounds=bounds)
+            return with_variants(policy, report, options) if options.counterexamples > 1 else report
     except (SolverUnknown, z3.Z3Exception) as exc:
         if isinstance(exc, z3.Z3Exception) and not out_of_memory(exc):  # building terms can run out of memory too
             raise
         memory = Reason((Clause(Method.BMC, Found.MEMORY, megabytes=int(memory_mb)),))
         results = tuple(Result(c, Verdict.UNKNOWN, None, memory) for c in applicable(policy, options.conditions))
         return new_report(policy, policy_hash(policy), options.depth, options.spans, results, bounds)
+
+
+@contextlib.contextmanager
+def _z3_memory(megabytes: int):
+    """While inside, z3 holds at most `megabytes` MB (0: no limit)."""
+    if megabytes > 0:
+        z3.set_param("memory_max_size", int(megabytes))
+    try:
+        yield
     finally:
-        if memory_mb > 0:
+        if megabytes > 0:
             z3.set_param("memory_max_size", 0)
 
 
@@ -193,19 +203,28 @@ def with_variants(policy: Policy, report: Report, options: CheckOptions) -> Repo
 
 
 def peak(policy: Policy, options: CheckOptions):
-    """The recovery set's peak size within the options' bounds, by the engine they name (a bounded figure)."""
+    """The recovery set's peak size within the options' bounds, by the engine they name (a bounded figure), within
+    their time and memory limits."""
     current().step("recovery peak")
     if options.engine is Engine.EXPLICIT:
         domains = domains_for(policy, options.tokens, options.repeats)
-        return explicit_peak(policy, options.depth, options.spans, domains, options.timeout)
-    return symbolic_peak(policy, options.depth, options.spans, _domain(options.tokens), options.timeout,
-                         int(options.rlimit))
+        return explicit_peak(policy, options.depth, options.spans, domains, options.timeout,
+                             memory_mb=options.memory_mb)
+    with _z3_memory(options.memory_mb):
+        return symbolic_peak(policy, options.depth, options.spans, _domain(options.tokens), options.timeout,
+                             int(options.rlimit))
 
 
 def _explicit(policy: Policy, options: CheckOptions) -> Report:
     """The explicit-state oracle's report: never `holds`, its domains named in every reason (tokens and repeats,
-    when given, replace the domains derived from the policy's constants)."""
+    when given, replace the domains derived from the policy's constants); with the recovery peak, measured on the
+    same search."""
     domains = domains_for(policy, options.tokens, options.repeats)
-    results = explore(policy, options.depth, options.spans, options.only, domains, options.timeout)
-    bounds = Bounds(options.timeout, tokens=domains.tokens, repeats=domains.repeats)
-    return new_report(policy, policy_hash(policy), options.depth, options.spans, results, bounds)
+    watch = PeakWatch() if options.recovery_peak else None
+    results = explore(policy, options.depth, options.spans, options.only, domains, options.timeout,
+                      memory_mb=options.memory_mb, watch=watch)
+    bounds = Bounds(options.timeout, memory_mb=int(options.memory_mb), tokens=domains.tokens, repeats=domains.repeats)
+    report = new_report(policy, policy_hash(policy), options.depth, options.spans, results, bounds)
+    if watch is not None:
+        report = replace(report, recovery_peak=watch.peak(options.depth, options.spans, domains))
+    return report

@@ -7,8 +7,9 @@ some condition is violated (replay: the trace does not reproduce; replay --polic
 certificate is rejected or refuted); 2 usage or input error (certify, explain, replay, graph: an unreadable file or
 one of the wrong kind); 3 nothing
 violated but something unknown (certify: a solver gave up on some certificate); 4 internal error (a checker bug,
-such as a counterexample that does not replay). frontdoor.EXIT_MEANINGS says what 0, 1 and 3 mean for each command;
-every --help lists its command's codes.
+such as a counterexample that does not replay); 130 interrupted by SIGINT or SIGTERM (one line on stderr, no verdict
+printed, no partial file written). frontdoor.EXIT_MEANINGS says what 0, 1 and 3 mean for each command; every --help
+lists its command's codes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -24,25 +24,17 @@ from typing import List, Optional, TextIO
 
 from prunecheck.version import __version__
 from prunecheck.spec.conditions import CONDITIONS
-from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch, TraceFormatError
+from prunecheck.spec.errors import PolicySyntaxError, ReplayMismatch
+from prunecheck.symbolic.interrupts import commit, handling_signals, install, interrupted
 
-from prunecheck.checker.commands.frontdoor import (add_operator_arguments, add_quiet_argument, add_rlimit_argument,
-                                                   bounded_int, command_list, conditions_text, exit_code_epilog,
-                                                   progress_of)
+from prunecheck.checker.commands.frontdoor import (EXIT_HOLDS, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_VIOLATED, UsageError, HelpShown, add_operator_arguments,
+                                                   add_quiet_argument, add_rlimit_argument, bounded_int, command_list,
+                                                   conditions_text, exit_code_epilog, failure_code, progress_of)
 from prunecheck.checker.options import DEFAULTS, MAX_DEPTH, MAX_SPANS, Engine
 from prunecheck.checker.outputs.paths import cache_warning, check_output_paths
 from prunecheck.checker.outputs.terminal import SafeStream
 
-EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3, 4
 FAIL_ON = ("unknown", "violated")
-
-
-class UsageError(Exception):
-    """Bad command-line usage (exit code 2)."""
-
-
-class _HelpShown(Exception):
-    """--help printed its text (exit code 0)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,7 +43,7 @@ class _Parser(argparse.ArgumentParser):
 
     def exit(self, status=0, message=None):
         if status == 0:
-            raise _HelpShown()
+            raise HelpShown()
         raise UsageError(message or "")
 
 
@@ -111,7 +103,7 @@ def _add_check_parser(sub) -> None:
                        help=f"seconds per condition (default {DEFAULTS.timeout:g})")
     add_rlimit_argument(check)
     check.add_argument("--memory", type=bounded_int(0, 1 << 20), default=DEFAULTS.memory_mb, metavar="MB",
-                       help="solver memory limit in MB (0: none)")
+                       help="memory limit in MB (0: none): z3's, and this process's for the explicit engine's search")
     check.add_argument("--max-counterexamples", type=bounded_int(1, 100), default=DEFAULTS.counterexamples,
                        metavar="N", help="up to N counterexamples per violated condition, different in their action "
                                          "sequences")
@@ -201,42 +193,26 @@ def builtin_commands() -> dict:
 
 def main(argv: Optional[List[str]] = None, stdout: TextIO = None, stderr: TextIO = None,
          extra_commands=None) -> int:
-    """extra_commands: {name: (add_parser(subparsers), run(args, stdout, stderr) -> int)} from packages above."""
-    stdout = SafeStream(stdout or sys.stdout)
+    """extra_commands: {name: (add_parser(subparsers), run(args, stdout, stderr) -> int)} from packages above.
+
+    SIGINT and SIGTERM interrupt the command (symbolic/interrupts.py): exit 130 with `prunecheck: interrupted` on
+    stderr, and nothing the interrupt could have shaped printed or written."""
+    stdout = SafeStream(stdout or sys.stdout, gated=True)
     stderr = SafeStream(stderr or sys.stderr)
     extra_commands = {**builtin_commands(), **(extra_commands or {})}
-    try:
-        parser = build_parser(extra_commands)
-        with contextlib.redirect_stdout(stdout):  # where argparse prints --help
-            args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        return _run(parser, args, extra_commands, stdout, stderr)
-    except _HelpShown:
-        return EXIT_HOLDS
-    except UsageError as exc:
-        print(f"prunecheck: usage error: {' '.join(str(exc).split())}", file=stderr)
-        return EXIT_INPUT
-    except (PolicySyntaxError, TraceFormatError) as exc:
-        print(f"prunecheck: error: {exc.one_line()}", file=stderr)
-        return EXIT_INPUT
-    except ReplayMismatch as exc:
-        print(f"prunecheck: internal error (checker bug, please report): {exc.one_line()}", file=stderr)
-        return EXIT_INTERNAL
-    except PrunecheckError as exc:
-        print(f"prunecheck: error: {exc.one_line()}", file=stderr)
-        return EXIT_INPUT
-    except BrokenPipeError:
-        # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_VIOLATED
-    except KeyboardInterrupt:
-        print("prunecheck: interrupted", file=stderr)
-        return EXIT_INTERNAL
-    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
-        if os.environ.get("PRUNECHECK_DEBUG"):
-            raise
-        print(f"prunecheck: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
-              "(set PRUNECHECK_DEBUG=1 for a traceback)", file=stderr)
-        return EXIT_INTERNAL
+    with handling_signals():
+        try:
+            parser = build_parser(extra_commands)
+            with contextlib.redirect_stdout(stdout):  # where argparse prints --help
+                args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+            code = _run(parser, args, extra_commands, stdout, stderr)
+        except BaseException as exc:  # noqa: BLE001 - the promise is one line, never a traceback
+            code = failure_code(exc, stderr)
+        if interrupted():  # a signal after the command stopped computing, before its outcome was decided
+            code = EXIT_INTERRUPTED
+        if code == EXIT_INTERRUPTED:
+            print("prunecheck: interrupted", file=stderr)
+        return code
 
 
 def _run(parser, args, extra_commands: dict, stdout, stderr) -> int:
@@ -317,12 +293,13 @@ def _check(args, stdout, stderr) -> int:
         for condition, where in not_applicable(policy, asked):
             print(f"prunecheck: note: {policy.source}: {condition} not checked: it applies only {where}", file=stderr)
     with progress_of(args, stderr).task("checking", total=len(policies)) as progress:
-        for policy, stem in zip(policies, file_stems(policies)):
+        for policy in policies:
             progress.item(Path(policy.source).name)
-            report = check(policy, options)
-            checked.append(Checked(policy.source, policy, report))
-            write_files(checked[-1], stem, args.out, args.emit_pytest, progress.lines(stderr), args.python)
+            checked.append(Checked(policy.source, policy, check(policy, options)))
             progress.advance()
+    commit()  # every policy is checked: the files, the baseline and the report are written whole
+    for c, stem in zip(checked, file_stems(policies)):
+        write_files(c, stem, args.out, args.emit_pytest, stderr, args.python)
     triages, warnings = settle([(c.report, c.policy.accepts) for c in checked], baseline, args.write_baseline)
     for line in warnings:
         print(f"prunecheck: warning: {line}", file=stderr)
@@ -463,4 +440,5 @@ def _replay_against(args, info, actions, stdout) -> int:
 
 
 def entry() -> None:
+    install()  # SIGINT and SIGTERM interrupt the run for the rest of the process (exit 130)
     sys.exit(main())

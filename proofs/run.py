@@ -11,6 +11,7 @@ from typing import Optional, TextIO
 from prunecheck.checker.commands.frontdoor import add_quiet_argument, progress_of
 from prunecheck.checker.progress import current
 from prunecheck.proofs import THEOREMS
+from prunecheck.symbolic.interrupts import commit
 
 
 def result_of(module):
@@ -106,6 +107,7 @@ def command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         progress.note(MARKDOWN_NOTE)
     with progress.task("proving", total=len(THEOREMS)):
         rows = results()
+    commit()  # every theorem is settled: the table (or proofs/README.md) is printed whole
     if args.markdown:
         print(markdown(rows), file=stdout, end="")
     else:

@@ -45,5 +45,9 @@ class IrreversibleEditError(PrunecheckError):
     """An edit's recovery record is absent, so the edit cannot be undone."""
 
 
+class Interrupted(PrunecheckError):
+    """A SIGINT or SIGTERM stopped the run: nothing it was computing is reported (exit code 130)."""
+
+
 class OutputPathError(PrunecheckError):
     """An output option names a path that cannot be written (exit code 2)."""

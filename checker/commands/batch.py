@@ -11,15 +11,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from prunecheck.spec.conditions import CONDITIONS
-from prunecheck.spec.errors import PolicySyntaxError, PrunecheckError, ReplayMismatch
+from prunecheck.spec.errors import Interrupted, PolicySyntaxError, PrunecheckError, ReplayMismatch
 from prunecheck.spec.policy import DeploymentOverride
 
 from prunecheck.checker.check import check
 from prunecheck.checker.commands.frontdoor import progress_of
 from prunecheck.checker.options import CheckOptions, options_with
 from prunecheck.checker.outputs.cache import MISS, CacheStatus, ReportCache, default_cache_dir
-from prunecheck.checker.result import Report, Verdict, counted
+from prunecheck.checker.result import Report, Verdict
+from prunecheck.checker.commands.workers import POLL
+from prunecheck.checker.commands.batch_summary import summary_table, summary_text, tally, verdict_label  # noqa: F401
+from prunecheck.symbolic.interrupts import commit, stop_if_interrupted
 
 POLICY_SUFFIXES = (".yaml", ".yml", ".json", ".py")
 EXECUTORS = ("process", "dask")
@@ -113,6 +115,8 @@ def batch_item(path: str, options: CheckOptions, cache_dir: Optional[str] = None
                 and read.status is CacheStatus.REJECTED:
             cache.discard(settings)
         return replace(_item(path, started, read, report), accepts=policy.accepts)
+    except Interrupted:
+        raise
     except ReplayMismatch as exc:
         return _item(path, started, read, error=f"checker bug: {exc.one_line()}", internal=True)
     except PrunecheckError as exc:
@@ -144,20 +148,32 @@ def _pooled(paths, worker, args, jobs, done, started=None) -> None:
 
 
 def _dasked(paths, worker, args, jobs, scheduler, done) -> None:
-    from distributed import Client, LocalCluster, as_completed as dask_completed
+    from distributed import Client, LocalCluster, wait as dask_wait
 
+    stop_if_interrupted()
     cluster = None if scheduler else LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
                                                   dashboard_address=None)
     client = Client(scheduler or cluster)
+    futures = []
     try:
         futures = client.map(worker, list(paths), *[[a] * len(paths) for a in args], pure=False)
         owner = {f.key: p for f, p in zip(futures, paths)}
-        for future in dask_completed(futures):
+        pending = set(futures)
+        while pending:
+            stop_if_interrupted()  # looked for every POLL seconds: the cluster's tasks are cancelled below
             try:
-                done(future.result())
-            except Exception as exc:  # noqa: BLE001 - a killed worker, a lost connection: that item fails, not the batch
-                why = f"the Dask task failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
-                done(_died(owner[future.key], why))
+                finished, pending = dask_wait(pending, timeout=POLL, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                continue
+            for future in finished:
+                try:
+                    done(future.result())
+                except Exception as exc:  # noqa: BLE001 - a killed worker, a lost connection: that item fails, not the batch
+                    why = f"the Dask task failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+                    done(_died(owner[future.key], why))
+    except BaseException:
+        client.cancel(futures)
+        raise
     finally:
         client.close()
         if cluster is not None:
@@ -209,83 +225,6 @@ def check_many(paths: Sequence, options: CheckOptions, jobs: int = 1, executor: 
 def _short(path: str) -> str:
     name = Path(path).name
     return name if len(name) <= 32 else name[:31] + "…"
-
-
-def verdict_label(item: BatchItem) -> str:
-    if item.report is None:
-        return "internal error" if item.internal else "error"
-    return str(item.report.verdict)
-
-
-def _columns(items) -> list:
-    present = {r.condition for item in items if item.report is not None for r in item.report.results}
-    return [c for c in CONDITIONS if c in present]
-
-
-def _rows(items) -> list:
-    conditions = _columns(items)
-    rows = []
-    for item in items:
-        verdicts = {r.condition: str(r.verdict) for r in item.report.results} if item.report is not None else {}
-        rows.append([item.path, verdict_label(item)] + [verdicts.get(c, "-") for c in conditions]
-                    + [f"{item.seconds:.2f}", "yes" if item.cached else "no"])
-    return rows
-
-
-def summary_table(items: Sequence[BatchItem]):
-    """A rich Table: policy, verdict, one column per checked condition (✓ holds, ✗ violated, ? unknown), seconds,
-    cached."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    from prunecheck.checker.outputs.terminal import terminal_safe
-
-    styles = {"holds": "green", "violated": "bold red", "unknown": "yellow", "error": "magenta",
-              "internal error": "bold magenta"}
-    marks = {"holds": "✓", "violated": "✗", "unknown": "?"}
-    conditions = _columns(items)
-    table = Table(title=counted(len(items), "policy", "policies"), caption="✓ holds  ✗ violated  ? unknown",
-                  box=box.SIMPLE_HEAD)
-    table.add_column("policy", overflow="fold", ratio=1)
-    for name in ["verdict"] + conditions + ["seconds", "cached"]:
-        table.add_column(name, justify="right" if name == "seconds" else "left", no_wrap=True)
-    for row in _rows(items):
-        cells = [Text(terminal_safe(row[0])), Text(row[1], style=styles.get(row[1], ""))]
-        cells += [Text(marks.get(cell, cell), style=styles.get(cell, "")) for cell in row[2:2 + len(conditions)]]
-        cells += [Text(cell) for cell in row[2 + len(conditions):]]
-        table.add_row(*cells)
-    return table
-
-
-def summary_text(items: Sequence[BatchItem]) -> str:
-    """The summary table as aligned plain text (for non-terminals), then a tally line."""
-    header = ["policy", "verdict"] + _columns(items) + ["seconds", "cached"]
-    rows = [header] + _rows(items)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) if i == len(header) - 2 else cell.ljust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in rows]
-    return "\n".join(lines + [tally(items)])
-
-
-def tally(items: Sequence[BatchItem]) -> str:
-    counts = {}
-    for item in items:
-        counts[verdict_label(item)] = counts.get(verdict_label(item), 0) + 1
-    order = ["violated", "unknown", "holds", "error", "internal error"]
-    parts = [f"{counts[k]} {k}" for k in order if k in counts]
-    cached = sum(item.cached for item in items)
-    rejected = sum(item.rejected for item in items)
-    line = f"{counted(len(items), 'policy', 'policies')}: {', '.join(parts)}; {cached} from the cache"
-    if rejected:
-        line += f"; {rejected} cache {'entry' if rejected == 1 else 'entries'} rejected and re-solved"
-    accepted = sum(len(item.accepted) for item in items)
-    if accepted:
-        line += f"; {accepted} finding{'s' if accepted != 1 else ''} accepted"
-    unexpected = sum(len(item.unexpected) for item in items)
-    if unexpected:
-        line += f"; {counted(unexpected, 'verdict')} not as the policy's expect table says"
-    return line
 
 
 def exit_code(items: Sequence[BatchItem], fail_on: Verdict = Verdict.UNKNOWN) -> int:
@@ -368,6 +307,7 @@ def run_batch_cli(args, stdout, stderr) -> int:
     cache_dir = None if args.no_cache else (args.cache or default_cache_dir())
     items = check_many(paths, options, args.jobs, args.executor, args.scheduler, cache_dir,
                        progress=progress_of(args, stderr))
+    commit()  # every policy is checked: the baseline, the files and the summary are written whole
     items, checked = with_policies(items, options)
     try:
         items, triages = _settled(items, baseline, getattr(args, "write_baseline", None), stderr)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from prunecheck.spec.errors import PolicySyntaxError
+from prunecheck.symbolic.interrupts import commit
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_UNKNOWN = 0, 1, 3
 
@@ -37,6 +38,7 @@ def run(args, stdout) -> int:
     if args.policy:
         policy = judged_from_args(args.policy, args)
     verdicts = certify_set(documents, policy, args.timeout * 1000, args.rlimit)
+    commit()  # every certificate is re-checked: the verdicts are printed whole
     for v in verdicts:
         about = f"{v.label}: " if v.label else ""
         print(f"{v.name}: {about}{v.status} ({v.reason})", file=stdout)

@@ -1,13 +1,32 @@
-"""The command line's front door: exit codes in every --help, the list of commands, and the arguments commands share."""
+"""The command line's front door: exit codes (in every --help, and of whatever a command raises), the list of
+commands, and the arguments commands share."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import Optional
+
+from prunecheck.spec.errors import (Interrupted, PolicySyntaxError, PrunecheckError, ReplayMismatch,
+                                    TraceFormatError)
+from prunecheck.symbolic.interrupts import interrupted
 
 from prunecheck.checker.options import DEFAULTS
 
-COMMON_EXITS = {2: "usage or input error (one line, never a traceback)", 4: "internal error (a checker bug)"}
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_INPUT, EXIT_UNKNOWN, EXIT_INTERNAL = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130  # as a shell reports a command stopped by SIGINT (128 + 2), for SIGTERM too
+
+
+class UsageError(Exception):
+    """Bad command-line usage (exit code 2)."""
+
+
+class HelpShown(Exception):
+    """--help printed its text (exit code 0)."""
+
+COMMON_EXITS = {2: "usage or input error (one line, never a traceback)", 4: "internal error (a checker bug)",
+                130: "interrupted by SIGINT or SIGTERM (nothing reported, no partial file written)"}
 EXIT_MEANINGS = {
     None: {0: "success (check: every condition holds)", 1: "a violation, or the command's failure",
            3: "nothing violated but something unknown"},
@@ -108,3 +127,35 @@ def progress_of(args, stderr):
     from prunecheck.checker.outputs.progress import progress_for
 
     return progress_for(stderr, quiet=getattr(args, "quiet", False))
+
+
+def failure_code(exc: BaseException, stderr) -> int:
+    """The exit code of a command that raised exc, after its one line on stderr (an interrupt's is main's)."""
+    if isinstance(exc, (Interrupted, KeyboardInterrupt)) or (interrupted() and not isinstance(exc, SystemExit)):
+        return EXIT_INTERRUPTED  # whatever the interrupt made fail (a solver error, an event loop's exit)
+    try:
+        raise exc
+    except HelpShown:
+        return EXIT_HOLDS
+    except UsageError as error:
+        print(f"prunecheck: usage error: {' '.join(str(error).split())}", file=stderr)
+        return EXIT_INPUT
+    except (PolicySyntaxError, TraceFormatError) as error:
+        print(f"prunecheck: error: {error.one_line()}", file=stderr)
+        return EXIT_INPUT
+    except ReplayMismatch as error:
+        print(f"prunecheck: internal error (checker bug, please report): {error.one_line()}", file=stderr)
+        return EXIT_INTERNAL
+    except PrunecheckError as error:
+        print(f"prunecheck: error: {error.one_line()}", file=stderr)
+        return EXIT_INPUT
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_VIOLATED
+    except Exception as error:  # noqa: BLE001 - the promise is one line, never a traceback
+        if os.environ.get("PRUNECHECK_DEBUG"):
+            raise
+        print(f"prunecheck: internal error: {type(error).__name__}: {' '.join(str(error).split())} "
+              "(set PRUNECHECK_DEBUG=1 for a traceback)", file=stderr)
+        return EXIT_INTERNAL

@@ -10,6 +10,7 @@ from prunecheck.spec.actions import real_steps
 from prunecheck.checker.engines.replay import replay
 from prunecheck.checker.findings.graph import FORMATS, RenderError, edit_graph, graph_dot, graph_title, picture
 from prunecheck.checker.outputs.itf import read_trace_file
+from prunecheck.checker.outputs.paths import write_whole
 from prunecheck.checker.result import counted, length_text
 
 
@@ -40,7 +41,7 @@ def run(args, stdout, stderr) -> int:
     real = real_steps(t.action for t in transitions)
     data = picture(graph_dot(graph, graph_title(policy.name, condition, len(transitions), real)), fmt)
     try:
-        Path(args.out).write_bytes(data)
+        write_whole(args.out, data)
     except OSError as exc:
         raise RenderError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     gone = sum(1 for _, a in graph.nodes(data=True) if a["node"] == "span" and not a["alive"])

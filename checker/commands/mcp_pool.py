@@ -16,7 +16,8 @@ class Pool:
         self.slots = threading.BoundedSemaphore(size)
         self.lock = threading.Lock()
         self.idle = []
-        self.closed = False
+        self.busy = set()
+        self.closed = self.killed = False
 
     def call(self, tool: str, limits: Limits, arguments: dict) -> tuple:
         """run_tool's answer (status, text, document), or ("error", line, None) when the call outlives
@@ -34,10 +35,14 @@ class Pool:
             finally:
                 timer.cancel()
             if answer is None:
+                with self.lock:
+                    self.busy.discard(worker)
                 worker.close(kill=True)
                 if stopped.is_set():
                     return "error", (f"prunecheck: error: the call exceeded this server's limit of {seconds:g} s "
                                      "per call; ask for a smaller depth, spans or rlimit"), None
+                if self.killed:
+                    return "error", "prunecheck: interrupted: the server is stopping", None
                 return "error", f"prunecheck: internal error: {DIED}", None
             self._give(worker)
             if not answer[0]:
@@ -46,16 +51,25 @@ class Pool:
 
     def _take(self) -> Worker:
         with self.lock:
-            if self.idle:
-                return self.idle.pop()
-        return Worker()
+            worker = self.idle.pop() if self.idle else None
+        worker = worker or Worker()
+        with self.lock:
+            self.busy.add(worker)
+        return worker
 
     def _give(self, worker: Worker) -> None:
         with self.lock:
+            self.busy.discard(worker)
             if not self.closed:
                 self.idle.append(worker)
                 return
         worker.close()
+
+    def kill(self) -> None:
+        """Kill every worker, busy or idle, at once (the server is interrupted): their calls end, unanswered."""
+        self.closed = self.killed = True
+        for worker in list(self.busy) + list(self.idle):
+            worker.process.kill()
 
     def close(self) -> None:
         with self.lock:

@@ -4,6 +4,8 @@ import json  # no `from __future__ import annotations`: the SDK reads the tools'
 from typing import Any, Optional
 
 from prunecheck.version import __version__
+from prunecheck.spec.errors import Interrupted
+from prunecheck.symbolic.interrupts import stop_if_interrupted, stopping
 
 from prunecheck.checker.commands.mcp_tools import Limits, precheck
 from prunecheck.checker.options import MAX_SPANS
@@ -160,14 +162,19 @@ def run(args, stdout, stderr) -> int:
                     operator=operator)
     pool = Pool(args.workers)
     server = build_server(pool, limits)
+    # A signal kills the workers (their calls end) and leaves the event loop; this process runs no z3 itself.
     try:
-        if args.http is None:
-            server.run("stdio")
-        else:
-            print(f"prunecheck mcp: serving http://127.0.0.1:{args.http}/mcp", file=stderr, flush=True)
-            server.run("streamable-http", host="127.0.0.1", port=args.http)
+        with stopping(pool.kill):
+            if args.http is None:
+                server.run("stdio")
+            else:
+                print(f"prunecheck mcp: serving http://127.0.0.1:{args.http}/mcp", file=stderr, flush=True)
+                server.run("streamable-http", host="127.0.0.1", port=args.http)
+    except KeyboardInterrupt:
+        raise Interrupted("the server was interrupted") from None
     finally:
         pool.close()
+    stop_if_interrupted()  # a signal the event loop absorbed (uvicorn's own handler re-raises it as it stops)
     return 0
 
 

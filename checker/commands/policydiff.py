@@ -454,12 +454,14 @@ def run(args, stdout, stderr) -> int:
     """Exit 0 equivalent (proved), 1 different (replayed witness), 3 no difference found within the bounds."""
     from prunecheck.checker.commands.frontdoor import progress_of
     from prunecheck.checker.language.operator import judged_from_args
+    from prunecheck.symbolic.interrupts import commit
 
     old, new = judged_from_args(args.old, args), judged_from_args(args.new, args)
     options = options_with(DIFF_DEFAULTS, depth=args.depth, spans=args.spans, timeout=args.timeout,
                            rlimit=args.rlimit)
     with progress_of(args, stderr).task("diffing"):
         diff = diff_policies(old, new, options)
+    commit()  # the outcome is decided: printed whole
     if args.format == "json":
         print(json.dumps(diff_json(diff, old, new), indent=2), file=stdout)
     else:

@@ -25,6 +25,7 @@ from prunecheck.spec.state import host_truncates
 from prunecheck.checker.commands.repair_output import describe_changes, result_json, result_text, verdict_line
 from prunecheck.checker.commands.repair_text import (EXCLUSIONS, ENVIRONMENT_KEYS, EVIDENCE_KEYS, SAFE_DEPLOYMENT,
                                                      Change, form_of, repaired_policy, repaired_text, unified_diff)
+from prunecheck.symbolic.interrupts import stop_if_interrupted
 from prunecheck.checker.result import Report, Trace, Verdict
 from prunecheck.checker.language.typecheck import check_policy
 
@@ -135,6 +136,7 @@ def candidate_sets(changes: tuple) -> tuple:
 def run_violations(policy: Policy, actions, spans: Optional[int]) -> frozenset:
     """Every condition the actions violate at some step when run on the reference runtime under policy, up to the
     first action the runtime does not enable there."""
+    stop_if_interrupted()  # each candidate is replayed on every known run
     state, bad = State(), set()
     for action in actions:
         try:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from prunecheck.spec.conditions import CONDITIONS
-from prunecheck.spec.errors import PrunecheckError
 
 from prunecheck.checker.commands.repair import (EXIT_NONE, EXIT_REPAIRED, EXIT_UNDECIDED, MAX_ALTERNATIVES, repair,
                                                 result_json, result_text)
 from prunecheck.checker.language.loader import decode_policy_bytes, expected_verdicts, load_policy
 from prunecheck.checker.options import DEFAULTS, MAX_SPANS, options_with
+from prunecheck.checker.outputs.paths import write_whole, writing
+from prunecheck.symbolic.interrupts import commit
 
 ALTERNATIVES_HELP = ("after the preferred repair, keep searching in the same order and also list up to N other "
                      "proved repairs, none containing an earlier one (each may cost full checks; default "
@@ -74,6 +74,7 @@ def run(args, stdout, stderr) -> int:
         result = repair(policy, text, args.policy, options=options, alternatives=args.alternatives,
                         allow_deployment=not args.text_only and operator.trust_policy_deployment,
                         judge=lambda parsed: judged(parsed, operator))
+    commit()  # the repair is decided: its files and text are written whole
     if not args.text_only and not operator.trust_policy_deployment:
         print(f"prunecheck: note: {DEPLOYMENT_NOT_REPAIRED}", file=stderr)
     stale = ()
@@ -82,10 +83,8 @@ def run(args, stdout, stderr) -> int:
         checked = {r.condition for r in result.report.results}  # the repair's deployment may drop some
         stale = tuple(c for c in CONDITIONS if expect.get(c) == "violated" and c in checked)
         if args.out:
-            try:
-                Path(args.out).write_text(("\ufeff" if _has_bom(args.policy) else "") + result.text, encoding="utf-8")
-            except OSError as exc:
-                raise PrunecheckError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+            with writing("--out", args.out):  # a write that fails after the up-front check: one error line
+                write_whole(args.out, ("\ufeff" if _has_bom(args.policy) else "") + result.text)
             print(f"wrote {args.out}", file=stderr)
     if args.format == "json":
         print(json.dumps(result_json(result), indent=2), file=stdout)

@@ -20,6 +20,7 @@ from prunecheck.spec.errors import PrunecheckError
 
 from prunecheck.checker.engines.certificate_model import Encoding, ModelFacts, clear_models, model_facts
 from prunecheck.checker.engines.smtlib import SmtError, read_definition
+from prunecheck.symbolic.interrupts import stop_if_interrupted
 from prunecheck.symbolic.solver import new_solver, query
 
 FORMAT = "prunecheck-certificate/1"
@@ -223,6 +224,7 @@ def _ask_cvc5(prefix: str, queries: list, timeout_ms: int, rlimit: int) -> list:
     answers = []
     try:
         while True:
+            stop_if_interrupted()  # cvc5 cannot be interrupted inside a query: between its commands, then
             command = parser.nextCommand()
             if command.isNull():
                 break

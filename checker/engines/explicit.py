@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
 from fractions import Fraction
 from typing import Iterable, Optional
@@ -13,10 +15,13 @@ from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, ROLES, SIZED, At
                                     calls_tools)
 from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
 
+from prunecheck.symbolic.interrupts import stop_if_interrupted
+
 from prunecheck.checker.engines.replay import confirm
 from prunecheck.checker.result import (Clause, Domains, EngineRun, Found, Method, Outcome, Reason, Result, Stats, Trace,
                                        Verdict)
 
+MEMORY_EVERY = 256  # states between looks at the process's memory (each look reads /proc)
 DEFAULT_TOKENS = (1, 2)
 DEFAULT_REPEATS = (1,)
 # Which domain a constant feeds, by the attributes it is compared with (spec/SPEC.md §7c).
@@ -136,26 +141,55 @@ def action_choices(policy: Policy, state: State, spans: int, domains: Domains) -
     return sorted(actions, key=lambda a: not isinstance(a, Audit))
 
 
+def resident_megabytes() -> float:
+    """This process's resident memory in MB (where there is no /proc: its peak so far)."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)
+
+
+class SearchLimits:
+    """A breadth-first search's limits, looked at after each state it expands: seconds, states, the process's
+    memory (every MEMORY_EVERY looks); and an interrupt, which raises Interrupted."""
+
+    def __init__(self, time_limit: float, max_states: Optional[int] = None, memory_mb: int = 0):
+        self.time_limit, self.max_states, self.memory_mb = time_limit, max_states, memory_mb
+        self.started, self.looks = time.perf_counter(), 0
+
+    def reached(self, states: int) -> Optional[dict]:
+        """The limit reached, as the Clause fields that name it (time_limit, state_limit or megabytes), or None."""
+        stop_if_interrupted()
+        self.looks += 1
+        if time.perf_counter() - self.started > self.time_limit:
+            return {"time_limit": float(self.time_limit)}
+        if self.max_states is not None and states > self.max_states:
+            return {"state_limit": self.max_states}
+        if self.memory_mb > 0 and self.looks % MEMORY_EVERY == 0 and resident_megabytes() > self.memory_mb:
+            return {"megabytes": int(self.memory_mb)}
+        return None
+
+
 def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = CONDITIONS,
-            domains: Domains = None, time_limit: float = 60.0, max_states: Optional[int] = None) -> tuple:
+            domains: Domains = None, time_limit: float = 60.0, max_states: Optional[int] = None,
+            memory_mb: int = 0, watch=None) -> tuple:
     """Per condition: `violated` with a shortest trace (within the domains), or `unknown`; never `holds`.
 
     Shortest in actions: a repeated read or audit is one action (depth counts actions, as in the symbolic search).
-    The search stops at `time_limit` seconds or, deterministically, once it has explored `max_states` states.
+    The search stops at `time_limit` seconds, once the process holds more than `memory_mb` MB (0: no limit) or,
+    deterministically, once it has explored `max_states` states. `watch` (peak.PeakWatch) sees every new state and
+    each level completed (watch.see(state), watch.level_done(level, parent)); with it the search goes on to `depth`
+    after every condition is violated.
     """
     domains = domains or domains_for(policy)
     pending = list(applicable(policy, conditions))
     results, started = {}, time.perf_counter()
+    limits = SearchLimits(time_limit, max_states, memory_mb)
     parent = {State(): None}
     frontier, explored, stopped = [State()], 1, None
-
-    def trace_to(state, action) -> tuple:
-        actions = [action]
-        while parent[state] is not None:
-            state, taken = parent[state]
-            actions.append(taken)
-        return tuple(reversed(actions))
-
     for level in range(1, depth + 1):
         following = []
         for state in frontier:
@@ -163,7 +197,7 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
                 transition = step(policy, state, action, spans)
                 found_here = violations(policy, transition) if pending else frozenset()
                 for c in [c for c in pending if c in found_here]:
-                    actions = trace_to(state, action)
+                    actions = _trace_to(parent, state, action)
                     confirm(policy, actions, c, spans)
                     trace = Trace(c, actions, spans)
                     seconds = time.perf_counter() - started
@@ -176,19 +210,32 @@ def explore(policy: Policy, depth: int, spans: int, conditions: Iterable[str] = 
                 if transition.after not in parent:
                     parent[transition.after] = (state, action)
                     following.append(transition.after)
-            if time.perf_counter() - started > time_limit:
-                stopped, limit = level, {"time_limit": float(time_limit)}
-                break
-            if max_states is not None and explored + len(following) > max_states:
-                stopped, limit = level, {"state_limit": max_states}
+                    if watch is not None:
+                        watch.see(transition.after)
+            limit = limits.reached(explored + len(following))
+            if limit is not None:
+                stopped = level
                 break
         explored += len(following)
         frontier = following
-        if not pending or stopped is not None:
+        if stopped is not None:
+            break
+        if watch is not None:
+            watch.level_done(level, parent)
+        elif not pending:
             break
     for c in pending:
         results[c] = _undecided(c, depth, spans, domains, explored, (stopped, limit) if stopped is not None else None, started)
     return tuple(results[c] for c in CONDITIONS if c in results)
+
+
+def _trace_to(parent: dict, state: State, action) -> tuple:
+    """The actions from the empty window to state (parent: each state's predecessor and action), then action."""
+    actions = [action]
+    while parent[state] is not None:
+        state, taken = parent[state]
+        actions.append(taken)
+    return tuple(reversed(actions))
 
 
 def _undecided(c: str, depth: int, spans: int, domains: Domains, explored: int, stop, started: float) -> Result:

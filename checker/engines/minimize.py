@@ -12,6 +12,7 @@ from prunecheck.spec.runtime import (
 )
 
 from prunecheck.checker.engines.replay import first_violation
+from prunecheck.symbolic.interrupts import stop_if_interrupted
 
 MAX_TOKEN_TRIES = 64
 
@@ -55,6 +56,7 @@ def without_step(actions: Sequence, index: int) -> tuple:
 
 def violation_prefix(policy: Policy, actions: Sequence, condition: str, max_spans: Optional[int]) -> Optional[tuple]:
     """The trace cut at the first step that violates `condition` on the runtime, or None (refused or no violation)."""
+    stop_if_interrupted()  # minimising replays many candidates
     state, transitions = State(), []
     for action in actions:
         try:

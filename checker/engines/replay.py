@@ -9,6 +9,7 @@ import z3
 
 from prunecheck.spec.conditions import state_violations, violations
 from prunecheck.spec.errors import ReplayMismatch
+from prunecheck.symbolic.interrupts import stop_if_interrupted
 from prunecheck.symbolic.model import SymAction, SymState
 from prunecheck.symbolic.runs import RunAction
 from prunecheck.spec.policy import NAME_ATTRS, Policy, mentioned_names, name_code, name_of
@@ -101,6 +102,7 @@ def decode_state(model: z3.ModelRef, s: SymState) -> State:
 
 def replay(policy: Policy, actions: Sequence, max_spans: Optional[int] = None) -> List[Transition]:
     """Run actions from the empty window; an action whose guard fails raises ReplayMismatch."""
+    stop_if_interrupted()  # replays run in long loops (minimising, repair): each one is a point to stop at
     state, out = State(), []
     for index, action in enumerate(actions):
         try:

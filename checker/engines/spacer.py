@@ -12,6 +12,7 @@ from prunecheck.spec.conditions import STEP_CONDITIONS
 from prunecheck.checker.engines.certificate_model import Encoding
 from prunecheck.checker.engines.prove import certified, unproved
 from prunecheck.checker.result import Clause, EngineRun, Found as Finding, Method, Outcome, Result, Scope, Stats, Tried
+from prunecheck.symbolic.interrupts import handling, interruptible, stop_if_interrupted, stop_if_said
 from prunecheck.symbolic.solver import RANDOM_SEED, queries_asked
 from prunecheck.checker.engines.unknowns import solver_said
 
@@ -35,6 +36,8 @@ def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
     fp.set("fp.spacer.ground_pobs", False)
     fp.set("fp.spacer.q3.use_qgen", True)
     fp.set("fp.spacer.random_seed", RANDOM_SEED)
+    if handling():
+        fp.set("ctrl_c", False)
     fp.set("timeout", max(1, int(timeout * 1000)))
     if rlimit > 0:
         fp.set("rlimit", int(rlimit))
@@ -46,13 +49,17 @@ def spacer_invariant(enc: Encoding, timeout: float, rlimit: int = 0):
     fp.rule(inv(*post), [inv(*pre)] + trans)
     step = trans if enc.condition in STEP_CONDITIONS else []
     try:
-        answer = fp.query(z3.And(inv(*pre), *step, enc.bad.translate(ctx)))
+        with interruptible(ctx):
+            answer = fp.query(z3.And(inv(*pre), *step, enc.bad.translate(ctx)))
     except z3.Z3Exception as exc:
+        stop_if_said(exc.value.decode("utf-8", "replace") if isinstance(exc.value, bytes) else exc.value)
         return Found.UNKNOWN, None, _stopped(exc)
+    stop_if_interrupted()
     if answer == z3.sat:
         # Not a counterexample: the two-span abstraction also has runs no real window has.
         return Found.REFUTED, None, Clause(Method.SPACER, Finding.NO_PROOF, tried=Tried.ABSTRACTION)
     if answer != z3.unsat:
+        stop_if_said(fp.reason_unknown())
         return Found.UNKNOWN, None, _stopped(fp.reason_unknown())
     body = fp.get_cover_delta(-1, inv)
     param = [v.translate(ctx) for v in enc.param.variables()]

@@ -7,7 +7,6 @@ import json
 import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from yaml.nodes import MappingNode, SequenceNode
@@ -18,6 +17,7 @@ from prunecheck.spec.policy import Acceptance, Loc
 
 from prunecheck.checker.language.nodes import compose, items, kind_of, reason, string
 from prunecheck.checker.language.source_text import SourceText
+from prunecheck.checker.outputs.paths import write_whole
 from prunecheck.checker.result import Report, Verdict
 
 BASELINE_VERSION = 1
@@ -179,7 +179,7 @@ def baseline_document(checked: Sequence[tuple], previous: Optional[Baseline] = N
 
 
 def write_baseline(path, document: dict) -> None:
-    Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    write_whole(path, json.dumps(document, indent=2) + "\n")
 
 
 def load_baseline(path) -> Baseline:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from prunecheck.spec.conditions import CONDITIONS, applicable
-from prunecheck.spec.errors import PrunecheckError
+from prunecheck.spec.errors import Interrupted, PrunecheckError
 from prunecheck.spec.policy import (BASES, DEPLOYMENT_KEYS, NAME_ATTRS, UNLISTED_AT_DEFAULT, Claim, DeploymentBasis,
                                     name_problem)
 from prunecheck.spec.actions import ACTION_TYPES, OPTIONAL_ARGS
@@ -23,6 +23,7 @@ from prunecheck.checker.outputs.itf import MAX_TIMES_DIGITS
 from prunecheck.checker.outputs.reason_doc import ReasonFormatError, reason_from_json, reasons_json
 from prunecheck.checker.outputs.reasons import renders_as
 from prunecheck.checker.outputs.render import report_json
+from prunecheck.symbolic.interrupts import stop_if_interrupted
 from prunecheck.checker.result import (VERSION_KEYS, Bounds, EngineRun, Method, Outcome, Report, Result, Search, Stats,
                                        Trace, Variants, Verdict, counted)
 
@@ -379,6 +380,8 @@ class ReportCache:
             return _rejected("the report does not survive a round trip through JSON")
         try:
             problem = verify_report(report, policy, settings)
+        except Interrupted:
+            raise
         except Exception as exc:  # noqa: BLE001 - whatever goes wrong while verifying, the entry is not believed
             problem = f"verification failed: {type(exc).__name__}: {exc}"
         return _rejected(problem) if problem else CacheRead(CacheStatus.HIT, report)
@@ -395,7 +398,9 @@ class ReportCache:
             pass
 
     def store(self, settings: dict, report: Report, unknown: bool = False) -> bool:
-        """Write the entry (temp file, then os.replace); False if the report is not cacheable or the write failed."""
+        """Write the entry (temp file, then os.replace); False if the report is not cacheable or the write failed;
+        never once the run is interrupted (Interrupted)."""
+        stop_if_interrupted()
         if not cacheable(report, unknown) or report.policy_hash != settings.get("policy_hash"):
             return False
         path = self._path(cache_key(settings))

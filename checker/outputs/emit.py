@@ -14,6 +14,7 @@ from prunecheck.spec.actions import action_args
 
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.findings.finding import Finding, Findings
+from prunecheck.checker.outputs.paths import write_whole
 
 
 # The generated module; `{{` and `}}` are braces in it.
@@ -112,6 +113,6 @@ def write_pytest_files(findings: Findings, out: Path, stem: Optional[str] = None
         for finding in findings.of(r.condition):
             suffix = "" if finding.number == 1 else f"_{finding.number}"
             path = out / f"test_{stem}_{r.condition.lower()}{suffix}.py"
-            path.write_text(pytest_module(findings.policy, finding, out), encoding="utf-8")
+            write_whole(path, pytest_module(findings.policy, finding, out))
             written.append(path)
     return written

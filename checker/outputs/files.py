@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 from prunecheck.spec.policy import Policy
 
-from prunecheck.checker.outputs.paths import writing
+from prunecheck.checker.outputs.paths import write_whole, writing
 from prunecheck.checker.outputs.report_schema import ERROR, TOOL
 from prunecheck.checker.result import Report
 
@@ -140,7 +140,7 @@ def write_out(findings: Findings, out: Path, stem: str, stderr) -> None:
     for r in report.results:
         if r.certificate is not None:
             path = out / f"{stem}.{r.condition}.cert.json"
-            path.write_text(r.certificate, encoding="utf-8")
+            write_whole(path, r.certificate)
             print(f"wrote {path}", file=stderr)
         if r.trace is None:
             continue
@@ -149,8 +149,7 @@ def write_out(findings: Findings, out: Path, stem: str, stderr) -> None:
         meta = {"condition": r.condition, "depth": report.depth, "spans": r.trace.spans, "source": policy.source,
                 **policy_meta(policy, out), "policy_hash": report.policy_hash, "versions": dict(report.versions)}
         path = out / f"{stem}.{r.condition}.itf.json"
-        path.write_text(json.dumps(trace_document(policy, policy_doc, transitions, meta), indent=1) + "\n",
-                        encoding="utf-8")
+        write_whole(path, json.dumps(trace_document(policy, policy_doc, transitions, meta), indent=1) + "\n")
         print(f"wrote {path}", file=stderr)
 
 

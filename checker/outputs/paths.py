@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from prunecheck.spec.errors import OutputPathError
+from prunecheck.symbolic.interrupts import stop_if_interrupted
 
 # (command, argparse dest) -> (the option as typed, what it names). A directory is created with its parents if
 # missing; a file is overwritten if it exists, and its directory must exist.
@@ -106,3 +108,21 @@ def writing(option: str, path):
         raise
     except OSError as exc:
         raise OutputPathError(f"{option} {path}: {exc.strerror or exc}") from None
+
+
+def write_whole(path, data: Union[str, bytes]) -> None:
+    """Write path whole or not at all (a temporary file beside it, renamed over it), and never once the run is
+    interrupted: an interrupted run leaves no partial file. Through a symbolic link, its target is written."""
+    stop_if_interrupted()
+    path = Path(os.path.realpath(path))
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise

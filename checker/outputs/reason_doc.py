@@ -176,7 +176,8 @@ def _required(clause: Clause) -> tuple:
     _expect(found in (Found.BOUND, Found.LIMIT), "a search's finding")
     if clause.engine is Method.EXPLICIT:
         if found is Found.LIMIT:
-            _expect((clause.time_limit is None) != (clause.state_limit is None), "an explicit stop without its limit")
+            limits = (clause.time_limit, clause.state_limit, clause.megabytes)
+            _expect(sum(limit is not None for limit in limits) == 1, "an explicit stop without its one limit")
             return ("at", "states")
         return ("depth", "spans", "states", "domains")
     return ("depth", "spans", "repeats") + (("at", "solver") if found is Found.LIMIT else ())

@@ -100,7 +100,8 @@ def _clause_text(c: Clause) -> str:
 
 def _explicit_text(c: Clause) -> str:
     if c.found is Found.LIMIT:
-        limit = f"time limit {c.time_limit:g} s" if c.time_limit is not None else f"state limit {c.state_limit}"
+        limit = (f"time limit {c.time_limit:g} s" if c.time_limit is not None else f"state limit {c.state_limit}"
+                 if c.state_limit is not None else f"memory limit {c.megabytes} MB")
         return f"explicit search stopped in depth {c.at} after {counted(c.states, 'state')} ({limit})"
     return (f"no violation up to depth {c.depth} over {c.spans} spans, {domains_text(c.domains)} "
             f"(explicit search, {counted(c.states, 'state')})")

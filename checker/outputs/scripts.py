@@ -14,6 +14,7 @@ from prunecheck.spec.actions import action_args
 
 from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.findings.finding import Finding, Findings
+from prunecheck.checker.outputs.paths import write_whole
 
 # Everything taken from the policy (its name, its file's path, the explanation) enters the script only as a Python
 # literal written by repr(), never as code or docstring text.
@@ -86,6 +87,6 @@ def write_scripts(findings: Findings, out: Path, stem: Optional[str] = None) -> 
     for r in report.results:
         for finding in findings.of(r.condition):
             path = out / f"{stem}_{r.condition.lower()}{'' if finding.number == 1 else f'_{finding.number}'}.py"
-            path.write_text(counterexample_script(policy, finding), encoding="utf-8")
+            write_whole(path, counterexample_script(policy, finding))
             written.append(path)
     return written

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from prunecheck.symbolic.interrupts import stop_if_interrupted
+
 
 def terminal_safe(text: str) -> str:
     """Escape what could rewrite a reviewer's terminal: control characters other than newline, format characters
@@ -19,12 +21,16 @@ def terminal_safe(text: str) -> str:
 
 
 class SafeStream:
-    """A text stream that escapes terminal-unsafe characters on the way out."""
+    """A text stream that escapes terminal-unsafe characters on the way out; `gated`: nothing more is written once
+    the run is interrupted (Interrupted instead), so an interrupt never shapes what it prints."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, gated: bool = False):
         self.stream = stream
+        self.gated = gated
 
     def write(self, text: str) -> int:
+        if self.gated:
+            stop_if_interrupted()
         return self.stream.write(terminal_safe(text))
 
     def flush(self) -> None:
