@@ -138,7 +138,9 @@ def test_deployment_override_sets_the_keys_it_gives(tmp_path):
     deployment.write_text("deployment:\n  records: undo_region\n  pins: host\n  audit: independent\n"
                           "  tool_calls: \"off\"\n  evidence: \"off\"\n")
     code, out, _ = run("check", SEED, "--depth", "4", "--deployment", str(deployment))
-    assert code == 0 and "violated" not in out
+    # every condition holds; the seed's expect table (written for its own deployment) differs, and says so (exit 1)
+    assert "  verdict: holds; differs from the policy's expect table: C1, C2, C4" in out and code == 1
+    assert not [line for line in out.splitlines() if line.startswith("  C") and "violated" in line]
 
 
 BAD_INPUTS = {

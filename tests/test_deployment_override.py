@@ -79,7 +79,9 @@ def test_a_deployment_file_with_one_key_overrides_only_that_key(tmp_path):
     assert err == "" and doc["deployment"] == seed_deployment(pins="host") and doc["deployment_overridden"] == ["pins"]
     # Records stay in the window (the seed's own setting, in doc["deployment"] above), where the seed's `not pinned`
     # now spares them and no host truncates (host_truncation: off, SPEC §2): C2 holds.
-    assert code == 0 and doc["conditions"]["C2"]["verdict"] == "holds"
+    # The seed's expect table says C2 violated (under its own deployment): the difference is a finding (exit 1).
+    assert code == 1 and doc["conditions"]["C2"]["verdict"] == "holds"
+    assert [e["outcome"] for e in doc["expect"] if e["condition"] == "C2"] == ["differs"]
     code, out, _ = run("check", str(SEED), "--depth", "4", "--only", "C2", "--deployment", str(override))
     assert "  deployment records=window, rationale=decision_log, pins=host (operator), audit=policy" in out
 

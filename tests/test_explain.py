@@ -236,7 +236,8 @@ def test_emitted_pytest_module_asserts_the_violation_and_becomes_a_regression_te
         return done.stdout
 
     assert "1 failed, 1 passed" in run()  # the finding reproduces; the file still violates C2
-    policy_file.write_text(SEED.read_text().replace("records: window", "records: undo_region"))
+    # fixed in its text (its deployment is the operator's, recorded in the module: ADR 0037)
+    policy_file.write_text(SEED.read_text().replace("evict: not pinned and", "evict: kind != 'record' and not pinned and"))
     assert "2 passed" in run()  # fixed: the same steps no longer violate C2 on the current file
 
 

@@ -39,6 +39,7 @@ def policies(tmp_path):
     host that truncates, host_truncation: on, without which the seed's policy spares records)."""
     root = tmp_path / "policies"
     root.mkdir()
+    (tmp_path / "prunecheck.toml").write_text("trust-policy-deployment = true\n")  # human-authored: sections believed
     (root / "flawed.yaml").write_text(FLAWED)
     shutil.copy(SAFE, root / "safe.yaml")
     (root / "same_name.yaml").write_text(FLAWED.replace("pins: self", 'pins: host\n  host_truncation: "on"'))

@@ -160,6 +160,7 @@ def test_the_cache_rejection_sample_is_what_a_tampered_entry_gives(monkeypatch, 
     block = block_with("", "cache entry rejected")
     (tmp_path / "policies").mkdir()
     shutil.copy(SEED, tmp_path / "policies" / SEED.name)
+    shutil.copy(EXAMPLES / "prunecheck.toml", tmp_path / "policies" / "prunecheck.toml")  # the operator's deployment
     monkeypatch.chdir(tmp_path)
     argv = bounded(["check", "policies/", "--cache", "cache"])
     assert run_cli(argv)[0] == 1

@@ -158,7 +158,7 @@ def test_a_tampered_tombstone_in_an_itf_trace_does_not_reproduce(tmp_path, value
                     "  evidence: 'off'\n")
     out, err = io.StringIO(), io.StringIO()
     assert main(["check", str(path), "--depth", "3", "--spans", "3", "--only", "C2", "--out", str(tmp_path),
-                 *CLI_BOUNDS], out, err) == 1
+                 "--trust-policy-deployment", *CLI_BOUNDS], out, err) == 1  # a human-authored test file
     (trace,) = tmp_path.glob("*.C2.itf.json")
     doc = json.loads(trace.read_text())
     last = doc["states"][-1]
@@ -181,7 +181,7 @@ def test_a_forged_tombstone_or_bad_value_in_a_cached_trace_is_rejected_in_one_li
     path = tmp_path / "p.yaml"
     path.write_text("name: t\nevict: kind == 'record'\ndeployment:\n  records: window\n  evicted: tombstone\n"
                     "  evidence: 'on'\n")
-    options = replace(OPTIONS, only=("C2", "M1"))
+    options = replace(OPTIONS, only=("C2", "M1"), trust_policy_deployment=True)  # a human-authored test file
     cache = tmp_path / "cache"
     fresh = batch_item(str(path), options, str(cache))
     assert fresh.report.result("C2").verdict is Verdict.VIOLATED
