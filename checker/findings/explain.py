@@ -11,7 +11,7 @@ from prunecheck.spec.evaluate import evaluate
 from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, subexpressions,
                                     uses_pairs)
 from prunecheck.spec.runtime import (
-    REVERSIBLE, EditInfo, State, Transition, addressable, is_candidate, is_pair, present, span_env, window_env,
+    REVERSIBLE, EditInfo, State, Transition, is_candidate, present, span_env, window_env,
 )
 from prunecheck.spec.actions import action_text
 from prunecheck.spec.refusal import control_kinds, named_spans
