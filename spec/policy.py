@@ -66,105 +66,12 @@ WINDOW_ATTRS = {
 }
 POSITION_ATTRS = ("position", "from_end", "from_end_in_role", "turn", "tokens_after", "window_spans")
 ATTRS = {**SPAN_ATTRS, **WINDOW_ATTRS}
+OWN_ATTRS = tuple(name for name in SPAN_ATTRS if name not in POSITION_ATTRS)  # what an aggregate's condition reads
 
-ARITH_OPS = ("+", "-", "*", "/")
-COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=")
-BOOL_OPS = ("and", "or")
-FUNCTIONS = ("min", "max", "abs")
-
-
-@dataclass(frozen=True)
-class Loc:
-    """A position in the policy's own text, 1-based."""
-
-    line: int
-    col: int
-
-
-NOWHERE = Loc(0, 0)
-
-
-@dataclass(frozen=True)
-class Num:
-    """A rational literal; the parsers only produce non-negative finite decimals (minus is a Unary)."""
-
-    value: Fraction
-    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class BoolLit:
-    """`true` or `false`."""
-
-    value: bool
-    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class EnumLit:
-    """A quoted enum name, typed by the expression it is compared with."""
-
-    value: str
-    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Attr:
-    """A span attribute (`tokens`) or a window attribute (`window_tokens`)."""
-
-    name: str
-    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Unary:
-    """`not x` or `-x`."""
-
-    op: str
-    arg: "Expr"
-    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Binary:
-    """Arithmetic, comparison and boolean connectives."""
-
-    op: str
-    left: "Expr"
-    right: "Expr"
-    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class InSet:
-    """`x in [a, b, ...]`."""
-
-    arg: "Expr"
-    values: tuple
-    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Call:
-    """`min(a, b, ...)`, `max(a, b, ...)` or `abs(a)`."""
-
-    fn: str
-    args: tuple
-    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Cond:
-    """`then if test else orelse`: what a Python `if`/`return` chain becomes."""
-
-    test: "Expr"
-    then: "Expr"
-    orelse: "Expr"
-    loc: Loc = field(default=NOWHERE, compare=False, repr=False)
-
-
-NODE_TYPES = (Num, BoolLit, EnumLit, Attr, Unary, Binary, InSet, Call, Cond)  # every walker handles each (spec/walker.py)
-Expr = Union[NODE_TYPES]
+from prunecheck.spec.expr import (  # noqa: F401 (the AST is part of the policy's vocabulary)
+    AGGREGATES, ARITH_OPS, BOOL_OPS, CALLABLE, COMPARE_OPS, FUNCTIONS, NODE_TYPES, NOWHERE, WHOLE_OPS, Attr, Binary,
+    BoolLit, Call, Cond, EnumLit, Expr, InSet, Loc, Num, Unary, children, is_aggregate, outer_subexpressions,
+    subexpressions, window_aggregate)
 
 DEPLOYMENT_CHOICES = {
     "records": ("undo_region", "window"),
@@ -365,6 +272,7 @@ class Policy:
             raise ValueError(f"pairs must be one of {', '.join(PAIRS)}")
         if self.start_on is not None and self.start_on not in ROLES:
             raise ValueError(f"start_on must be one of {', '.join(ROLES)}")
+        object.__setattr__(self, "aggregates", read_aggregates(self))  # read on every span's every evaluation
 
     def __repr__(self) -> str:
         shown = [f for f in fields(self) if f.repr and not (
@@ -385,33 +293,19 @@ def with_override(policy: Policy, override: Optional[DeploymentOverride]) -> Pol
     return replace(policy, deployment=override.apply(policy.deployment), overridden=keys)
 
 
-def children(node: Expr) -> tuple:
-    """The direct subexpressions of node, left to right."""
-    if isinstance(node, Unary):
-        return (node.arg,)
-    if isinstance(node, Binary):
-        return (node.left, node.right)
-    if isinstance(node, InSet):
-        return (node.arg,) + tuple(node.values)
-    if isinstance(node, Call):
-        return tuple(node.args)
-    if isinstance(node, Cond):
-        return (node.test, node.then, node.orelse)
-    return ()
-
-
-def subexpressions(expr: Expr):
-    """Yield expr and every expression below it, parents first, left to right."""
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(children(node)))
-
-
 def read_attributes(policy: Policy) -> frozenset:
     """The attributes the policy's expressions (evict, rank, keep, when, until) read."""
     return frozenset(node.name for e in stage_exprs(policy) for node in subexpressions(e) if isinstance(node, Attr))
+
+
+def read_aggregates(policy: Policy) -> tuple:
+    """The distinct aggregates the policy's expressions read, in the order they are first written (SPEC §1e)."""
+    found: dict = {}
+    for expr in stage_exprs(policy):
+        for node in subexpressions(expr):
+            if is_aggregate(node):
+                found.setdefault(node, None)
+    return tuple(found)
 
 
 def uses_pairs(policy: Policy) -> bool:

@@ -8,7 +8,7 @@ from typing import Optional
 
 from prunecheck.spec.actions import Action
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import CONTENT_KINDS, Policy
+from prunecheck.spec.policy import AGGREGATES, CONTENT_KINDS, Policy
 from prunecheck.spec.stage import window_order
 
 REVERSIBLE = "reversible"
@@ -156,6 +156,7 @@ def window_env(policy: Policy, state: State, tokens: Optional[int] = None, spans
     }
     if policy.budget is not None:
         env["budget"] = Fraction(policy.budget)
+    env.update(aggregates(policy, state))  # `until`, which sees the totals part-way, reads none (SPEC §1e)
     return env
 
 
@@ -169,11 +170,11 @@ def window_spans(state: State) -> int:
     return sum(1 for s in state.spans if addressable(s))
 
 
-def span_env(policy: Policy, state: State, span: Span) -> dict:
-    """Every vocabulary attribute of `span` in `state`, as the policy sees it."""
+def own_env(state: State, span: Span) -> dict:
+    """The attributes of `span` itself (OWN_ATTRS): what an aggregate's condition reads of each counted span."""
     age = state.step - span.created
     idle = state.step - span.last_read
-    env = {
+    return {
         "tokens": Fraction(span.tokens),
         "age": Fraction(age),
         "idle": Fraction(idle),
@@ -189,9 +190,41 @@ def span_env(policy: Policy, state: State, span: Span) -> dict:
         "tag": span.tag,
         "masked": span.masked,
     }
+
+
+def span_env(policy: Policy, state: State, span: Span) -> dict:
+    """Every vocabulary attribute of `span` in `state`, as the policy sees it."""
+    env = own_env(state, span)
     env.update(positions(state, span))
     env.update(window_env(policy, state))
+    env.update(aggregates(policy, state, span))
     return env
+
+
+def aggregates(policy: Policy, state: State, span: Optional[Span] = None) -> dict:
+    """The value of each aggregate the policy reads (SPEC §1e), keyed by its node; see aggregate_values."""
+    return aggregate_values(policy.aggregates, state, span) if policy.aggregates else {}
+
+
+def aggregate_values(nodes, state: State, span: Optional[Span] = None) -> dict:
+    """The value of each aggregate of `nodes` (SPEC §1e), keyed by its node: the sum over the live window spans (all
+    of them, or those newer or older than `span` in window order) whose own attributes satisfy its condition, of 1
+    (count) or of their tokens. Without `span`, only the window's aggregates."""
+    out = {}
+    for node in nodes:
+        side, measure = AGGREGATES[node.fn]
+        if side != "window" and span is None:
+            continue
+        key = None if span is None else window_order(span)
+        total = 0
+        for other in state.spans:
+            if not addressable(other) or (side == "newer" and not window_order(other) > key) or (
+                    side == "older" and not window_order(other) < key):
+                continue
+            if evaluate(node.args[0], own_env(state, other)):
+                total += 1 if measure == "spans" else other.tokens
+        out[node] = Fraction(total)
+    return out
 
 
 def positions(state: State, span: Span) -> dict:

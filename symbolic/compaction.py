@@ -15,7 +15,7 @@ from prunecheck.symbolic.window_terms import before, place_term
 
 def stage_trigger(model, s, budget):
     """The stage's trigger `when` in s (true without one)."""
-    env = window_env(s.clock, Frac(s.window_tokens()), budget, s.window_spans())
+    env = {**window_env(s.clock, Frac(s.window_tokens()), budget, s.window_spans()), **model.window_aggregates(s)}
     return z3.BoolVal(True) if model.policy.when is None else ExprEncoder(env).encode(model.policy.when)
 
 

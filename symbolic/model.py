@@ -16,7 +16,7 @@ from prunecheck.symbolic.terms import (ENUM_CODES, ExprEncoder, Frac, KindSort, 
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
 from prunecheck.symbolic.undo_terms import entry_fields, restored_edited, selected_target, unrolled_undo
-from prunecheck.symbolic.window_terms import before, position_terms, stage_closures
+from prunecheck.symbolic.window_terms import aggregate_terms, before, position_terms, stage_closures
 from prunecheck.symbolic.evidence_terms import TOMBSTONE_FIELD, has_tombstones, write_tombstone
 from prunecheck.symbolic.sym_action import (ACT, ACTION_CONSTS, ACTIONS, ActionSort, StepTerms,  # noqa: F401
                                             SymAction, slot_sort)
@@ -227,8 +227,27 @@ class Model:
         """Per slot: the policy vocabulary as terms in s (positions only for those the policy reads)."""
         w, spans = Frac(s.window_tokens()), s.window_spans()
         read = tuple(name for name in read_positions(self.policy) if name != "window_spans")
-        return [attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w, budget, spans,
+        envs = [attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, w, budget, spans,
                               position_terms(s, i, read), self.names) for i in range(self.n)]
+        if self.policy.aggregates:
+            holds = self.aggregate_conditions(s)
+            window = aggregate_terms(s, None, self.policy.aggregates, holds)
+            for i, env in enumerate(envs):
+                env.update(window)
+                env.update(aggregate_terms(s, i, self.policy.aggregates, holds))
+        return envs
+
+    def aggregate_conditions(self, s: SymState) -> dict:
+        """Per aggregate the policy reads, per slot: its condition on the slot's own attributes (SPEC §1e)."""
+        envs = [attribute_env(s.clock, {name: values[i] for name, values in s.fields.items()}, Frac(z3.IntVal(0)),
+                              None, None, None, self.names) for i in range(self.n)]
+        return {node: [ExprEncoder(env).encode(node.args[0]) for env in envs] for node in self.policy.aggregates}
+
+    def window_aggregates(self, s: SymState) -> dict:
+        """The window's aggregates the policy reads, as terms in s (for `when`)."""
+        if not self.policy.aggregates:
+            return {}
+        return aggregate_terms(s, None, self.policy.aggregates, self.aggregate_conditions(s))
 
     def kept_terms(self, s: SymState, budget, a=None) -> list:
         """Per slot: the stage's `keep` in s (false without one), for the pair closure; under `justification: defer`

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import z3
 
-from prunecheck.spec.policy import POSITION_ATTRS
+from prunecheck.spec.policy import POSITION_ATTRS, window_aggregate
 from prunecheck.symbolic import pair_evidence
 from prunecheck.symbolic.model import ACT, K, NS, R
 from prunecheck.symbolic.terms import Frac, KindSort, NamespaceSort, RoleSort, window_env
@@ -37,7 +37,8 @@ class PairState:
     """The clock, the window's token count as the policy sees it, and the fields of the ghost spans r and q."""
 
     def __init__(self, label: str, roles: bool = False, positions: bool = False, masked: bool = False,
-                 summaries: bool = False, names: tuple = (), tombstones: bool = False, evidence: bool = False):
+                 summaries: bool = False, names: tuple = (), tombstones: bool = False, evidence: bool = False,
+                 aggregates: tuple = ()):
         """roles, positions, masked: whether the state has the ghosts' roles, the positional counters with the
         window's span count, and the ghosts' masked flags; names: the tool/tag fields (codes, spec/SPEC.md 1c) with
         their mentioned names (only for a policy that needs them: the pair model of any other policy stays what it
@@ -53,19 +54,29 @@ class PairState:
         self.window_spans = z3.Int(f"window_spans@{label}") if positions else None
         self.counters = {g: {name: z3.Int(f"{name}_{g}@{label}") for name in SPAN_POSITIONS} if positions else {}
                          for g in GHOSTS}
+        # The aggregates the policy reads (SPEC §1e), free per-state counters too: the window's once, the others
+        # per ghost; keyed by their nodes, as the environments that read them.
+        self.window_aggregates = {node: z3.Int(f"agg{k}@{label}") for k, node in enumerate(aggregates)
+                                  if window_aggregate(node)}
+        for g in GHOSTS:
+            self.counters[g].update({node: z3.Int(f"agg{k}_{g}@{label}") for k, node in enumerate(aggregates)
+                                     if not window_aggregate(node)})
 
     def variables(self) -> list:
         counters = [v for g in GHOSTS for v in self.counters[g].values()]
         counters += [self.window_spans] if self.window_spans is not None else []
+        counters += list(self.window_aggregates.values())
         return [self.clock, self.window_tokens] + [v for g in GHOSTS for v in self.span[g].values()] + counters
 
     def positions(self, g: str) -> dict:
-        """Ghost g's positional span attributes as terms (empty in a model without positions)."""
-        return dict(self.counters[g])
+        """Ghost g's positional span attributes and aggregates as terms, with the window's aggregates (empty in a
+        model without positions)."""
+        return {**self.counters[g], **self.window_aggregates}
 
     def window(self, budget) -> dict:
         """The window attributes the policy reads in this state, as z3 terms."""
-        return window_env(self.clock, Frac(self.window_tokens), budget, self.window_spans)
+        env = window_env(self.clock, Frac(self.window_tokens), budget, self.window_spans)
+        return {**env, **{node: Frac(term) for node, term in self.window_aggregates.items()}}
 
     def is_record(self, g: str):
         return z3.And(self.span[g]["used"], self.span[g]["kind"] == K["record"])

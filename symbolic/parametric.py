@@ -21,7 +21,7 @@ from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R
 from prunecheck.symbolic import pair_evidence
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
 from prunecheck.symbolic.refusal import refusal_choices, refused_pair
-from prunecheck.spec.policy import (IN_PLACE, Attr, BoolLit, Num, Policy, masks, mentioned_names,
+from prunecheck.spec.policy import (AGGREGATES, IN_PLACE, Attr, BoolLit, Num, Policy, masks, mentioned_names,
                                     read_positions, reads_attribute, reads_roles, summarises)
 from prunecheck.symbolic.terms import ExprEncoder, Frac, left_tokens_term, shortens_term
 from prunecheck.symbolic.evidence_terms import has_tombstones, write_tombstone
@@ -51,7 +51,7 @@ class PairModel:
     def __init__(self, policy: Policy, free_policy: bool = False):
         policy = free_view(policy) if free_policy else policy
         self.policy, self.dep, self.free_policy = policy, policy.deployment, free_policy
-        self.positions = not free_policy and bool(read_positions(policy))
+        self.positions = not free_policy and bool(read_positions(policy) or policy.aggregates)
         self.together = policy.pairs == "together"
         # Roles tell tool-call pairs apart: present when the policy reads them or takes pairs together.
         self.roles = (not free_policy and reads_roles(policy)) or self.together
@@ -70,7 +70,7 @@ class PairModel:
     def state(self, label: str) -> PairState:
         """A state with this model's fields (roles, positions and masks only when the policy needs them)."""
         return PairState(label, self.roles, self.positions, self.masking, self.summaries, self.names,
-                         has_tombstones(self.dep), self.evidence)
+                         has_tombstones(self.dep), self.evidence, self.policy.aggregates if self.positions else ())
 
     def action(self, label: str) -> PairAction:
         return refusal_choices(self.dep, PairAction(label, self.roles, self.together, self.leads, self.names,
@@ -114,6 +114,7 @@ class PairModel:
                 c[g]["position"] + c[g]["from_end"] + 1 == ws, c[g]["from_end_in_role"] <= c[g]["from_end"],
                 c[g]["turn"] <= c[g]["from_end"], c[g]["tokens_after"] >= c[g]["from_end"],
                 s.window_tokens >= c[g]["tokens_after"] + sp[g]["tokens"])))
+        out += self.aggregate_facts(s)
         if self.summarising:
             # A summary stands at the place of the oldest span it replaced, and an undo brings a summarised span back
             # to its own place, beside the summary: two consecutive ids need not be adjacent in window order then.
@@ -127,6 +128,51 @@ class PairModel:
             # Only for equal roles: otherwise the two counts are over different roles.
             adjacent.append(z3.Implies(role_q == role_r, r["from_end_in_role"] == q["from_end_in_role"] + 1))
         out.append(z3.Implies(z3.And(s.in_window("r"), s.in_window("q")), z3.And(adjacent)))
+        return out
+
+    def aggregate_facts(self, s: PairState) -> list:
+        """What every concrete run's aggregates satisfy (SPEC §1e): none is negative; the window's holds each ghost
+        of the window its condition holds for, and splits into a ghost's newer and older ones and its own share; one
+        counted from a ghost is at most the corresponding position; and, where r and q stand side by side (no
+        summaries), r's newer ones are q's and q's share, q's older ones r's and r's share."""
+        nodes = self.policy.aggregates
+        c, sp = s.counters, s.span
+        holds = {node: {g: ExprEncoder(attribute_env(s.clock, sp[g], Frac(s.window_tokens), None, None, None,
+                                                     self.names)).encode(node.args[0]) for g in GHOSTS}
+                 for node in nodes}
+
+        def share(node, g):
+            value = 1 if AGGREGATES[node.fn][1] == "spans" else sp[g]["tokens"]
+            return z3.If(z3.And(s.in_window(g), holds[node][g]), value, 0)
+
+        def sibling(node, side):
+            measure = AGGREGATES[node.fn][1]
+            return next((m for m in nodes if AGGREGATES[m.fn] == (side, measure) and m.args == node.args), None)
+
+        out = []
+        bounds = {("newer", "spans"): "from_end", ("older", "spans"): "position", ("newer", "tokens"): "tokens_after"}
+        for node in nodes:
+            side, measure = AGGREGATES[node.fn]
+            if side == "window":
+                v = s.window_aggregates[node]
+                out += [v >= z3.Sum([share(node, g) for g in GHOSTS]),
+                        v <= (s.window_spans if measure == "spans" else s.window_tokens)]
+                newer, older = sibling(node, "newer"), sibling(node, "older")
+                for g in GHOSTS:
+                    parts = [c[g][m] for m in (newer, older) if m is not None]
+                    if parts:
+                        relation = (v == z3.Sum(parts) + share(node, g)) if len(parts) == 2 else \
+                            (v >= parts[0] + share(node, g))
+                        out.append(z3.Implies(s.in_window(g), relation))
+                continue
+            for g in GHOSTS:
+                out.append(c[g][node] >= 0)
+                if (side, measure) in bounds:
+                    out.append(z3.Implies(s.in_window(g), c[g][node] <= c[g][bounds[side, measure]]))
+            if not self.summarising:
+                near, far = ("r", "q") if side == "newer" else ("q", "r")
+                out.append(z3.Implies(z3.And(s.in_window("r"), s.in_window("q")),
+                                      c[near][node] == c[far][node] + share(node, far)))
         return out
 
     def candidate(self, s: PairState, g: str, a: PairAction = None):

@@ -20,11 +20,12 @@ TIME_ATTRS = ("age", "idle", "recency", "frequency", "reads")  # members of a ru
 
 
 def runs_apply(policy: Policy) -> bool:
-    """Whether the run search can serve this policy: members of a run must look alike to it (no time attributes),
-    its stage must take whole runs or none (no target, no rank, no budget), and its counts must be compared in ways
-    monotone along a run (inequalities, or equality with 0), so agreeing first and last members make it uniform."""
-    return (not set(TIME_ATTRS) & read_attributes(policy) and policy.until is None and policy.rank is None
-            and policy.budget is None and all(monotone(node) for node in counted(policy)))
+    """Whether the run search can serve this policy: members of a run must look alike to it (no time attributes, no
+    aggregates: not yet summed over runs), its stage must take whole runs or none (no target, no rank, no budget),
+    and its counts must be compared in ways monotone along a run (inequalities, or equality with 0), so agreeing
+    first and last members make it uniform."""
+    return (not set(TIME_ATTRS) & read_attributes(policy) and not policy.aggregates and policy.until is None
+            and policy.rank is None and policy.budget is None and all(monotone(node) for node in counted(policy)))
 
 
 COUNTS = ("position", "from_end", "from_end_in_role", "turn", "window_spans")  # attributes that count window spans

@@ -8,7 +8,7 @@ import z3
 
 from prunecheck.spec.errors import EncodingError
 from prunecheck.spec.policy import (
-    ATTRS, KIND, KINDS, NAME_ATTRS, NAMESPACE, NAMESPACES, ROLE, ROLES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet,
+    AGGREGATES, ATTRS, KIND, KINDS, NAME_ATTRS, NAMESPACE, NAMESPACES, ROLE, ROLES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet,
     Num, Policy, Unary,
 )
 from prunecheck.spec.policy import name_code
@@ -144,6 +144,10 @@ class ExprEncoder(MemoWalker):
         return z3.Or([self._equal(arg, self.encode(v, kind), kind) for v in expr.values])
 
     def call(self, expr: Call, enum):
+        if expr.fn in AGGREGATES:  # a sum over other spans, built by whoever built the environment (SPEC §1e)
+            if expr not in self.env:
+                raise EncodingError(f"aggregate {expr.fn} has no value in this model")
+            return self.env[expr]
         args = [self.encode(a) for a in expr.args]
         if expr.fn == "abs":
             (x,) = args
@@ -192,6 +196,10 @@ class ExprEncoder(MemoWalker):
             return frac_mul(left, right)
         if op == "/":
             return frac_div(left, right)
+        if op in ("//", "%"):  # a whole left side by a whole literal >= 1 (type checking): Int div and mod
+            if left.den is not None or right.den is not None:
+                raise EncodingError(f"{op} of a fraction")
+            return Frac(left.num / right.num if op == "//" else left.num % right.num)
         if op in ("<", "<=", ">", ">="):
             return frac_compare(op, left, right)
         raise EncodingError(f"unknown operator {op}")

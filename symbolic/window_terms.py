@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import z3
 
-from prunecheck.spec.policy import ROLE
-from prunecheck.symbolic.terms import ENUM_CODES
+from prunecheck.spec.policy import AGGREGATES, ROLE
+from prunecheck.symbolic.terms import ENUM_CODES, Frac
 
 R = ENUM_CODES[ROLE]
 
@@ -59,6 +59,30 @@ def position_terms(s, i: int, names) -> dict:
         "window_spans": lambda: _count(z3.If(inw[j], 1, 0) for j in range(n)),
     }
     return {name: sums[name]() for name in names}
+
+
+def aggregate_terms(s, i, nodes, holds: dict) -> dict:
+    """The aggregates among `nodes` (SPEC §1e) as Frac sums over the slots in the window (the runtime's
+    spec.state.aggregates): of slot i (those counting newer or older spans), or with i None the window's. holds[node]
+    is, per slot, its condition on that slot's own attributes."""
+    out = {}
+    for node in nodes:
+        side, measure = AGGREGATES[node.fn]
+        if (i is None) != (side == "window"):
+            continue
+        terms = []
+        for j in range(s.n):
+            if side == "window":
+                order = True
+            elif j == i:
+                continue
+            else:
+                order = before(s, i, j) if side == "newer" else before(s, j, i)
+            cond = among(s.in_window(j), order, holds[node][j])
+            if cond is not None:
+                terms.append(z3.If(cond, 1 if measure == "spans" else s.tokens[j], 0))
+        out[node] = Frac(_count(terms))
+    return out
 
 
 def pair_closure(s, taken: list, kept: list) -> list:

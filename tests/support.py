@@ -26,6 +26,7 @@ from prunecheck.spec.runtime import (
     is_candidate, is_pair, positions, present, status, step,
 )
 from prunecheck.spec.refusal import named
+from prunecheck.spec.state import aggregate_values
 from prunecheck.spec.actions import action_args
 from prunecheck.strategies import CORE_CHOICES
 from prunecheck.symbolic.conditions import pair_violation, violation_at
@@ -119,6 +120,18 @@ START_ON = [
     "evict: tokens >= 2\nrank: 0 - tokens\nbudget: 3\neffect: mask\nstart_on: user",
     "evict: false\nstart_on: tool_result",
 ]
+
+# Policies with aggregates (spec/SPEC.md §1e) and whole-number arithmetic (§1d): every aggregate, in evict, keep,
+# rank and when, with positions, roles and masks beside them.
+AGGREGATE_POLICIES = [
+    "evict: count_newer(role == 'user') >= 1 and count_older(kind != 'record') % 2 == 0\npairs: together",
+    "evict: role == 'tool_result' and tokens_newer(role == 'tool_result') >= 2\nwhen: tokens_of(role == 'tool_result') > 3",
+    "evict: position < window_spans // 2 or tokens_older(not pinned) > tokens\nkeep: count(kind == 'record') >= 2",
+    "evict: true\nrank: count_newer(edited) - tokens_older(true) // 2\nbudget: 4",
+    "evict: not masked and count_older(masked) >= 1 or from_end % 3 == 2\neffect: mask\nplaceholder_tokens: 2",
+    "evict: kind != 'record' and tokens_newer(true) >= 2\nwhen: count(role != 'user') >= 2\neffect: summarise",
+]
+
 
 def _deployments(choices) -> st.SearchStrategy:
     return st.builds(Deployment, **{key: st.sampled_from(values) for key, values in choices.items()})
@@ -440,8 +453,12 @@ def project(ps, state: State, r: int) -> list:
     out = [ps.clock == state.step, ps.window_tokens == state.window_tokens()]
     if ps.window_spans is not None:  # a model with positions: its counters take the runtime's values
         out.append(ps.window_spans == sum(1 for s in state.spans if addressable(s)))
+        window = aggregate_values(tuple(ps.window_aggregates), state)  # and the aggregates (SPEC §1e) theirs
+        out += [var == int(window[node]) for node, var in ps.window_aggregates.items()]
         for g, i in zip(GHOSTS, (r, r + 1)):
-            values = positions(state, state.span(i)) if i < len(state.spans) else {}
+            values = {**positions(state, state.span(i)),
+                      **aggregate_values(tuple(k for k in ps.counters[g] if not isinstance(k, str)), state,
+                                         state.span(i))} if i < len(state.spans) else {}
             out += [var == int(values[name]) for name, var in ps.counters[g].items() if name in values]
     for g, i in zip(GHOSTS, (r, r + 1)):
         for name, value in span_values(state, i, ps.names).items():

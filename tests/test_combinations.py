@@ -26,9 +26,13 @@ VOCABULARY = {
     "roles": "role == 'tool_result' or role == 'tool_call' and from_end_in_role >= 1",
     "names": "tool != 'edit' and tag not in ['agents_md'] or tool == 'browse'",
     "masked": "not masked and tokens >= 2",
+    # Aggregates (SPEC §1e): the pair model's free counters with their facts, and whole-number arithmetic (§1d).
+    "aggregates": "count_newer(role == 'user') >= 1 or tokens_older(not pinned) > 2 or "
+                  "count(kind == 'record') >= 1 and tokens_of(role == 'tool_result') * 2 <= window_tokens",
+    "whole": "position < window_spans // 2 or (from_end + tokens) % 3 == 1 or count_older(edited) % 2 == 1",
 }
 STAGE = {"none": "", "keep": "keep: tokens >= 4", "when": "when: window_tokens > 2",
-         "until": "until: window_tokens <= 1"}
+         "until": "until: window_tokens <= 1", "counted": "when: count(role != 'user') >= 2\nkeep: tokens_newer(true) < 2"}
 RANK, BUDGET = "rank: 0 - tokens", "budget: 4"
 
 

@@ -86,7 +86,7 @@ HOSTILE_TOKENS = [
     "- ", "|\n  ", ">-\n  ", "---\n", "...\n", "%TAG ! tag:yaml.org,2002:python/\n", "{a: [b]}", "~", "yes",
     "NaN", "Infinity", "1e400", "0x1F", "9" * 31, ".5", "__import__", "__class__", "lambda", "import os\n",
     "@dec\n", "class X:\n", "yield ", "await ", "f'{span}'", "(x := 1)", "**", "//", "%", "~", ":=", "==", "=",
-    " and ", " or ", " not ", " in ", " if ", " else ", "span.", "window.", "min(", "abs(", "(", ")", "[", "]", "{",
+    " and ", " or ", " not ", " in ", " if ", " else ", "span.", "window.", "min(", "abs(", "count_newer(", "tokens_of(", "(", ")", "[", "]", "{",
     "}", ",", ":", "'", '"', "\\", "#", "\r\n", "\n    ", "\n        ", "return ", "if span.pinned:\n", "else:\n",
     "pass",
 ]

@@ -5,13 +5,13 @@ from hypothesis import given, settings
 
 from prunecheck.spec.actions import ACTION_TYPES, expand
 from prunecheck.spec.conditions import STATE_CONDITIONS, STEP_CONDITIONS
-from prunecheck.spec.policy import (ATTRS, EFFECTS, ORDERS, PAIRS, POSITION_ATTRS, ROLES, SUMMARY_ROLES, Deployment,
+from prunecheck.spec.policy import (ARITH_OPS, ATTRS, CALLABLE, EFFECTS, Binary, Call, stage_exprs, subexpressions, ORDERS, PAIRS, POSITION_ATTRS, ROLES, SUMMARY_ROLES, Deployment,
                                     read_attributes, read_positions, summarises)
 from prunecheck.symbolic.parametric import PairModel, PairState
 from prunecheck.spec.runtime import (Append, Audit, Compact, Edit, Pin, Read, State, Undo, enabled, enabled_actions,
                                      step)
 
-from support import (AT_GHOST, AT_RECORD, NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, STEP_AT_PAIR,
+from support import (AGGREGATE_POLICIES, AT_GHOST, AT_RECORD, NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, STEP_AT_PAIR,
                      SUMMARY_POLICIES, TARGETED, check_projection, enabled_prefix, model_policy, runs)
 
 
@@ -170,7 +170,14 @@ def test_targeted_runs_with_tool_names_project_onto_every_pair():
 
 
 # Every list whose runs the tests above project (random runs of each, targeted runs of most).
-PROJECTED = POLICIES + POSITIONAL + STAGE_POLICIES + SUMMARY_POLICIES + START_ON + NAMED
+PROJECTED = POLICIES + POSITIONAL + STAGE_POLICIES + SUMMARY_POLICIES + START_ON + NAMED + AGGREGATE_POLICIES
+
+
+@settings(max_examples=30)
+@given(runs(policies=AGGREGATE_POLICIES))
+def test_runs_of_policies_reading_aggregates_project_onto_every_pair(run):
+    # The aggregates' facts (spec/SPEC.md §1e) are part of the pair model's step, as the positions' are.
+    check_projection(*run)
 
 
 def test_the_projected_policies_cover_the_whole_vocabulary():
@@ -178,6 +185,9 @@ def test_the_projected_policies_cover_the_whole_vocabulary():
     # in some policy whose runs are projected onto the pair model, and the runs draw every deployment choice.
     policies = [model_policy(text, Deployment()) for text in PROJECTED]
     assert set().union(*(read_attributes(p) for p in policies)) == set(ATTRS)
+    nodes = [n for p in policies for e in stage_exprs(p) for n in subexpressions(e)]
+    assert {n.fn for n in nodes if isinstance(n, Call)} == set(CALLABLE)
+    assert {n.op for n in nodes if isinstance(n, Binary)} >= set(ARITH_OPS)
     assert {p.effect for p in policies} == set(EFFECTS)
     assert {p.order for p in policies} == set(ORDERS) and {p.pairs for p in policies} == set(PAIRS)
     assert {p.summary_role for p in policies if summarises(p)} == set(SUMMARY_ROLES)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
-from prunecheck.spec.policy import (BOOL, DEPLOYMENT_CHOICES, DEPLOYMENT_NAMES, ENUM_VALUES, FUNCTIONS, NUM,
+from prunecheck.spec.policy import (AGGREGATES, BOOL, DEPLOYMENT_CHOICES, DEPLOYMENT_NAMES, ENUM_VALUES, FUNCTIONS, NUM,
                                     SPAN_ATTRS, WINDOW_ATTRS, Deployment)
 
 from prunecheck.checker.language.loader import TOP_KEYS
@@ -31,12 +31,22 @@ KEY_EXAMPLES = {
 }
 OPERATOR_EXAMPLES = {
     "+ - * /": "tokens + age * 2 - idle / 2 > 10",
+    "// %": "position < window_spans // 2 and from_end % 2 == 0",
     "< <= > >= == !=": "age >= 3 and reads != 0",
     "and or not": "not pinned and (idle > 3 or reads == 0)",
     "in [...]": "kind in ['tool_output', 'diff']",
     "a if c else b": "(tokens if edited else 0) > 100",
     **{f"{name}(...)": f"{name}(tokens, 500) > 100" if name != "abs" else "abs(age - idle) > 2"
        for name in FUNCTIONS},
+}
+# The aggregates (SPEC §1e): a condition on each counted span's own attributes, summed over the window's spans.
+AGGREGATE_EXAMPLES = {
+    "count": ("count(role == 'user') > 20", "live window spans for which the condition holds"),
+    "count_newer": ("count_newer(role == 'user') >= 3", "such spans newer than this span (window order)"),
+    "count_older": ("count_older(kind == 'summary') >= 1", "such spans older than this span"),
+    "tokens_of": ("tokens_of(role == 'tool_result') > 40000", "the tokens of such spans in the window"),
+    "tokens_newer": ("tokens_newer(role == 'tool_result') > 40000", "the tokens of such spans newer than this span"),
+    "tokens_older": ("tokens_older(true) > 1000", "the tokens of such spans older than this span"),
 }
 
 
@@ -65,6 +75,8 @@ def vocabulary() -> dict:
         "window_attributes": {name: {"type": kind, "example": attribute_example(name, kind)}
                               for name, (kind, _) in WINDOW_ATTRS.items()},
         "operators": {op: {"example": {"evict": text}} for op, text in OPERATOR_EXAMPLES.items()},
+        "aggregates": {name: {"type": NUM, "value": what, "scope": AGGREGATES[name][0], "example": {"evict": text}}
+                       for name, (text, what) in AGGREGATE_EXAMPLES.items()},
         "deployment": {**{key: {"values": list(values), "default": getattr(Deployment(), key),
                                 "example": {"deployment": {key: values[-1]}}}
                           for key, values in DEPLOYMENT_CHOICES.items()},

@@ -9,10 +9,11 @@ Grammar, loosest binding first:
     cmp    := sum ((< <= > >= == !=) sum)*                (a < b < c means a < b and b < c)
             | sum ['not'] 'in' '[' literal, ... ']'
     sum    := term (('+' | '-') term)*
-    term   := neg (('*' | '/') neg)*
+    term   := neg (('*' | '/' | '//' | '%') neg)*
     neg    := '-' neg | atom
     atom   := number | 'enum name' | "enum name" | true | false | attribute
             | min(expr, expr, ...) | max(expr, expr, ...) | abs(expr) | '(' expr ')'
+            | count(expr) | count_newer(expr) | ... (an aggregate: spec.policy.AGGREGATES)
 
 Binary operators associate to the left.  The parser never evaluates anything; it only builds
 the AST of prunecheck.spec.policy, and every problem is a PolicySyntaxError with a position.
@@ -25,9 +26,10 @@ from typing import Optional
 
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import (
+    AGGREGATES,
     ATTRS,
+    CALLABLE,
     ENUM_VALUES,
-    FUNCTIONS,
     SPAN_ATTRS,
     WINDOW_ATTRS,
     Attr,
@@ -48,7 +50,7 @@ from prunecheck.checker.language.printer import P_ADD, P_AND, P_CMP, P_COND, P_M
 from prunecheck.checker.language.tokens import KEYWORDS, Locator, text_locator, tokenize
 
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
-_BINARY = {"or": P_OR, "and": P_AND, "+": P_ADD, "-": P_ADD, "*": P_MUL, "/": P_MUL}
+_BINARY = {"or": P_OR, "and": P_AND, "+": P_ADD, "-": P_ADD, "*": P_MUL, "/": P_MUL, "//": P_MUL, "%": P_MUL}
 _ALL_ENUM_NAMES = tuple(v for values in ENUM_VALUES.values() for v in values)
 
 
@@ -59,7 +61,7 @@ def unknown_name_message(name: str) -> str:
         return f"unknown name `{name}`; did you mean `{name.lower()}`?"
     if name in ("span", "window"):
         return f"unknown name `{name}`: write attributes bare, e.g. `tokens` or `window_tokens`"
-    best = closest(name, tuple(ATTRS) + FUNCTIONS + KEYWORDS)
+    best = closest(name, tuple(ATTRS) + CALLABLE + KEYWORDS)
     hint = f"; did you mean `{best}`?" if best else ""
     return (
         f"unknown name `{name}`{hint} (span attributes: {', '.join(SPAN_ATTRS)}; "
@@ -256,7 +258,7 @@ class _Parser:
         if kind == "name":
             if self.is_(self.peek(), "op", "("):
                 return self.call(tok)
-            if text in FUNCTIONS:
+            if text in CALLABLE:
                 self.fail(f"`{text}` is a function: call it as {text}(...)", tok)
             if text not in ATTRS:
                 self.fail(unknown_name_message(text), tok)
@@ -279,10 +281,10 @@ class _Parser:
 
     def call(self, name_tok):
         fn = name_tok[1]
-        if fn not in FUNCTIONS:
-            best = closest(fn, FUNCTIONS)
+        if fn not in CALLABLE:
+            best = closest(fn, CALLABLE)
             hint = f"; did you mean `{best}`?" if best else ""
-            self.fail(f"unknown function `{fn}`{hint} (only min, max and abs may be called)", name_tok)
+            self.fail(f"unknown function `{fn}`{hint} (only {', '.join(CALLABLE)} may be called)", name_tok)
         open_tok = self.advance()
         self.enter(open_tok, brackets=True)
         self.enter(name_tok)
@@ -300,6 +302,8 @@ class _Parser:
             self.fail(f"abs takes exactly one argument, got {len(args)}", name_tok)
         if fn in ("min", "max") and len(args) < 2:
             self.fail(f"{fn} takes at least two arguments, got {len(args)}", name_tok)
+        if fn in AGGREGATES and len(args) != 1:
+            self.fail(f"{fn} takes exactly one argument, a condition on the counted span, got {len(args)}", name_tok)
         return self.node(Call, fn, tuple(args), tok=name_tok, children=tuple(args))
 
 

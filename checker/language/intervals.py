@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from prunecheck.spec.policy import ATTRS, Interval
+from prunecheck.spec.policy import AGGREGATES, ATTRS, NUM, Attr, Binary, Call, Cond, Interval, Num, Unary
 from prunecheck.spec.walker import Walker
 
 from prunecheck.checker.language.bounds import check_bounds, fail_at, shown
 
-ARITH = ("+", "-", "*", "/")
+ARITH = ("+", "-", "*", "/", "//", "%")
 
 # An endpoint is a Fraction, or the string "-inf" / "+inf"; an interval is (lo, lo_open, hi, hi_open).
 
@@ -180,6 +180,12 @@ class _Intervals(Walker):
             return _i_add(left, _i_neg(right))
         if expr.op == "*":
             return _i_mul(left, right)
+        if expr.op == "//":  # by a whole literal k >= 1 (type checking): floor is monotone
+            k = expr.right.value
+            lo, hi = (v if v in (_NEG, _POS) else Fraction(v // k) for v in (left[0], left[2]))
+            return (lo, lo == _NEG, hi, hi == _POS)
+        if expr.op == "%":
+            return (Fraction(0), False, Fraction(expr.right.value - 1), False)
         if not _excludes_zero(right):
             fail_at(f"division by `{shown(expr.right)}`, which can be zero", expr, self.file)
         return _i_mul(left, _i_recip(right))
@@ -189,12 +195,37 @@ class _Intervals(Walker):
             return _i_minmax([self.visit(a) for a in expr.args], expr.fn)
         if expr.fn == "abs":
             return _i_abs(self.visit(expr.args[0]))
+        if expr.fn in AGGREGATES:
+            return (Fraction(0), False, _POS, True)
         self.not_a_number(expr)
 
     def cond(self, expr):
         return _i_hull(self.visit(expr.then), self.visit(expr.orelse))
 
     bool_lit = enum_lit = in_set = unknown = not_a_number
+
+
+# The numeric attributes whose every value is a whole number (recency and frequency are ratios).
+WHOLE_ATTRS = frozenset(name for name, (kind, _iv) in ATTRS.items() if kind == NUM) - {"recency", "frequency"}
+
+
+def is_whole(expr) -> bool:
+    """Whether a numeric expression is a whole number in every state: whole literals and attributes, aggregates,
+    and + - * // % min max abs and conditionals of them (never /). What `//` and `%` take on the left (SPEC §1d)."""
+    if isinstance(expr, Num):
+        return Fraction(expr.value).denominator == 1
+    if isinstance(expr, Attr):
+        return expr.name in WHOLE_ATTRS
+    if isinstance(expr, Unary):
+        return expr.op == "-" and is_whole(expr.arg)
+    if isinstance(expr, Binary):
+        return expr.op in ("+", "-", "*", "//", "%") and is_whole(expr.left) and (
+            expr.op in ("//", "%") or is_whole(expr.right))
+    if isinstance(expr, Call):
+        return expr.fn in AGGREGATES or all(is_whole(a) for a in expr.args)
+    if isinstance(expr, Cond):
+        return is_whole(expr.then) and is_whole(expr.orelse)
+    return False
 
 
 def refuse_zero_divisors(expr, file: str) -> None:

@@ -34,6 +34,8 @@ _BINARY_PREC = {
     "-": P_ADD,
     "*": P_MUL,
     "/": P_MUL,
+    "//": P_MUL,
+    "%": P_MUL,
 }
 
 

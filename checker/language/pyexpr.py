@@ -9,6 +9,7 @@ from typing import Optional
 
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import (
+    AGGREGATES,
     FUNCTIONS,
     SPAN_ATTRS,
     WINDOW_ATTRS,
@@ -80,10 +81,8 @@ CONSTRUCTS = {  # what each refused ast node is called in an error
     "Tuple": "tuple outside `in`",
     "Slice": "slice",
 }
-_ARITH = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_ARITH = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
 _OTHER_BINOPS = {
-    ast.FloorDiv: "//",
-    ast.Mod: "%",
     ast.Pow: "**",
     ast.LShift: "<<",
     ast.RShift: ">>",
@@ -311,6 +310,9 @@ class ExpressionReader:
         func = node.func
         if isinstance(func, ast.Name):
             fn = func.id
+            if fn in AGGREGATES:
+                self.fail(f"`{fn}(...)` is written in the YAML or JSON form only: the Python form has no way yet to "
+                          "name the counted span", node)
             if fn not in FUNCTIONS:
                 self.fail(f"call to `{fn[:MAX_NAME]}` is not allowed in a policy ({_ONLY_CALLS})", node)
         elif isinstance(func, ast.Attribute):

@@ -83,10 +83,10 @@ def tokenize(text: str, file: str = "<policy>", locate: Optional[Locator] = None
         elif ch in "'\"":
             j = _string_end(text, i, fail)
             tokens.append(("str", text[i + 1 : j - 1], i))
-        elif text.startswith(("<=", ">=", "==", "!="), i):
+        elif text.startswith(("<=", ">=", "==", "!=", "//"), i):
             j = i + 2
             tokens.append(("op", text[i:j], i))
-        elif ch in "<>+-*/()[],":
+        elif ch in "<>+-*/%()[],":
             j = i + 1
             tokens.append(("op", ch, i))
         else:

@@ -6,8 +6,16 @@ from typing import Optional
 
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import (
+    AGGREGATES,
     ATTRS,
     BOOL,
+    CALLABLE,
+    OWN_ATTRS,
+    WHOLE_OPS,
+    Num,
+    is_aggregate,
+    outer_subexpressions,
+    window_aggregate,
     ENUM_VALUES,
     FUNCTIONS,
     KIND,
@@ -43,7 +51,7 @@ from prunecheck.checker.language.bounds import (
     suggestion,
 )
 from prunecheck.checker.language.builder import is_literal
-from prunecheck.checker.language.intervals import ARITH, interval_of, refuse_zero_divisors
+from prunecheck.checker.language.intervals import ARITH, interval_of, is_whole, refuse_zero_divisors
 
 ORDER = ("<", "<=", ">", ">=")
 EQUALITY = ("==", "!=")
@@ -139,6 +147,8 @@ class _Checker(Walker):
                     self.fail(f"cannot apply {op} to {got}", node)
             if op == "/":
                 refuse_zero_divisors(node, self.file)
+            if op in WHOLE_OPS:
+                self.whole_operands(node)
             return NUM if op in ARITH else BOOL
         if op in CONNECTIVES:
             for side in (node.left, node.right):
@@ -204,9 +214,21 @@ class _Checker(Walker):
                     self.fail(f"`in` list mixes {arg_type} with {got} `{shown(value)}`", value)
         return BOOL
 
+    def whole_operands(self, node) -> None:
+        """`a // k` and `a % k` (SPEC §1d): k a whole-number literal >= 1, a a whole number in every state."""
+        right = node.right
+        if not (isinstance(right, Num) and right.value.denominator == 1 and right.value >= 1):
+            self.fail(f"the right side of {node.op} must be a whole number >= 1 written as a literal, got "
+                      f"`{shown(right)}`", right)
+        if not is_whole(node.left):
+            self.fail(f"the left side of {node.op} must be a whole number (counts, tokens, ages and whole literals, "
+                      f"with + - * // % min max abs), got `{shown(node.left)}`", node.left)
+
     def call(self, node, expected) -> str:
+        if node.fn in AGGREGATES:
+            return self.aggregate(node)
         if node.fn not in FUNCTIONS:
-            self.fail(f"unknown function `{node.fn}`{suggestion(str(node.fn), FUNCTIONS)}", node)
+            self.fail(f"unknown function `{node.fn}`{suggestion(str(node.fn), CALLABLE)}", node)
         n = len(node.args)
         if node.fn == "abs" and n != 1:
             self.fail(f"abs takes exactly one argument, got {n}", node)
@@ -216,6 +238,23 @@ class _Checker(Walker):
             got = self.infer(arg, NUM)
             if got != NUM:
                 self.fail(f"cannot apply {node.fn} to {got}", node)
+        return NUM
+
+    def aggregate(self, node) -> str:
+        """An aggregate (SPEC §1e): one condition on the counted span's own attributes."""
+        if len(node.args) != 1:
+            self.fail(f"{node.fn} takes exactly one argument, a condition on the counted span, got {len(node.args)}",
+                      node)
+        for inner in subexpressions(node.args[0]):
+            if isinstance(inner, Attr) and inner.name in ATTRS and inner.name not in OWN_ATTRS:
+                self.fail(f"inside {node.fn}(...) only the counted span's own attributes may be read "
+                          f"({', '.join(OWN_ATTRS)}), not `{inner.name}`", inner)
+            if is_aggregate(inner) and inner is not node:
+                self.fail(f"an aggregate cannot be nested inside {node.fn}(...)", inner)
+        got = self.infer(node.args[0], BOOL)
+        if got != BOOL:
+            self.fail(f"the argument of {node.fn} must be a condition (a bool), got {got} `{shown(node.args[0])}`",
+                      node.args[0])
         return NUM
 
     def cond(self, node, expected: Optional[str]) -> str:
@@ -302,10 +341,16 @@ def check_stage(policy: Policy, file: str) -> None:
         expr = getattr(policy, key)
         if expr is None:
             continue
-        for node in subexpressions(expr):
+        for node in outer_subexpressions(expr):
             if isinstance(node, Attr) and node.name in SPAN_ATTRS:
                 fail_at(f"`{key}` may only read window attributes ({', '.join(WINDOW_ATTRS)}), not the span "
                         f"attribute `{node.name}`", node, file)
+            if is_aggregate(node) and not window_aggregate(node):
+                fail_at(f"`{key}` may only read the window's aggregates (count, tokens_of), not `{node.fn}`, which "
+                        "counts from a span", node, file)
+            if is_aggregate(node) and key == "until":
+                fail_at("`until` cannot read an aggregate: the walk tracks only window_tokens and window_spans as "
+                        "it takes spans (use `when` for a trigger on counts)", node, file)
         checker.check(expr, BOOL, key)
     if policy.order not in ORDERS:
         raise PolicySyntaxError(f"order must be one of {', '.join(ORDERS)}, got {str(policy.order)[:40]!r}", file, 1, 1)
