@@ -11,9 +11,12 @@ from typing import Optional, Union
 from hypothesis import strategies as st
 
 from prunecheck.checker.language.document import policy_document
+from prunecheck.checker.language.expr_parser import parse_expr
 from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_python, policy_yaml
 from prunecheck.spec.policy import (
+    AGGREGATES,
+    WHOLE_OPS,
     BOOL,
     BOOL_OPS,
     COMPARE_OPS,
@@ -157,7 +160,11 @@ def _literals(type_: str, depth: int, python: bool = False) -> st.SearchStrategy
     return st.sampled_from(ENUM_VALUES[type_]).map(EnumLit)
 
 
-_NUM_SHAPES = ("leaf", "arith", "divide", "negate", "abs", "minmax", "cond")
+_NUM_SHAPES = ("leaf", "arith", "divide", "negate", "abs", "minmax", "cond", "whole", "aggregate")
+# Conditions on a counted span's own attributes, for the aggregates (spec/SPEC.md §1e).
+_OWN_CONDITIONS = ("true", "role == 'user'", "role == 'tool_result'", "kind == 'record'", "not pinned", "tokens >= 2",
+                   "masked or edited", "tool == 'browse'")
+_WHOLE_LEAVES = tuple(n for n in _NUM_ATTRS if n not in _FRACTION_ATTRS)
 _BOOL_SHAPES = ("leaf", "compare", "bool_eq", "enum_compare", "in", "not", "connective", "cond")
 # Tool names and tags the generated policies, deployments and traces use (spec/SPEC.md 1c: any name is allowed).
 NAME_POOL = ("", "browse", "edit", "agents_md")
@@ -188,7 +195,27 @@ def _draw_num(draw, depth: int, m: "_Mode"):
     if shape == "minmax":
         fn = draw(st.sampled_from(("min", "max")))
         return Call(fn, tuple(_draw_num(draw, d, m) for _ in range(draw(st.integers(2, 3)))))
+    if shape == "whole":  # a whole left side, a whole literal >= 1 on the right (spec/SPEC.md §1d)
+        names = _WHOLE_LEAVES if m.budget else tuple(n for n in _WHOLE_LEAVES if n != "budget")
+        lefts = [st.sampled_from(names).map(Attr)]
+        if d >= 3:  # an aggregate's condition is at most 2 deep
+            lefts.append(st.builds(_aggregate, st.sampled_from(tuple(AGGREGATES)), st.sampled_from(_OWN_CONDITIONS)))
+        return Binary(draw(st.sampled_from(WHOLE_OPS)), draw(st.one_of(lefts)), Num(Fraction(draw(st.integers(1, 4)))))
+    if shape == "aggregate":
+        if depth < 3:
+            return draw(st.one_of(numbers(), _num_attrs(m.budget)))
+        return _aggregate(draw(st.sampled_from(tuple(AGGREGATES))), draw(st.sampled_from(_OWN_CONDITIONS)))
     return Cond(_draw_bool(draw, d, m), _draw_num(draw, d, m), _draw_num(draw, d, m))
+
+
+def _aggregate(fn: str, condition: str) -> Call:
+    """An aggregate over one of the fixed own-attribute conditions, parsed as the loader parses it."""
+    return Call(fn, (_own_condition(condition),))
+
+
+@lru_cache(maxsize=None)
+def _own_condition(text: str):
+    return parse_expr(text)
 
 
 def _draw_python_num(draw, depth: int, m: "_Mode", want: str):

@@ -132,6 +132,9 @@ def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout
     stage = [key for key in ("when", "until", "order", "start_on") if getattr(old, key) != getattr(new, key)]
     if stage:  # not compared semantically: a witness search decides
         return Equivalence(False, f"the compaction stages differ in {', '.join(stage)}")
+    if old.aggregates or new.aggregates:  # sums over other spans: not a function of one span's attributes
+        return Equivalence(False, "the policies read aggregates (spec/SPEC.md §1e), which the one-span attribute "
+                                  "space cannot say: a witness search decides")
     ints, env, constraints = attribute_space(old.budget, POSITION_ATTRS if read_positions(old) + read_positions(new)
                                               else (), shared_names(old, new))
     old_sel, new_sel = selection(old), selection(new)
