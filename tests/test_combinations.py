@@ -28,8 +28,8 @@ VOCABULARY = {
     "masked": "not masked and tokens >= 2",
     # Aggregates (SPEC §1e): the pair model's free counters with their facts, and whole-number arithmetic (§1d).
     "aggregates": "count_newer(role == 'user') >= 1 or tokens_older(not pinned) > 2 or "
-                  "count(kind == 'record') >= 1 and tokens_of(role == 'tool_result') * 2 <= window_tokens",
-    "whole": "position < window_spans // 2 or (from_end + tokens) % 3 == 1 or count_older(edited) % 2 == 1",
+                  "count(kind == 'record') >= 1 and tokens_of(role == 'tool_result') * 2 <= window_tokens or "
+                  "position < window_spans // 2 or (from_end + tokens) % 3 == 1 or count_older(edited) % 2 == 1",
 }
 STAGE = {"none": "", "keep": "keep: tokens >= 4", "when": "when: window_tokens > 2",
          "until": "until: window_tokens <= 1", "counted": "when: count(role != 'user') >= 2\nkeep: tokens_newer(true) < 2"}
@@ -197,10 +197,19 @@ SLOW_CHUNKS = 6
 WALKS_3WISE = 3  # random walks per row (with the four targeted runs: 7 runs, as before safe_undo's targeted run)
 
 
+# Issue 29's constructs are in the 2-wise array above and in every pair of them (tests/test_aggregates.py), but not yet
+# in the 3-wise one: they would add 61 rows (20%) to CI's longest test while CI is near its 30 minutes.
+LATER_3WISE = {"vocabulary": ("aggregates",), "stage": ("counted",)}
+
+
+def columns_3wise() -> list:
+    return [(name, tuple(v for v in values if v not in LATER_3WISE.get(name, ()))) for name, values in columns()]
+
+
 @lru_cache(maxsize=1)
 def _rows_3wise() -> tuple:
-    rows = covering_array(columns(), CONSTRAINTS, strength=3, seed=27)
-    assert not missing_targets(columns(), CONSTRAINTS, rows, 3)
+    rows = covering_array(columns_3wise(), CONSTRAINTS, strength=3, seed=27)
+    assert not missing_targets(columns_3wise(), CONSTRAINTS, rows, 3)
     return tuple(rows)
 
 
