@@ -215,6 +215,7 @@ def _aggregate(fn: str, condition: str) -> Call:
 
 @lru_cache(maxsize=None)
 def _own_condition(text: str):
+    """A fixed condition (an aggregate's, or a trigger's), parsed as the loader parses it."""
     return parse_expr(text)
 
 
@@ -355,6 +356,9 @@ def _stage(draw, max_depth: int, with_budget: bool, ranked: bool, python: bool) 
     for key in ("when", "until"):
         if draw(st.booleans()):
             out[key] = draw(window_conditions(with_budget))
+    if "when" in out and draw(st.integers(0, 3)) == 0:  # fired by the host, on about a quarter (spec/SPEC.md §4g)
+        fired = draw(st.sampled_from(("event == 'overflow'", "event != ''", "reported_tokens > 3")))
+        out["when"] = Binary(draw(st.sampled_from(BOOL_OPS)), out["when"], _own_condition(fired))
     if not ranked:
         out["order"] = draw(st.sampled_from(ORDERS))
     if draw(st.integers(0, 3)) == 0:  # a role boundary, on about a quarter of the stages

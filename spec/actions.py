@@ -27,9 +27,12 @@ class Append:
         return f"Append({', '.join(f'{k}={getattr(self, k)!r}' for k in shown)})"
 
 
+QUIET_DEFAULTS = {"cites": (), "event": "", "reported_tokens": 0}
+
+
 def _quiet_repr(action) -> str:
-    # cites at its default (none) is left out, so that printed traces stay what they were before it.
-    shown = [k for k in action.__dataclass_fields__ if k != "cites" or action.cites != ()]
+    # Arguments at their quiet defaults are left out, so that printed traces stay what they were before them.
+    shown = [k for k in action.__dataclass_fields__ if QUIET_DEFAULTS.get(k, object()) != getattr(action, k)]
     return f"{type(action).__name__}({', '.join(f'{k}={getattr(action, k)!r}' for k in shown)})"
 
 
@@ -78,6 +81,8 @@ class Compact:
 
     budget: Optional[int] = None
     cites: tuple = ()  # the span ids the compaction's rationale cites (evidence: on; spec/SPEC.md §6d), ascending
+    event: str = ""  # the event the host fired it on ("" = none: an ordinary compaction; spec/SPEC.md §4g)
+    reported_tokens: int = 0  # the token usage the previous model call reported (§4g)
     name = "compact"
 
     def __repr__(self) -> str:
@@ -112,7 +117,7 @@ def action_args(action: Action) -> dict:
     budget, a read or audit done once."""
     return {key: getattr(action, key) for key in action.__dataclass_fields__
             if not (isinstance(action, Compact) and getattr(action, key) is None)
-            and not (key == "cites" and getattr(action, key) == ())
+            and not (key in QUIET_DEFAULTS and getattr(action, key) == QUIET_DEFAULTS[key])
             and not (key == "times" and getattr(action, key) == 1)
             and not (key == "result_tokens" and getattr(action, key) == 0)
             and not (key == "role" and getattr(action, key) == "user")
@@ -120,7 +125,7 @@ def action_args(action: Action) -> dict:
 
 
 # What action_args leaves out at its default; always passed by name.
-OPTIONAL_ARGS = ("role", "budget", "times", "result_tokens", "tool", "tag", "cites")
+OPTIONAL_ARGS = ("role", "budget", "times", "result_tokens", "tool", "tag", "cites", "event", "reported_tokens")
 
 
 def action_text(action: Action, keywords: bool = False) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 from typing import Optional
 
 from prunecheck.spec.actions import Compact
@@ -20,9 +21,15 @@ def stage_order(policy: Policy, state: State, chosen) -> list:
     return sorted(chosen, key=window_order, reverse=policy.order == "newest")
 
 
-def triggered(policy: Policy, state: State) -> bool:
-    """The stage's trigger `when` in the state the compaction starts from (true without one)."""
-    return policy.when is None or bool(evaluate(policy.when, window_env(policy, state)))
+def trigger_env(action: Optional[Compact]) -> dict:
+    """What the host tells the compaction it fires (SPEC §4g): its event and the usage the last call reported."""
+    fired = Compact() if action is None else action
+    return {"event": fired.event, "reported_tokens": Fraction(fired.reported_tokens)}
+
+
+def triggered(policy: Policy, state: State, action: Optional[Compact] = None) -> bool:
+    """The stage's trigger `when` in the state the compaction `action` starts from (true without one)."""
+    return policy.when is None or bool(evaluate(policy.when, {**window_env(policy, state), **trigger_env(action)}))
 
 
 def pair_closure(policy: Policy, state: State, taken) -> list:
@@ -35,13 +42,13 @@ def pair_closure(policy: Policy, state: State, taken) -> list:
     return out + sorted({windowed(i) for i in out} - {None} - set(out))
 
 
-def stage_taken(policy: Policy, state: State) -> tuple:
+def stage_taken(policy: Policy, state: State, action: Optional[Compact] = None) -> tuple:
     """Step 2 of a compaction (the stage): the taken ids in order, and the window's tokens after them. Nothing when
     the trigger is false; otherwise each candidate in order is taken while the target is false in the state the ones
     taken before it leave (the host's budget plays no part), then start_on's leading spans and (pairs: together)
     the pair closure."""
     tokens, spans = state.window_tokens(), window_spans(state)
-    if not triggered(policy, state):
+    if not triggered(policy, state, action):
         return [], tokens
     ordered = stage_order(policy, state, [state.span(i) for i in candidates(policy, state)])
     taken, after = walk(policy, ordered, tokens, spans, lambda t, n: window_env(policy, state, t, n))
@@ -114,10 +121,10 @@ def summary_span(policy: Policy, state: State, taken, now: int) -> Span:
                 role=policy.summary_role, place=place)
 
 
-def staged_state(policy: Policy, state: State, now: int) -> tuple:
+def staged_state(policy: Policy, state: State, now: int, action: Optional[Compact] = None) -> tuple:
     """The stage of a compaction: the ids it took, the state its effect leaves (with the summary, if it wrote one)
     and that state's window tokens."""
-    taken, tokens = stage_taken(policy, state)
+    taken, tokens = stage_taken(policy, state, action)
     staged = take(policy, state, taken)
     if downgrades(policy) and policy.effect in IN_PLACE:
         # The walk planned with the mask's accounting; a downgraded (moved) span left the window entirely.
@@ -153,7 +160,7 @@ def refused_compaction(policy: Policy, state: State, action: Compact, now: int) 
     if policy.deployment.refusal == "atomic":
         return Transition(state, action, replace(state, step=now), "blocked")
     seen = citing(state, action.cites)
-    taken = sequential_taken(state, stage_taken(policy, seen)[0], named_spans(policy, state))
+    taken = sequential_taken(state, stage_taken(policy, seen, action)[0], named_spans(policy, state))
     after = replace(take(policy, seen, taken), entries=state.entries)
     if policy.effect == "summarise" and taken:
         after = replace(after, spans=after.spans + (summary_span(policy, state, taken, now),))
@@ -164,7 +171,7 @@ def compact_transition(policy: Policy, state: State, action: Compact, now: int) 
     refused = refused_compaction(policy, state, action, now)
     if refused is not None:
         return refused
-    evicted, staged, tokens, cited = prepared(policy, state, action.cites, now)
+    evicted, staged, tokens, cited = prepared(policy, state, action.cites, now, action)
     truncated = truncated_ids(staged, tokens, effective_budget(policy, action.budget))
     after = staged
     for span_id in truncated:
@@ -172,11 +179,11 @@ def compact_transition(policy: Policy, state: State, action: Compact, now: int) 
     return Transition(state, action, replace(after, step=now), "ok", frozenset(evicted), frozenset(truncated))
 
 
-def prepared(policy: Policy, state: State, cites: tuple, now: int) -> tuple:
+def prepared(policy: Policy, state: State, cites: tuple, now: int, action: Optional[Compact] = None) -> tuple:
     """What the host's truncation starts from: the stage's taken ids, the state it leaves with its summary and
     ledger entry written (both before truncation, which may take them), that state's window tokens, and the spans
     cited while the compaction runs (its own citations too)."""
-    evicted, staged, tokens = staged_state(policy, citing(state, cites), now)
+    evicted, staged, tokens = staged_state(policy, citing(state, cites), now, action)
     cited = staged.cited_ids()
     written = ledger_entry(policy, state, replace(staged, entries=state.entries), cites, evicted, now)
     if len(written.spans) > len(staged.spans) and addressable(written.spans[-1]):
@@ -184,7 +191,7 @@ def prepared(policy: Policy, state: State, cites: tuple, now: int) -> tuple:
     return evicted, written, tokens, cited
 
 
-def host_budgets(policy: Policy, state: State, cites: tuple = ()) -> tuple:
+def host_budgets(policy: Policy, state: State, cites: tuple = (), action: Optional[Compact] = None) -> tuple:
     """Host budgets whose compactions differ from compact() and from each other, one per distinct outcome (the
     largest budget of each), largest first: every compact(budget=H) from `state` has the outcome of one of them
     or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed.
@@ -192,7 +199,7 @@ def host_budgets(policy: Policy, state: State, cites: tuple = ()) -> tuple:
     `host_truncation: on` (SPEC §2): a host budget then changes nothing."""
     if blocked(policy, state) or not host_truncates(policy):
         return ()
-    _taken, staged, rest, _cited = prepared(policy, state, cites, state.step + 1)
+    _taken, staged, rest, _cited = prepared(policy, state, cites, state.step + 1, action)
     remaining = [s.tokens for s in sorted(staged.spans, key=window_order) if addressable(s)]
     tops = {rest - sum(remaining[:k]) - 1 for k in range(len(remaining))}
     if policy.budget is not None:

@@ -19,6 +19,8 @@ ENUM_VALUES = {KIND: KINDS, NAMESPACE: NAMESPACES, ROLE: ROLES}
 # Open enumerations (spec/SPEC.md §1c): any name the host writes; a policy compares them with string literals only.
 TOOL, TAG = "tool", "tag"
 NAME_ATTRS = (TOOL, TAG)  # each attribute is its own type, named as the attribute
+EVENT = "event"  # the event the host fires a compaction on (spec/SPEC.md §4g): a name too, of the compaction
+NAME_TYPED = NAME_ATTRS + (EVENT,)  # the attributes compared with string literals only
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,14 @@ WINDOW_ATTRS = {
     "step": (NUM, _iv(0)),
     "window_spans": (NUM, _iv(0)),
 }
+# What the host tells a compaction when it fires one (spec/SPEC.md §4g): why (an event name, "" for none) and the
+# token usage the previous model call reported. Read only in `when`: they are the trigger's, not the spans'.
+TRIGGER_ATTRS = {
+    EVENT: (EVENT, None),
+    "reported_tokens": (NUM, _iv(0)),
+}
 POSITION_ATTRS = ("position", "from_end", "from_end_in_role", "turn", "tokens_after", "window_spans")
-ATTRS = {**SPAN_ATTRS, **WINDOW_ATTRS}
+ATTRS = {**SPAN_ATTRS, **WINDOW_ATTRS, **TRIGGER_ATTRS}
 OWN_ATTRS = tuple(name for name in SPAN_ATTRS if name not in POSITION_ATTRS)  # what an aggregate's condition reads
 
 from prunecheck.spec.expr import (  # noqa: F401 (the AST is part of the policy's vocabulary)
@@ -349,6 +357,26 @@ def mentioned_names(policy: Policy) -> tuple:
     if TOOL in found:
         found[TOOL].add(policy.deployment.record_tool)
     return tuple((name, tuple(sorted(found[name]))) for name in NAME_ATTRS if name in found)
+
+
+def mentioned_events(policy: Policy) -> tuple:
+    """The event names the policy's `when` compares `event` with, sorted (spec/SPEC.md §4g): with one unmentioned
+    name standing for every other (spec.names.unmentioned_name), the events a compaction can be told apart by."""
+    found = set()
+    for node in subexpressions(policy.when) if policy.when is not None else ():
+        if isinstance(node, InSet) and isinstance(node.arg, Attr) and node.arg.name == EVENT:
+            found.update(v.value for v in node.values)
+        elif isinstance(node, Binary) and node.op in ("==", "!="):
+            for attr, lit in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(attr, Attr) and attr.name == EVENT and isinstance(lit, EnumLit):
+                    found.add(lit.value)
+    return tuple(sorted(found))
+
+
+def read_triggers(policy: Policy) -> tuple:
+    """The trigger attributes (TRIGGER_ATTRS) the policy reads, in that order: what a compaction action carries."""
+    names = read_attributes(policy)
+    return tuple(name for name in TRIGGER_ATTRS if name in names)
 
 
 def read_positions(policy: Policy) -> tuple:

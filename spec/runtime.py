@@ -8,7 +8,8 @@ from typing import Optional
 from prunecheck.spec.errors import IrreversibleEditError, MergeRequired
 from prunecheck.spec.actions import (REPEATABLE, Action, Append, Audit, Compact, Edit, Pin, Read, Undo, Unpin, expand,
                                      steps_of)
-from prunecheck.spec.policy import CONTENT_KINDS, ROLES, Policy, keeps_destroyed_content, name_problem
+from prunecheck.spec.policy import (CONTENT_KINDS, EVENT, ROLES, Num, Policy, keeps_destroyed_content, mentioned_events,
+                                    name_problem, read_triggers, subexpressions, unmentioned_name)
 from prunecheck.spec.state import (REVERSIBLE, UNKNOWN, Span, EditInfo, LedgerEntry, State, deferred, effective_budget,
                                    ActionRefused, Transition, window_env, window_in_order, window_spans, span_env,
                                    positions, addressable, present, is_candidate, candidates, status, with_span,
@@ -85,8 +86,11 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
         host = action.budget
         _require(host is None or (type(host) is int and host >= 1), "a host budget is an integer >= 1")
         _require_cites(policy, state, action.cites)
+        _require(isinstance(action.event, str) and not name_problem(action.event), "an event is a name (SPEC §4g)")
+        _require(type(action.reported_tokens) is int and action.reported_tokens >= 0,
+                 "reported tokens are an integer >= 0")
         if room is not None and room < slots_needed(policy):
-            _require(not stage_taken(policy, citing(state, action.cites))[0],
+            _require(not stage_taken(policy, citing(state, action.cites), action)[0],
                      "no span slot left for the summary or the ledger entry")
     elif not isinstance(action, Audit):
         raise ActionRefused(f"not an action: {action!r}")
@@ -249,6 +253,20 @@ def cite_choices(policy: Policy, state: State) -> tuple:
     return ((),) + tuple((s.id,) for s in state.spans if present(s))
 
 
+def trigger_choices(policy: Policy) -> tuple:
+    """The (event, reported_tokens) pairs the explicit engine fires compactions with (SPEC §4g): each event the policy
+    mentions and one unmentioned name standing for the rest (no event, "", unless mentioned), times 0 and each
+    constant of `when` less one, itself and plus one (a domain: exact for comparisons of reported_tokens with
+    constants). Only ("", 0) for a policy that reads neither."""
+    read = read_triggers(policy)
+    events = (*mentioned_events(policy), unmentioned_name(mentioned_events(policy))) if EVENT in read else ("",)
+    reported = (0,)
+    if "reported_tokens" in read:
+        constants = {int(n.value) for n in subexpressions(policy.when) if isinstance(n, Num)}
+        reported = tuple(sorted({0} | {v for c in constants for v in (c - 1, c, c + 1) if v >= 0}))
+    return tuple((e, r) for e in sorted(events, key=lambda e: (e != "", e)) for r in reported)
+
+
 def enabled_actions(policy: Policy, state: State, max_spans: Optional[int] = None, token_choices=(1,),
                     repeats=(1,), roles=("user",), tools=("",), tags=("",)) -> tuple:
     """Every enabled action in `state`, appends drawn from CONTENT_KINDS x token_choices x roles x tools x tags, reads
@@ -262,6 +280,8 @@ def enabled_actions(policy: Policy, state: State, max_spans: Optional[int] = Non
         options += [Pin(span.id), Unpin(span.id)] + [Read(span.id, times) for times in repeats]
     options += [Undo(e.record) for e in state.edits]
     for c in citations:
-        options += [Compact(None, c)] + [Compact(host, c) for host in host_budgets(policy, state, c)]
+        for event, reported in trigger_choices(policy):
+            fired = Compact(None, c, event, reported)
+            options += [fired] + [replace(fired, budget=host) for host in host_budgets(policy, state, c, fired)]
     options += [Audit(times) for times in repeats]
     return tuple(a for a in options if enabled(policy, state, a, max_spans))

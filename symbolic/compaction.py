@@ -9,22 +9,24 @@ from prunecheck.spec.policy import IN_PLACE
 from prunecheck.symbolic import evidence
 from prunecheck.spec.stage import stage_target
 from prunecheck.spec.state import host_truncates
+from prunecheck.symbolic.span_terms import trigger_env
 from prunecheck.symbolic.terms import ExprEncoder, Frac, left_tokens_term, window_env
 from prunecheck.symbolic.window_terms import before, place_term
 
 
-def stage_trigger(model, s, budget):
-    """The stage's trigger `when` in s (true without one)."""
-    env = {**window_env(s.clock, Frac(s.window_tokens()), budget, s.window_spans()), **model.window_aggregates(s)}
+def stage_trigger(model, s, budget, a):
+    """The stage's trigger `when` in s, for the compaction action a (true without one)."""
+    env = {**window_env(s.clock, Frac(s.window_tokens()), budget, s.window_spans()), **model.window_aggregates(s),
+           **trigger_env(a)}
     return z3.BoolVal(True) if model.policy.when is None else ExprEncoder(env).encode(model.policy.when)
 
 
-def stage_walk(model, s, cand: list, ahead, budget) -> list:
+def stage_walk(model, s, cand: list, ahead, budget, a) -> list:
     """Per slot: taken by a stage with a trigger or a target (SPEC 4b). Slot i is taken iff the trigger holds, it
     is a candidate, and the target is false before it and before every candidate ahead of it, each in the state
     all candidates ahead of that one leave (the walk takes a prefix, so this is the loop)."""
     n, policy = model.n, model.policy
-    trigger, target = stage_trigger(model, s, budget), stage_target(policy)
+    trigger, target = stage_trigger(model, s, budget, a), stage_target(policy)
     if target is None:
         return [z3.And(trigger, c) for c in cand]
     removed = [model.taken_effect(s, k) for k in range(n)]

@@ -7,13 +7,14 @@ from typing import List
 import z3
 
 from prunecheck.spec.policy import (CONTENT_KINDS, IN_PLACE, KIND, NAMESPACE, ROLE, Policy, keeps_destroyed_content,
-                                    masks, mentioned_names, read_positions, summarises)
+                                    masks, mentioned_events, mentioned_names, read_positions, read_triggers,
+                                    summarises)
 from prunecheck.symbolic.refusal import refusal_blocks, refused_step
 from prunecheck.symbolic.compaction import stage_trigger, stage_walk, summary_written, truncation
 from prunecheck.symbolic import evidence
 from prunecheck.symbolic.terms import (ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort,
                                        left_tokens_term, shortens_term)
-from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
+from prunecheck.symbolic.span_terms import attribute_env, name_guards, trigger_guards, write_names
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
 from prunecheck.symbolic.undo_terms import entry_fields, restored_edited, selected_target, unrolled_undo
 from prunecheck.symbolic.window_terms import aggregate_terms, before, position_terms, stage_closures
@@ -124,13 +125,15 @@ class Model:
     """The policy's transition system unrolled over `n` slots; encode_* functions return constraints."""
 
     def __init__(self, policy: Policy, n: int, tag: str = "", token_domain=None, accelerate: bool = False,
-                 repeat_domain=None, clock_targets=(), names=None):
+                 repeat_domain=None, clock_targets=(), names=None, triggers=None):
         """token_domain: if given, appends carry only these token counts (to compare with the explicit engine);
         repeat_domain likewise restricts an accelerated read's or audit's `times` to these counts, or to those that
         end at one of clock_targets.
         accelerate: a read or audit step may stand for any number of repetitions (its `times`), so the clock of an
         unrolled state is a term, not the numeral k; the reachable states are the same (spec/SPEC.md §7).
-        names: the tool/tag tables (default mentioned_names(policy)); two models driven by one action share theirs."""
+        names: the tool/tag tables (default mentioned_names(policy)); two models driven by one action share theirs.
+        triggers: (the trigger attributes, the event names) a compaction carries (default the policy's; §4g), shared
+        likewise."""
         self.policy, self.n, self.tag = policy, n, tag
         self.accelerate = accelerate
         self.token_domain = None if token_domain is None else tuple(token_domain)
@@ -140,6 +143,8 @@ class Model:
         self.masking = masks(policy)
         self.placing = summarises(policy)  # slots carry a window-order place (SPEC 4d)
         self.names = mentioned_names(policy) if names is None else names
+        self.triggers, self.events = (read_triggers(policy), mentioned_events(policy)) if triggers is None \
+            else triggers  # spec/SPEC.md §4g
         self.tombstones = has_tombstones(self.dep)
         self.evidence = evidence.has_evidence(policy)  # citations and ledger entries (spec/SPEC.md §6d)
         self.act_edit, self.act_compact = ACT["edit"], ACT["compact"]
@@ -156,7 +161,7 @@ class Model:
                         names=self.names, tombstones=self.tombstones, cites=self.evidence)
 
     def action(self, k) -> SymAction:
-        return SymAction(k, self.n, self.tag, self.names, self.evidence)
+        return SymAction(k, self.n, self.tag, self.names, self.evidence, self.triggers, self.events)
 
     def generic_state(self, label: str) -> SymState:
         """A state with every field, and the clock, a free variable: the pre-state of an induction step."""
@@ -294,7 +299,7 @@ class Model:
         if self.policy.when is not None or self.policy.until is not None or self.policy.effect in IN_PLACE:
             # A mask may grow a span (placeholder_tokens > tokens), so even the legacy ranked walk needs the general
             # closed form: its window tokens are no longer monotone.
-            evicted = stage_walk(self, s, cand, ahead, budget)
+            evicted = stage_walk(self, s, cand, ahead, budget, a)
         elif ranks[0] is not None and budget is not None:
             evicted = []
             for i in range(n):
@@ -305,7 +310,7 @@ class Model:
             evicted = cand
         if self.policy.pairs == "together" or self.policy.start_on is not None:
             evicted = stage_closures(s, self.policy, evicted, self.kept_terms(s, budget, a),
-                                     stage_trigger(self, s, budget))
+                                     stage_trigger(self, s, budget, a))
         summary = summary_written(self, s, evicted)
         return evicted, truncation(self, s, a, evicted, summary, budget), summary
 
@@ -397,6 +402,7 @@ class Model:
             out.append(z3.Implies(is_[name], z3.And(guard)))
         out.append(z3.Implies(is_["undo"], z3.And(sel["used"], sel["kind"] == K["record"], z3.Not(sel["undone"]))))
         out.append(z3.Implies(z3.And(is_["compact"], a.hosted), a.host >= 1))
+        out.extend(trigger_guards(a, is_["compact"]))
 
     def _slot_update(self, s: SymState, a: SymAction, t: SymState, i: int, sel: dict, is_: dict, now, undo,
                      new_kind, removed: tuple, written: tuple = (None, None), ledger: tuple = (None, None)) -> None:

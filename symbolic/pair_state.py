@@ -97,7 +97,8 @@ class PairAction:
     """The choices of one abstract step: the action, which ghost it touches, and the unobserved outcomes."""
 
     def __init__(self, label: str, roles: bool = False, together: bool = False, leads: bool = False,
-                 names: tuple = (), evidence: bool = False, gated: bool = False):
+                 names: tuple = (), evidence: bool = False, gated: bool = False, triggers: tuple = (),
+                 events: tuple = ()):
         """together (`pairs: together`): also choose whether the partner outside the pair of r (its call r-1) and of
         q (its result q+1) was taken; leads (`start_on`): whether each ghost is among the leading spans it takes;
         names: an append's tool and tag codes, for these attributes only."""
@@ -132,6 +133,10 @@ class PairAction:
         self.evidence = pair_evidence.action_choices(label, GHOSTS, GhostSort) if evidence else {}
         # `safe_undo: on`: whether the unseen live edits all have their records (the closure check may pass).
         self.closed = c("closed_elsewhere", z3.BoolSort()) if gated else None
+        # What the host tells a compaction (spec/SPEC.md §4g), as the unrolled model's SymAction has it.
+        self.triggers, self.events = triggers, events
+        self.event = c("aevent", z3.IntSort()) if "event" in triggers else None
+        self.reported = c("areported", z3.IntSort()) if "reported_tokens" in triggers else None
 
     def variables(self) -> list:
         scalars = [self.act, self.ghost, self.alloc, self.target, self.restore, self.kind, self.tokens,
@@ -143,7 +148,8 @@ class PairAction:
         choices += (self.lead,) if self.lead is not None else ()
         return (scalars + [d[g] for d in choices for g in GHOSTS] + list(self.refusal.values())
                 + pair_evidence.choice_variables(self.evidence, GHOSTS) + ([self.closed] if self.closed is not None
-                                                                           else []))
+                                                                           else [])
+                + [v for v in (self.event, self.reported) if v is not None])
 
 
 class PairStep:

@@ -19,10 +19,11 @@ from prunecheck.spec.stage import stage_target
 from prunecheck.spec.state import host_truncates
 from prunecheck.symbolic.model import ACT, ACTIONS, CONTENT, K, NS, R
 from prunecheck.symbolic import pair_evidence
-from prunecheck.symbolic.span_terms import attribute_env, name_guards, write_names
+from prunecheck.symbolic.span_terms import attribute_env, name_guards, trigger_env, trigger_guards, write_names
 from prunecheck.symbolic.refusal import refusal_choices, refused_pair
 from prunecheck.spec.policy import (AGGREGATES, IN_PLACE, Attr, BoolLit, Num, Policy, masks, mentioned_names,
-                                    read_positions, reads_attribute, reads_roles, summarises)
+                                    mentioned_events, read_positions, read_triggers, reads_attribute, reads_roles,
+                                    summarises)
 from prunecheck.symbolic.terms import ExprEncoder, Frac, left_tokens_term, shortens_term
 from prunecheck.symbolic.evidence_terms import has_tombstones, write_tombstone
 from prunecheck.symbolic.undo_terms import entry_destroys, gated, pair_closed, pair_entry, pair_undoes
@@ -61,6 +62,9 @@ class PairModel:
         # start_on's leading spans are a choice per ghost; with the policy abstracted the free selection covers them.
         self.leads = not free_policy and policy.start_on is not None
         self.names = () if free_policy else mentioned_names(policy)
+        # What the host tells a compaction (§4g), for the trigger attributes the policy reads (none when abstracted).
+        self.triggers = () if free_policy else read_triggers(policy)
+        self.events = () if free_policy else mentioned_events(policy)
         # With a target (or the legacy ranked walk), whether each of the pair's candidates is taken is free (with
         # the policy abstracted the candidates are free anyway, and the model stays that of its free shape).
         ranked = policy.rank is not None and policy.budget is not None
@@ -74,7 +78,8 @@ class PairModel:
 
     def action(self, label: str) -> PairAction:
         return refusal_choices(self.dep, PairAction(label, self.roles, self.together, self.leads, self.names,
-                                                    self.evidence, gated(self.dep)), label)
+                                                    self.evidence, gated(self.dep), self.triggers, self.events),
+                               label)
 
     def encode_init(self, s: PairState) -> List:
         out = [s.clock == 0] + window_bounds(s)
@@ -95,11 +100,12 @@ class PairModel:
             selected = z3.And(selected, z3.Not(encoder.encode(self.policy.keep)))
         return z3.And(self.position_facts(s) + [selected]) if self.positions else selected
 
-    def triggered(self, s: PairState):
-        """The stage's trigger in s (exact: it reads only window attributes); true without one or when abstracted."""
+    def triggered(self, s: PairState, a: PairAction):
+        """The stage's trigger in s for the compaction a (exact: it reads only window attributes and what the host
+        tells the compaction, §4g); true without one or when abstracted."""
         if self.free_policy or self.policy.when is None:
             return z3.BoolVal(True)
-        trigger = ExprEncoder(s.window(self.policy.budget)).encode(self.policy.when)
+        trigger = ExprEncoder({**s.window(self.policy.budget), **trigger_env(a)}).encode(self.policy.when)
         return z3.And(self.position_facts(s) + [trigger]) if self.positions else trigger
 
     def position_facts(self, s: PairState) -> list:
@@ -228,7 +234,7 @@ class PairModel:
         q) is unseen, so what it does is a free choice."""
         chosen = {}
         for g in GHOSTS:
-            candidate = z3.And(self.triggered(s), self.candidate(s, g, a)) if self.policy.when is not None \
+            candidate = z3.And(self.triggered(s, a), self.candidate(s, g, a)) if self.policy.when is not None \
                 else self.candidate(s, g, a)
             chosen[g] = z3.And(candidate, a.chosen[g]) if self.walked else candidate
         chosen = self.start_on(s, a, chosen)
@@ -254,7 +260,7 @@ class PairModel:
         left = {g: z3.And(s.in_window(g), z3.Not(chosen[g]), z3.Not(self.kept(s, g, a))) for g in GHOSTS}
         after_r, follows = z3.And(a.lead["r"], z3.Not(z3.And(left["r"], sp["r"]["role"] == role))), self.follows(s)
         clear = {"r": a.lead["r"], "q": after_r if z3.is_true(follows) else z3.If(follows, after_r, a.lead["q"])}
-        return {g: z3.Or(chosen[g], z3.And(self.triggered(s), left[g], sp[g]["role"] != role, clear[g]))
+        return {g: z3.Or(chosen[g], z3.And(self.triggered(s, a), left[g], sp[g]["role"] != role, clear[g]))
                 for g in GHOSTS}
 
     def follows(self, s: PairState):
@@ -284,6 +290,7 @@ class PairModel:
         out = [t.clock == now] + window_bounds(t) + [a.tokens >= 1, a.other_tokens >= 1,
                _content(a.kind), _content(a.prior_kind)] + self.position_facts(s)
         out += [z3.Implies(is_["append"], g) for g in name_guards(a, self.names)]
+        out += trigger_guards(a, is_["compact"])
         if self.roles:  # a result appended at q answers r (naming its tool); one appended at r answers r-1, unseen
             same_tool = [a.tool == sp["r"]["tool"]] if "tool" in sp["r"] else []
             answers = z3.And(_content(sp["r"]["kind"]), sp["r"]["role"] == R["tool_call"], s.in_window("r"), *same_tool)

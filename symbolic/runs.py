@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import z3
 
-from prunecheck.spec.policy import Attr, Binary, Num, Policy, read_attributes, stage_exprs, subexpressions
+from prunecheck.spec.policy import (AGGREGATES, Attr, Binary, Num, Policy, is_aggregate, read_attributes, stage_exprs,
+                                    subexpressions)
 from prunecheck.symbolic.model import NS, R, Model, SymAction, SymState
 from prunecheck.symbolic.terms import ExprEncoder, Frac
 from prunecheck.symbolic.window_terms import among, before
@@ -20,22 +21,30 @@ TIME_ATTRS = ("age", "idle", "recency", "frequency", "reads")  # members of a ru
 
 
 def runs_apply(policy: Policy) -> bool:
-    """Whether the run search can serve this policy: members of a run must look alike to it (no time attributes, no
-    aggregates: not yet summed over runs), its stage must take whole runs or none (no target, no rank, no budget),
-    and its counts must be compared in ways monotone along a run (inequalities, or equality with 0), so agreeing
-    first and last members make it uniform."""
-    return (not set(TIME_ATTRS) & read_attributes(policy) and not policy.aggregates and policy.until is None
-            and policy.rank is None and policy.budget is None and all(monotone(node) for node in counted(policy)))
+    """Whether the run search can serve this policy: members of a run must look alike to it (no time attributes),
+    its stage must take whole runs or none (no target, no rank, no budget), and its counts (aggregates that count
+    spans too) must be compared in ways monotone along a run (inequalities, or equality with 0), so agreeing first
+    and last members make it uniform."""
+    return (not set(TIME_ATTRS) & read_attributes(policy) and policy.until is None and policy.rank is None
+            and policy.budget is None and all(monotone(node) for node in counted(policy)))
 
 
 COUNTS = ("position", "from_end", "from_end_in_role", "turn", "window_spans")  # attributes that count window spans
+COUNTING = "count aggregates"  # in `names` below: the aggregates that count spans of a subset (SPEC §1e)
 
 
-def counted(policy: Policy):
-    """The comparisons of the policy with a count of window spans on one side."""
+def is_count(x, names=COUNTS + (COUNTING,)) -> bool:
+    """x is a count of window spans of one of `names`: a counting attribute, or (COUNTING) an aggregate that counts."""
+    if isinstance(x, Attr):
+        return x.name in names
+    return COUNTING in names and is_aggregate(x) and AGGREGATES[x.fn][1] == "spans"
+
+
+def counted(policy: Policy, names=COUNTS + (COUNTING,)):
+    """The comparisons of the policy with a count of window spans (of one of `names`) on one side."""
     for node in (n for e in stage_exprs(policy) for n in subexpressions(e)):
         if isinstance(node, Binary) and node.op in ("<", "<=", ">", ">=", "==", "!="):
-            if any(isinstance(x, Attr) and x.name in COUNTS for x in (node.left, node.right)):
+            if any(is_count(x, names) for x in (node.left, node.right)):
                 yield node
 
 
@@ -44,11 +53,10 @@ def monotone(node: Binary) -> bool:
     return node.op not in ("==", "!=") or any(isinstance(x, Num) and x.value == 0 for x in (node.left, node.right))
 
 
-def count_constants(policy: Policy, names=COUNTS) -> tuple:
+def count_constants(policy: Policy, names=COUNTS + (COUNTING,)) -> tuple:
     """The constants the policy compares a count of window spans (of one of `names`) with, ascending."""
-    return tuple(sorted({int(x.value) for node in counted(policy) for x in (node.left, node.right)
-                         if isinstance(x, Num) and any(isinstance(y, Attr) and y.name in names
-                                                       for y in (node.left, node.right))}))
+    return tuple(sorted({int(x.value) for node in counted(policy, names) for x in (node.left, node.right)
+                         if isinstance(x, Num)}))
 
 
 def run_lengths(policy: Policy) -> tuple:
@@ -84,8 +92,9 @@ class RunAction(SymAction):
     """An action of the model with runs: besides SymAction's, an append's `result` tokens (0: no pairs; m >= 1: a
     run of `pairs` calls each followed by its result of m tokens, `times` = 2·pairs real steps)."""
 
-    def __init__(self, k, n: int, tag: str = "", names: tuple = (), cites: bool = False):
-        super().__init__(k, n, tag, names, cites)
+    def __init__(self, k, n: int, tag: str = "", names: tuple = (), cites: bool = False, triggers: tuple = (),
+                 events: tuple = ()):
+        super().__init__(k, n, tag, names, cites, triggers, events)
         self.result = z3.Int(f"{tag}aresult@{k}")
         self.pairs = z3.Int(f"{tag}apairs@{k}")
 
@@ -107,7 +116,7 @@ class RunModel(Model):
                         names=self.names, tombstones=self.tombstones, cites=self.evidence)
 
     def action(self, k) -> RunAction:
-        return RunAction(k, self.n, self.tag, self.names, self.evidence)
+        return RunAction(k, self.n, self.tag, self.names, self.evidence, self.triggers, self.events)
 
     def encode_init(self, s: RunState) -> list:
         out = super().encode_init(s)
@@ -121,9 +130,16 @@ class RunModel(Model):
     def slot_envs(self, s: RunState, budget, member: str = "first") -> list:
         """Per slot: the vocabulary of its run's first (or last) member."""
         envs = super().slot_envs(s, budget)
+        holds = self.aggregate_conditions(s) if self.policy.aggregates else {}
         for i, env in enumerate(envs):
             env.update(member_positions(s, i, member))
+            env.update(member_aggregates(s, i, member, self.policy.aggregates, holds))
         return envs
+
+    def window_aggregates(self, s: RunState) -> dict:
+        if not self.policy.aggregates:
+            return {}
+        return member_aggregates(s, None, "first", self.policy.aggregates, self.aggregate_conditions(s))
 
     def uniform(self, s: RunState):
         """Every run of the window is selected whole: its first and last member agree on evict and keep."""
@@ -214,6 +230,46 @@ def member_positions(s: RunState, i: int, member: str) -> dict:
         "tokens_after": Frac(total(lambda j: True, lambda j: s.times(j, s.tokens[j]))
                              + (s.times(i, s.tokens[i]) - s.tokens[i] if member == "first" else 0) - tokens_shift),
     }
+
+
+def member_aggregates(s: RunState, i, member: str, nodes, holds: dict) -> dict:
+    """The aggregates of `nodes` (SPEC §1e) of the first or last member of slot i's run, or with i None the window's:
+    each slot of the window whose condition holds counts its run's members (count · 1, or count · tokens); the
+    run's own members newer (first) or older (last) than the member count too, and a run of pairs moves its members
+    as pair_shift says, for the partner's share only when the condition holds on it."""
+    n, inw, cnt = s.n, [s.in_window(j) for j in range(s.n)], s.count
+    out = {}
+    for node in nodes:
+        side, measure = AGGREGATES[node.fn]
+        if (i is None) != (side == "window"):
+            continue
+        value = (lambda j: cnt[j]) if measure == "spans" else (lambda j: s.times(j, s.tokens[j]))
+        unit = (lambda j: z3.IntVal(1)) if measure == "spans" else (lambda j: s.tokens[j])
+        if side == "window":
+            out[node] = Frac(z3.Sum([z3.IntVal(0)] + [z3.If(z3.And(inw[j], holds[node][j]), value(j), 0)
+                                                      for j in range(n)]))
+            continue
+        sides = [(j, before(s, i, j) if side == "newer" else before(s, j, i)) for j in range(n) if j != i]
+        total = z3.Sum([z3.IntVal(0)] + [z3.If(among(inw[j], order, holds[node][j]), value(j), 0)
+                                         for j, order in sides if order is not False])
+        own = member == ("first" if side == "newer" else "last")  # the run's other members lie on this side
+        rest = z3.If(holds[node][i], s.times(i, unit(i)) - unit(i), 0) if own else z3.IntVal(0)
+        out[node] = Frac(total + rest + aggregate_shift(s, i, member, side, holds[node], unit))
+    return out
+
+
+def aggregate_shift(s: RunState, i: int, member: str, side: str, holds: list, unit):
+    """pair_shift for an aggregate: the partner run's members the sums above put on the wrong side of slot i's
+    member, counted only when the condition holds on the partner (its members are alike)."""
+    if member == "last" and i + 1 < s.n:
+        half, partner, sign = s.role[i] == R["tool_call"], i + 1, 1
+    elif member == "first" and i > 0:
+        half, partner, sign = s.role[i] == R["tool_result"], i - 1, -1
+    else:
+        return z3.IntVal(0)
+    moved = z3.And(s.paired[i], half, s.in_window(partner), holds[partner])
+    shift = z3.If(moved, s.times(partner, unit(partner)) - unit(partner), 0)  # linear: times() over counts
+    return shift * sign if side == "older" else -shift * sign
 
 
 def pair_shift(s: RunState, i: int, member: str) -> tuple:

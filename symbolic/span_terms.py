@@ -49,3 +49,25 @@ def attribute_env(clock, span: dict, window_tokens: Frac, budget, window_spans=N
     env.update(window_env(clock, window_tokens, budget, window_spans))
     env.update({name: Frac(term) for name, term in (positions or {}).items()})
     return env
+
+
+def trigger_env(a) -> dict:
+    """What the host tells the compaction action `a` fires (spec/SPEC.md §4g) as z3 terms: its event (a name's code
+    over the policy's mentioned events) and the usage the last call reported, for those the policy reads."""
+    env = {}
+    if getattr(a, "event", None) is not None:
+        env["event"] = NameValue(a.event, a.events)
+    if getattr(a, "reported", None) is not None:
+        env["reported_tokens"] = Frac(a.reported)
+    return env
+
+
+def trigger_guards(a, is_compact) -> list:
+    """The domains of a's trigger arguments: an event code in 0..N and a usage >= 0 for a compaction, both 0 for any
+    other action (so that a step that is no compaction has one encoding)."""
+    out = []
+    if getattr(a, "event", None) is not None:
+        out.append(z3.If(is_compact, z3.And(a.event >= 0, a.event <= len(a.events)), a.event == 0))
+    if getattr(a, "reported", None) is not None:
+        out.append(z3.If(is_compact, a.reported >= 0, a.reported == 0))
+    return out

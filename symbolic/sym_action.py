@@ -26,8 +26,14 @@ def slot_sort(n: int):
 class SymAction:
     """The variables choosing the action taken from state k."""
 
-    def __init__(self, k: int, n: int, tag: str = "", names: tuple = (), cites: bool = False):
+    def __init__(self, k: int, n: int, tag: str = "", names: tuple = (), cites: bool = False, triggers: tuple = (),
+                 events: tuple = ()):
         self.names = names  # mentioned_names: an append's tool and tag codes exist only for these attributes
+        # What the host tells a compaction (spec/SPEC.md §4g), only for the trigger attributes the policy reads: the
+        # event's code (0..len(events), as a tool name's) and the usage the last call reported.
+        self.triggers, self.events = triggers, events
+        self.event = z3.Int(f"{tag}aevent@{k}") if "event" in triggers else None
+        self.reported = z3.Int(f"{tag}areported@{k}") if "reported_tokens" in triggers else None
         self.cites = evidence.action_cites(k, n, tag) if cites else []  # spec/SPEC.md §6d
         self.act = z3.Const(f"{tag}act@{k}", ActionSort)
         self.arg = z3.Const(f"{tag}arg@{k}", slot_sort(n)[0])
@@ -46,7 +52,8 @@ class SymAction:
     def variables(self) -> list:
         """The action's variables, in the fixed order the step template substitutes them."""
         return ([self.act, self.arg, self.kind, self.tokens, self.destroy, self.hosted, self.host, self.times,
-                 self.role] + [getattr(self, attr) for attr, _table in self.names] + self.cites)
+                 self.role] + [getattr(self, attr) for attr, _table in self.names] + self.cites
+                + [v for v in (self.event, self.reported) if v is not None])
 
 
 class StepTerms:

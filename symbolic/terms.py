@@ -8,7 +8,7 @@ import z3
 
 from prunecheck.spec.errors import EncodingError
 from prunecheck.spec.policy import (
-    AGGREGATES, ATTRS, KIND, KINDS, NAME_ATTRS, NAMESPACE, NAMESPACES, ROLE, ROLES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet,
+    AGGREGATES, ATTRS, KIND, KINDS, NAME_TYPED, NAMESPACE, NAMESPACES, ROLE, ROLES, Attr, Binary, BoolLit, Call, Cond, EnumLit, Expr, InSet,
     Num, Policy, Unary,
 )
 from prunecheck.spec.policy import name_code
@@ -92,7 +92,7 @@ def enum_type(expr: Expr) -> Optional[str]:
 
 
 def _name_attr(expr: Expr) -> bool:
-    return isinstance(expr, Attr) and expr.name in NAME_ATTRS
+    return isinstance(expr, Attr) and expr.name in NAME_TYPED
 
 
 class ExprEncoder(MemoWalker):

@@ -133,6 +133,16 @@ AGGREGATE_POLICIES = [
 ]
 
 
+# Policies whose compactions the host fires on events and reported usage (spec/SPEC.md §4g), with a target, a summary
+# and a role boundary beside them.
+TRIGGER_POLICIES = [
+    "evict: from_end >= 1\npairs: together\nwhen: event == 'overflow' or reported_tokens > 3",
+    "evict: kind != 'record'\nuntil: window_tokens <= 2\nwhen: event in ['run_end', 'overflow'] and window_spans > 1",
+    "evict: position < 1\nstart_on: user\nwhen: event != '' and reported_tokens >= window_tokens",
+    "evict: from_end >= 1\neffect: summarise\nwhen: count(role == 'user') >= 2 or event == 'overflow'",
+]
+
+
 def _deployments(choices) -> st.SearchStrategy:
     return st.builds(Deployment, **{key: st.sampled_from(values) for key, values in choices.items()})
 
@@ -252,8 +262,20 @@ def pin_action(model, a, action):
     if isinstance(action, Compact):
         out.append(a.hosted == (action.budget is not None))
         out.extend([a.host == action.budget] if action.budget is not None else [])
+    out += trigger_pins(a, action)
     # an edit's or compaction's citations (evidence: on; spec/SPEC.md §6d): none in a model without evidence
     out += [c == (j in getattr(action, "cites", ())) for j, c in enumerate(a.cites)]
+    return out
+
+
+def trigger_pins(a, action) -> list:
+    """A model action's trigger arguments (spec/SPEC.md §4g) as the runtime action has them: the compaction's event and
+    reported usage, 0 for any other action (either model's action: both name them alike)."""
+    out = []
+    if getattr(a, "event", None) is not None:
+        out.append(a.event == (name_code(a.events, action.event) if isinstance(action, Compact) else 0))
+    if getattr(a, "reported", None) is not None:
+        out.append(a.reported == (action.reported_tokens if isinstance(action, Compact) else 0))
     return out
 
 
@@ -615,7 +637,7 @@ class ProjectedRun:
         self.steps, self.violated = [], []
         for k, t in enumerate(self.transitions):
             constraints, act, terms = encoding.step(k)
-            self.steps.append((constraints + [act.act == ACT[t.action.name]], terms))
+            self.steps.append((constraints + [act.act == ACT[t.action.name]] + trigger_pins(act, t.action), terms))
             self.violated.append((transition_violations(t), state_violations(policy, t.after)))
         self.states = encoding.states[:len(self.runtime_states)]
         self.init = encoding.init

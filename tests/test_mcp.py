@@ -15,7 +15,7 @@ import pytest
 
 from prunecheck import cli
 from prunecheck.checker.commands.mcp_language import vocabulary
-from prunecheck.spec.policy import AGGREGATES, ARITH_OPS
+from prunecheck.spec.policy import AGGREGATES, ARITH_OPS, ATTRS
 from prunecheck.checker.commands.mcp_pool import Pool
 from prunecheck.checker.commands.mcp_tools import Limits, bounded_text, file_name
 from prunecheck.checker.language.loader import parse_policy_text
@@ -253,13 +253,15 @@ def test_a_call_past_its_time_limit_is_stopped_and_its_worker_replaced():
 def test_every_vocabulary_example_is_a_policy_the_loader_accepts():
     words = vocabulary()
     base = {"name": "example", "evict": "kind == 'message'"}
-    sections = ("keys", "span_attributes", "window_attributes", "operators", "aggregates", "deployment")
+    sections = ("keys", "span_attributes", "window_attributes", "trigger_attributes", "operators", "aggregates",
+                "deployment")
     examples = [(section, word, entry["example"]) for section in sections for word, entry in words[section].items()]
     for section, word, fragment in examples:
         assert parse_policy_text(json.dumps({**base, **fragment}), "example.json"), (section, word)
     assert {w for s, w, _ in examples if s == "keys"} == set(policy_schema()["properties"])
     # every operator and function of the language has its entry (CALLABLE: functions and aggregates)
     assert {w for s, w, _ in examples if s == "aggregates"} == set(AGGREGATES)
+    assert {w for s, w, _ in examples if s.endswith("attributes")} == set(ATTRS)
     assert set(ARITH_OPS) <= set(" ".join(words["operators"]).split())
 
 

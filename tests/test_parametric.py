@@ -11,7 +11,7 @@ from prunecheck.symbolic.parametric import PairModel, PairState
 from prunecheck.spec.runtime import (Append, Audit, Compact, Edit, Pin, Read, State, Undo, enabled, enabled_actions,
                                      step)
 
-from support import (AGGREGATE_POLICIES, AT_GHOST, AT_RECORD, NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, STEP_AT_PAIR,
+from support import (AGGREGATE_POLICIES, TRIGGER_POLICIES, AT_GHOST, AT_RECORD, NAMED, POLICIES, POSITIONAL, STAGE_POLICIES, START_ON, STEP_AT_PAIR,
                      SUMMARY_POLICIES, TARGETED, check_projection, enabled_prefix, model_policy, runs)
 
 
@@ -170,7 +170,15 @@ def test_targeted_runs_with_tool_names_project_onto_every_pair():
 
 
 # Every list whose runs the tests above project (random runs of each, targeted runs of most).
-PROJECTED = POLICIES + POSITIONAL + STAGE_POLICIES + SUMMARY_POLICIES + START_ON + NAMED + AGGREGATE_POLICIES
+PROJECTED = (POLICIES + POSITIONAL + STAGE_POLICIES + SUMMARY_POLICIES + START_ON + NAMED + AGGREGATE_POLICIES
+             + TRIGGER_POLICIES)
+
+
+@settings(max_examples=20)
+@given(runs(policies=TRIGGER_POLICIES))
+def test_runs_of_policies_fired_on_events_project_onto_every_pair(run):
+    # The compaction's event and reported usage (spec/SPEC.md §4g) are the pair action's, pinned to the runtime's.
+    check_projection(*run)
 
 
 @settings(max_examples=30)

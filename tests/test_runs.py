@@ -23,7 +23,9 @@ from prunecheck.spec.actions import action_text, expand, steps_of
 from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, addressable, positions, step
 from prunecheck.symbolic.model import ACT
-from prunecheck.symbolic.runs import RunModel, count_constants, member_positions, run_lengths, runs_apply
+from prunecheck.spec.state import aggregates
+from prunecheck.symbolic.runs import (RunModel, count_constants, member_aggregates, member_positions, run_lengths,
+                                      runs_apply)
 from prunecheck.symbolic.terms import ENUM_CODES
 
 from conftest import BOUNDS, HOUR, RLIMIT, ROOT
@@ -237,3 +239,40 @@ def test_a_count_within_one_role_asks_for_a_call_before_each_counted_result():
     # `from_end_in_role >= 3` may count tool results, each right after its call: 2·3 + 3 spans, more than 6 slots.
     assert counted_spans(model_policy("evict: role == 'tool_result' and from_end_in_role >= 3", WINDOW)) == 9
     assert counted_spans(model_policy("evict: from_end >= 3 or from_end_in_role >= 1", WINDOW)) == 6
+
+
+# Aggregates (spec/SPEC.md §1e) of every run member, over the trace above: subsets by role, by kind, of every span.
+AGGREGATE_RUN_POLICY = ("evict: role == 'tool_result' and from_end_in_role >= 3 "
+                        "and count_newer(role == 'tool_result') >= 0 and count_older(role != 'assistant') >= 0 "
+                        "and tokens_newer(role == 'tool_call') >= 0 and tokens_older(true) >= 0 "
+                        "and count(role == 'tool_result') >= 0 and tokens_of(kind != 'record') >= 0")
+
+
+def test_the_aggregates_of_a_runs_members_are_the_runtimes():
+    policy = model_policy(AGGREGATE_RUN_POLICY, replace(WINDOW, evidence="off"))
+    assert runs_apply(policy)
+    slots = _slot_members(PAIR_TRACE)
+    model = RunModel(policy, len(slots), (2, 3))
+    solver, states = unroll(model, PAIR_TRACE, _pinned)
+    assert solver.check() == z3.sat
+    zmodel, final, runtime = solver.model(), states[-1], _run(policy, PAIR_TRACE)
+    holds = model.aggregate_conditions(final)
+    window = member_aggregates(final, None, "first", policy.aggregates, holds)
+    assert {n.fn: zmodel.eval(t.num).as_long() for n, t in window.items()} == {
+        n.fn: int(v) for n, v in aggregates(policy, runtime).items()}
+    checked = 0
+    for i, ids in enumerate(slots):
+        for member, span_id in [m for m in zip(("first", "last"), ids) if addressable(runtime.span(m[1]))]:
+            want = aggregates(policy, runtime, runtime.span(span_id))
+            for node, term in member_aggregates(final, i, member, policy.aggregates, holds).items():
+                assert zmodel.eval(term.num, model_completion=True).as_long() == want[node], (i, member, node.fn)
+                checked += 1
+    assert checked >= 4 * len(slots)
+
+
+def test_keep_the_last_twenty_user_turns_is_violated_at_real_size():
+    policy = model_policy("evict: count_newer(role == 'user') >= 20\npairs: together", WINDOW)
+    assert run_lengths(policy) == (18, 19, 20, 21) and counted_spans(policy) == 43
+    (c1,) = check(policy, CheckOptions(depth=4, spans=6, only=("C1",), **BOUNDS)).results
+    assert c1.verdict is Verdict.VIOLATED and c1.engine is Method.RUNS
+    confirm(policy, c1.trace.actions, "C1", None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
-from prunecheck.spec.policy import (AGGREGATES, BOOL, DEPLOYMENT_CHOICES, DEPLOYMENT_NAMES, ENUM_VALUES, FUNCTIONS, NUM,
+from prunecheck.spec.policy import (AGGREGATES, TRIGGER_ATTRS, BOOL, DEPLOYMENT_CHOICES, DEPLOYMENT_NAMES, ENUM_VALUES, FUNCTIONS, NUM,
                                     SPAN_ATTRS, WINDOW_ATTRS, Deployment)
 
 from prunecheck.checker.language.loader import TOP_KEYS
@@ -50,6 +50,13 @@ AGGREGATE_EXAMPLES = {
 }
 
 
+# What the host tells a compaction it fires (spec/SPEC.md §4g), readable in `when` only.
+TRIGGER_EXAMPLES = {
+    "event": ("event == 'overflow'", "the event the host fired the compaction on ('' for none), compared with strings"),
+    "reported_tokens": ("reported_tokens > 115200", "the token usage the previous model call reported"),
+}
+
+
 def attribute_example(name: str, kind: str) -> dict:
     """A policy fragment whose `evict` uses the attribute (`budget` needs the policy's own budget set)."""
     if kind == BOOL:
@@ -74,6 +81,8 @@ def vocabulary() -> dict:
                             for name, (kind, _) in SPAN_ATTRS.items()},
         "window_attributes": {name: {"type": kind, "example": attribute_example(name, kind)}
                               for name, (kind, _) in WINDOW_ATTRS.items()},
+        "trigger_attributes": {name: {"type": kind, "value": what, "example": {"when": text}}
+                               for name, (kind, _) in TRIGGER_ATTRS.items() for text, what in [TRIGGER_EXAMPLES[name]]},
         "operators": {op: {"example": {"evict": text}} for op, text in OPERATOR_EXAMPLES.items()},
         "aggregates": {name: {"type": NUM, "value": what, "scope": AGGREGATES[name][0], "example": {"evict": text}}
                        for name, (text, what) in AGGREGATE_EXAMPLES.items()},

@@ -16,8 +16,9 @@ from prunecheck.spec.errors import ReplayMismatch
 from prunecheck.spec.evaluate import evaluate
 from prunecheck.symbolic.lemmas import candidate_lemmas
 from prunecheck.symbolic.model import ACT, Model, SymAction, SymState
-from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_KEYS, NAME_ATTRS, POSITION_ATTRS, Attr, Policy, has_effects,
-                                    mentioned_names, read_positions, subexpressions)
+from prunecheck.spec.policy import (ATTRS, DEPLOYMENT_KEYS, NAME_ATTRS, POSITION_ATTRS, TRIGGER_ATTRS, Attr, Policy,
+                                    has_effects, mentioned_events, mentioned_names, read_positions, read_triggers,
+                                    subexpressions)
 from prunecheck.spec.stage import selection
 from prunecheck.spec.actions import action_args
 from prunecheck.symbolic.terms import ExprEncoder, frac_compare
@@ -221,7 +222,8 @@ def _pair_invariant(m_old: Model, m_new: Model, plain: bool, timeout: float, rli
 
 def shared_action(k, m_old: Model, m_new: Model) -> SymAction:
     """The one action that drives both runs: with citations when either model has evidence (SPEC §6d)."""
-    return SymAction(k, m_old.n, tag="pair_", names=m_old.names, cites=m_old.evidence or m_new.evidence)
+    return SymAction(k, m_old.n, tag="pair_", names=m_old.names, cites=m_old.evidence or m_new.evidence,
+                     triggers=m_old.triggers, events=m_old.events)
 
 
 def seen_by(a: SymAction, model: Model) -> SymAction:
@@ -250,6 +252,20 @@ def shared_names(old: Policy, new: Policy) -> tuple:
     return tuple((attr, tuple(sorted(tables[attr]))) for attr in NAME_ATTRS if attr in tables)
 
 
+def shared_triggers(old: Policy, new: Policy) -> tuple:
+    """The trigger attributes and event names of both policies together (spec/SPEC.md §4g), for the shared action."""
+    read = set(read_triggers(old)) | set(read_triggers(new))
+    return (tuple(name for name in TRIGGER_ATTRS if name in read),
+            tuple(sorted(set(mentioned_events(old)) | set(mentioned_events(new)))))
+
+
+def lockstep_models(old: Policy, new: Policy, spans: int) -> tuple:
+    """The two models one shared action drives: names and the compaction's trigger coded alike in both."""
+    names, triggers = shared_names(old, new), shared_triggers(old, new)
+    return (Model(old, spans, tag="old_", names=names, triggers=triggers),
+            Model(new, spans, tag="new_", names=names, triggers=triggers))
+
+
 def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.depth, spans: int = DIFF_DEFAULTS.spans,
                         timeout: float = DIFF_DEFAULTS.timeout, rlimit: int = 0) -> tuple:
     """(NEW evicts what OLD keeps, OLD evicts what NEW keeps): per direction a shortest replayed witness within
@@ -257,8 +273,7 @@ def lockstep_directions(old: Policy, new: Policy, depth: int = DIFF_DEFAULTS.dep
     must be enabled in both runs. `timeout` is each direction's solver time; `rlimit` bounds each query by z3's
     resource count as well (0: none)."""
     current().step("inductive invariant of the two runs")
-    names = shared_names(old, new)  # one action drives both runs, so both models code names alike
-    m_old, m_new = Model(old, spans, tag="old_", names=names), Model(new, spans, tag="new_", names=names)
+    m_old, m_new = lockstep_models(old, new, spans)
     plain = not (has_effects(old) or has_effects(new))
     lemmas, impossible = _pair_invariant(m_old, m_new, plain, timeout, rlimit)
     answers = {d: Direction(d, None, f"none at any depth within {spans} spans (proved by an inductive invariant "

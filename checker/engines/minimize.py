@@ -73,7 +73,8 @@ def violation_prefix(policy: Policy, actions: Sequence, condition: str, max_span
 
 def simpler_choices(action) -> list:
     """Per value of one action, its simpler alternatives, simplest first: fewer tokens (of calls' results too),
-    earlier kinds and roles, no tool name or tag, transform, fewer repetitions."""
+    earlier kinds and roles, no tool name or tag, transform, fewer repetitions, a compaction fired on no event with
+    no usage reported."""
     fewer = [("times", list(range(1, min(action.times, MAX_TOKEN_TRIES + 1))))] \
         if isinstance(action, REPEATABLE) and action.times > 1 else []
     if isinstance(action, Append):
@@ -88,6 +89,9 @@ def simpler_choices(action) -> list:
         return fewer
     if isinstance(action, Edit) and action.mode == "destroy":
         return [("mode", ["transform"])]
+    if isinstance(action, Compact):  # no event, no reported usage (spec/SPEC.md §4g)
+        return ([("event", [""])] if action.event else []) + (
+            [("reported_tokens", [0])] if action.reported_tokens else [])
     return []
 
 
@@ -131,10 +135,10 @@ def milder_budget(policy, actions: tuple, index: int, condition: str, max_spans)
     state = State()
     for before in actions[:index]:
         state = step(policy, state, before, max_spans).after
-    for host in (None,) + host_budgets(policy, state):
+    for host in (None,) + host_budgets(policy, state, action.cites, action):
         if host is not None and host < action.budget:
             break
-        candidate = actions[:index] + (Compact(host),) + actions[index + 1:]
+        candidate = actions[:index] + (replace(action, budget=host),) + actions[index + 1:]
         reduced = violation_prefix(policy, candidate, condition, max_spans)
         if reduced is not None and len(reduced) == len(actions):
             return reduced

@@ -70,7 +70,9 @@ def decode_action(model: z3.ModelRef, a: SymAction):
     if name in simple:
         return simple[name](arg)
     if name == "compact":
-        return Compact(_int(model, a.host) if _bool(model, a.hosted) else None, _cites(model, a))
+        return Compact(_int(model, a.host) if _bool(model, a.hosted) else None, _cites(model, a),
+                       name_of(a.events, _int(model, a.event)) if a.event is not None else "",
+                       _int(model, a.reported) if a.reported is not None else 0)
     return Audit(_int(model, a.times))
 
 

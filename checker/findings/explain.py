@@ -8,8 +8,9 @@ from typing import Dict, List, Optional, Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS, lost_content, rewritten_log_entries, split_pairs, stage_removed
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, subexpressions,
-                                    uses_pairs)
+from prunecheck.spec.compaction import trigger_env
+from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, read_triggers,
+                                    subexpressions, uses_pairs)
 from prunecheck.spec.runtime import (
     REVERSIBLE, EditInfo, State, Transition, is_candidate, present, span_env, window_env,
 )
@@ -162,18 +163,22 @@ def _removal(transitions: Sequence[Transition], span_id: int) -> Optional[int]:
     return None
 
 
-def _window_words(policy: Policy, state: State) -> str:
+def _window_words(policy: Policy, state: State, action=None) -> str:
     env = window_env(policy, state)
-    return ", ".join(f"{name} = {number(env[name])}" for name in ("window_tokens", "window_spans", "step") if name in env)
+    words = [f"{name} = {number(env[name])}" for name in ("window_tokens", "window_spans", "step") if name in env]
+    fired = trigger_env(action)  # what the host told the compaction (SPEC §4g), for the trigger attributes read
+    words += [f"{name} = {fired[name]!r}" if name == "event" else f"{name} = {number(fired[name])}"
+              for name in read_triggers(policy)]
+    return ", ".join(words)
 
 
-def stage_points(policy: Policy, before: State) -> tuple:
-    """Where the stage took a span: its trigger held in the state the compaction started from, and its target had
-    not been reached when the span's turn came (SPEC 4b); nothing for a policy with neither."""
+def stage_points(policy: Policy, before: State, action=None) -> tuple:
+    """Where the stage took a span: its trigger held in the state the compaction `action` started from, and its
+    target had not been reached when the span's turn came (SPEC 4b); nothing for a policy with neither."""
     where, out = key_locations(policy), []
     if policy.when is not None:
         out.append(Point(f"when: {to_text(policy.when)}", where.get("when", expression_start(policy.when)),
-                         f"the trigger held ({_window_words(policy, before)})"))
+                         f"the trigger held ({_window_words(policy, before, action)})"))
     if policy.until is not None:
         order = "rank" if policy.rank is not None else policy.order
         out.append(Point(f"until: {to_text(policy.until)}", where.get("until", expression_start(policy.until)),
@@ -188,7 +193,7 @@ def _removal_points(policy, transitions, index, span_id, where, placement: str) 
         masks = (Point(f"effect: {policy.effect}", where.get("effect", Loc(1, 1)), "replaces what the policy takes "
                        "(or cuts it short): a masked or cut record or rationale is no longer present"),) \
             if policy.effect in ("mask", "cut") else ()
-        return tuple(predicate_points(policy, t.before, span_id)) + stage_points(policy, t.before) + masks + (
+        return tuple(predicate_points(policy, t.before, span_id)) + stage_points(policy, t.before, t.action) + masks + (
             _setting(policy, placement, where, f"puts the {span_words(t.before, span_id).split()[0]} in the policy's reach"),)
     placed = _setting(policy, placement, where, "puts it among the spans truncation may remove")
     if host_decides(policy, t.action):
@@ -272,7 +277,8 @@ def _m1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     taken = span_id in t.evicted
     how = taken_words(policy) if taken else _truncation_words(policy, t)
     verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if taken else "removes"
-    points = (predicate_points(policy, t.before, span_id) + stage_points(policy, t.before) if taken else ()) + (
+    points = (predicate_points(policy, t.before, span_id) + stage_points(policy, t.before, t.action) if taken
+              else ()) + (
         _setting(policy, "evicted", where, "leaves no tombstone and no copy in the log of what a compaction destroys"),)
     return (f"the compaction {verb} #{span_id} ({span_words(t.before, span_id)}; {how}) and keeps no evidence of it: no "
             "tombstone, no place in the log", points)
@@ -322,7 +328,7 @@ def _j1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     whose = f"live edit {edit_number(t.after, citer.record)}" if isinstance(citer, EditInfo) else \
         f"the compaction whose rationale is #{citer.rationale}"
     how = taken_words(policy) if lost in t.evicted else _truncation_words(policy, t)
-    points = (predicate_points(policy, t.before, lost) + stage_points(policy, t.before) if lost in t.evicted
+    points = (predicate_points(policy, t.before, lost) + stage_points(policy, t.before, t.action) if lost in t.evicted
               else ()) + (_setting(policy, "justification", where, "lets a removal destroy a span a live entry "
                                    "cites (downgrade moves it to the log instead)"),)
     return f"#{lost}, cited by {whose}, is {absence_words(t.after, lost)} ({how}): the justification did not survive " \

@@ -120,7 +120,7 @@ def _compaction_label(policy: Policy, t: Transition) -> str:
     a, before, after = t.action, t.before, t.after
     parts = [f"blocked (refusal: {policy.deployment.refusal}), the policy names "
              + ", ".join(f"#{i}" for i in named_spans(policy, before))] if t.outcome == "blocked" else []
-    if policy.when is not None and not triggered(policy, before):
+    if policy.when is not None and not triggered(policy, before, a):
         parts.append(f"the trigger `{to_text(policy.when)}` is false, the policy takes nothing")
     # A cited span under `justification: downgrade` is moved to the log whatever the effect (SPEC §6d).
     moved = sorted(i for i in t.evicted if _downgraded(policy, before, after, i))

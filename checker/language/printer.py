@@ -6,6 +6,7 @@ from fractions import Fraction
 
 from prunecheck.spec.policy import (
     SPAN_ATTRS,
+    TRIGGER_ATTRS,
     WINDOW_ATTRS,
     Attr,
     Binary,
@@ -193,7 +194,7 @@ class _PythonPrinter(_Printer):
     def attr(self, node: Attr) -> str:
         if node.name in SPAN_ATTRS:
             return f"span.{node.name}"
-        if node.name in WINDOW_ATTRS:
+        if node.name in WINDOW_ATTRS or node.name in TRIGGER_ATTRS:
             return f"window.{node.name}"
         raise ValueError(f"unknown attribute {node.name!r}")
 

@@ -12,6 +12,7 @@ from prunecheck.spec.policy import (
     AGGREGATES,
     FUNCTIONS,
     SPAN_ATTRS,
+    TRIGGER_ATTRS,
     WINDOW_ATTRS,
     Attr,
     Binary,
@@ -241,9 +242,9 @@ class ExpressionReader:
                 attr_loc,
             )
         if base.id == "span":
-            own, other, other_name = SPAN_ATTRS, WINDOW_ATTRS, "window"
-        elif base.id == "window":
-            own, other, other_name = WINDOW_ATTRS, SPAN_ATTRS, "span"
+            own, other, other_name = SPAN_ATTRS, {**WINDOW_ATTRS, **TRIGGER_ATTRS}, "window"
+        elif base.id == "window":  # the compaction's trigger is the window's in the Python form (`window.event`)
+            own, other, other_name = {**WINDOW_ATTRS, **TRIGGER_ATTRS}, SPAN_ATTRS, "span"
         else:
             self.fail(f"unknown name `{base.id[:MAX_NAME]}`: {_ONLY_READS}", base)
         if attr in own:

@@ -22,7 +22,8 @@ from prunecheck.spec.policy import (
     NAMESPACE,
     NUM,
     ORDERS,
-    NAME_ATTRS,
+    NAME_TYPED,
+    TRIGGER_ATTRS,
     ROLE,
     SPAN_ATTRS,
     WINDOW_ATTRS,
@@ -115,7 +116,7 @@ class _Checker(Walker):
         entry = ATTRS.get(node.name)
         if entry is None:
             self.fail(f"unknown attribute `{node.name}`{suggestion(str(node.name), ATTRS)}", node)
-        if node.name in NAME_ATTRS:  # reached only outside a comparison with string literals (see names)
+        if node.name in NAME_TYPED:  # reached only outside a comparison with string literals (see names)
             self.fail(f"`{node.name}` can only be compared with a string: {node.name} == 'name', "
                       f"{node.name} != 'name' or {node.name} in ['a', 'b']", node)
         if node.name == "budget" and not self.has_budget:
@@ -274,8 +275,8 @@ class _Checker(Walker):
 
 
 def _is_name(node) -> bool:
-    """node is the attribute `tool` or `tag`."""
-    return isinstance(node, Attr) and node.name in NAME_ATTRS
+    """node is the attribute `tool`, `tag` or `event`."""
+    return isinstance(node, Attr) and node.name in NAME_TYPED
 
 
 def _article(t: str) -> str:
@@ -335,6 +336,11 @@ def check_stage(policy: Policy, file: str) -> None:
     a role."""
     check_bounds([policy.keep, policy.when, policy.until], file)
     checker = _Checker(file, policy.budget is not None)
+    for key in ("evict", "rank", "keep", "until"):
+        for node in subexpressions(getattr(policy, key)) if getattr(policy, key) is not None else ():
+            if isinstance(node, Attr) and node.name in TRIGGER_ATTRS:
+                fail_at(f"`{node.name}` is what the host tells a compaction it fires: read it in `when`, not in "
+                        f"`{key}`", node, file)
     if policy.keep is not None:
         checker.check(policy.keep, BOOL, "keep")
     for key in ("when", "until"):

@@ -1,5 +1,6 @@
-"""Aggregates over span subsets (spec/SPEC.md §1e) and whole-number arithmetic (§1d): parsing, the runtime's values,
-the unrolled and the pair model against the runtime, and both engines, for each construct and every pair of them."""
+"""Issue 29's constructs: aggregates over span subsets (spec/SPEC.md §1e), whole-number arithmetic (§1d) and the
+compaction's trigger from outside the window (§4g): parsing, the runtime's values, the unrolled and the pair model
+against the runtime, and both engines, for each construct and every pair of them."""
 
 import itertools
 import random
@@ -8,7 +9,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings
 
-from prunecheck.spec.policy import AGGREGATES, WHOLE_OPS, Deployment
+from prunecheck.spec.policy import AGGREGATES, TRIGGER_ATTRS, WHOLE_OPS, Deployment
 from prunecheck.spec.runtime import Append, Compact, Edit, State, enabled, enabled_actions, step
 from prunecheck.spec.state import span_env, window_env
 from prunecheck.spec.policy import ROLES
@@ -26,9 +27,12 @@ CONSTRUCTS = {
     "tokens_of": "tokens_of(role == 'tool_result') > 2",
     "tokens_newer": "tokens_newer(not pinned) >= 2",
     "tokens_older": "tokens_older(true) >= tokens",
-    "when": None,  # the stage's trigger on a window aggregate
+    # the stage's trigger: on a window aggregate, on the host's event, on the usage the host reported (§4g)
+    "when": "count(role != 'user') >= 1 and tokens_of(true) % 2 == 0",
+    "event": "event == 'overflow'",
+    "reported": "reported_tokens > 4",
 }
-WHEN = "when: count(role != 'user') >= 1 and tokens_of(true) % 2 == 0"
+TRIGGERS = ("when", "event", "reported")
 
 
 def blocks() -> list:
@@ -45,14 +49,15 @@ def blocks() -> list:
 
 
 def block_policy(block) -> str:
-    """The policy text of a triple: the first condition or the second selects, the third keeps; the trigger when
-    `when` is among them."""
-    conds = [CONSTRUCTS[name] for name in block if name != "when"]
-    lines = [f"evict: {' or '.join(conds[:2])}" if len(conds) > 1 else f"evict: {conds[0]}"]
+    """The policy text of a triple: the first span condition or the second selects, a third keeps; the triggers
+    among them, joined by `or`, are the stage's `when`."""
+    conds = [CONSTRUCTS[name] for name in block if name not in TRIGGERS] or ["from_end >= 1"]
+    lines = [f"evict: {' or '.join(conds[:2])}"]
     if len(conds) > 2:
         lines.append(f"keep: {conds[2]}")
-    if "when" in block:
-        lines.append(WHEN)
+    triggers = [CONSTRUCTS[name] for name in block if name in TRIGGERS]
+    if triggers:
+        lines.append(f"when: {' or '.join(triggers)}")
     return "\n".join(lines)
 
 
@@ -64,9 +69,10 @@ DEPLOYMENTS = (Deployment(records="window", rationale="window", pins="self", aud
 def test_every_pair_of_constructs_is_in_a_block():
     pairs = {frozenset(p) for b in BLOCKS for p in itertools.combinations(b, 2)}
     assert pairs == {frozenset(p) for p in itertools.combinations(CONSTRUCTS, 2)}
-    assert len(BLOCKS) <= 14
+    assert len(BLOCKS) <= 21
     texts = "\n".join(block_policy(b) for b in BLOCKS) + "\n".join(AGGREGATE_POLICIES)
     assert all(f"{fn}(" in texts for fn in AGGREGATES) and all(f" {op} " in texts for op in WHOLE_OPS)
+    assert all(name in texts for name in TRIGGER_ATTRS)
 
 
 def walk(policy, seed: int, steps: int = 9) -> tuple:
@@ -85,13 +91,11 @@ def walk(policy, seed: int, steps: int = 9) -> tuple:
 
 @pytest.mark.parametrize("block", BLOCKS, ids="-".join)
 def test_runs_of_every_pair_of_constructs_project_onto_both_pair_models(block):
-    for k, deployment in enumerate(DEPLOYMENTS):
+    for k, deployment in enumerate(DEPLOYMENTS):  # one run under each
         policy = model_policy(block_policy(block), deployment)
-        for seed in range(2):
-            actions = walk(policy, 100 * k + seed)
-            for free_policy in (False, True):
-                assert check_projection(policy, actions, free_policy, batched=True,
-                                        context=f"{block} seed {seed}: ") > 0
+        actions = walk(policy, 100 * k + BLOCKS.index(block))
+        for free_policy in (False, True):
+            assert check_projection(policy, actions, free_policy, batched=True, context=f"{block} run {k}: ") > 0
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids="-".join)
@@ -155,6 +159,67 @@ def test_floor_division_and_remainder_are_pythons():
     ("evict: counts(true) > 0", 2, 8, ("unknown function", "count")),
 ])
 def test_bad_uses_are_one_line_errors_at_their_place(text, line, col, words):
+    err = policy_error(text)
+    assert (err.line, err.col) == (line, col), str(err)
+    assert all(word in err.message for word in words), str(err)
+
+
+# The compaction's trigger from outside the window (SPEC §4g).
+EVENT_POLICY = "evict: from_end >= 2\npairs: together\nwhen: event == 'overflow' or reported_tokens > 100"
+
+
+def test_a_compaction_fires_on_the_hosts_event_or_its_reported_usage():
+    policy = model_policy(EVENT_POLICY, DEPLOYMENTS[0])
+    appends = (Append("message", 1), Append("message", 1), Append("message", 1))
+    for fired, taken in ((Compact(), False), (Compact(event="overflow"), True), (Compact(event="other"), False),
+                         (Compact(reported_tokens=100), False), (Compact(reported_tokens=101), True)):
+        _state, transitions = run_actions(policy, appends + (fired,))
+        assert bool(transitions[-1].evicted) is taken, fired
+    assert not enabled(policy, State(), Compact(event="a\nb")) and not enabled(policy, State(), Compact(reported_tokens=-1))
+
+
+def test_the_explicit_engine_fires_each_event_and_the_usages_around_the_constants():
+    from prunecheck.spec.runtime import trigger_choices
+    assert trigger_choices(model_policy(EVENT_POLICY, Deployment())) == tuple(
+        (e, r) for e in ("", "overflow") for r in (0, 99, 100, 101))
+    assert trigger_choices(model_policy("evict: true\nwhen: event != ''", Deployment())) == (("", 0), ("other", 0))
+    assert trigger_choices(model_policy("evict: true", Deployment())) == (("", 0),)
+
+
+def test_a_violation_shows_when_the_host_fired_the_compaction():
+    from prunecheck.checker.check import check
+    from prunecheck.checker.options import CheckOptions
+    from conftest import BOUNDS
+    policy = model_policy("evict: true\nwhen: event == 'overflow'", Deployment(records="window"))
+    report = check(policy, CheckOptions(depth=4, spans=4, only=("C2",), **BOUNDS))
+    (c2,) = report.results  # a compaction removes a record: only one fired on an overflow takes anything
+    compactions = [a for a in c2.trace.actions if isinstance(a, Compact)]
+    assert c2.verdict.name == "VIOLATED" and compactions and all(a.event == "overflow" for a in compactions)
+
+
+def test_a_trace_with_events_is_written_and_read_back_as_itf():
+    import json
+    from prunecheck.checker.engines.replay import replay
+    from prunecheck.checker.language.document import policy_document
+    from prunecheck.checker.outputs.itf import trace_document
+    from support import assert_itf_py_reads_our_states
+    policy = model_policy(EVENT_POLICY, DEPLOYMENTS[0])
+    actions = (Append("message", 1), Append("message", 1), Append("message", 1), Compact(event="overflow"),
+               Compact(None, (), "", 101))
+    transitions = replay(policy, actions, 5)
+    document = json.loads(json.dumps(trace_document(policy, policy_document(policy), transitions, {})))
+    assert_itf_py_reads_our_states(policy, transitions, document)
+
+
+@pytest.mark.parametrize("text, line, col, words", [
+    ("evict: event == 'overflow'", 2, 8, ("`event`", "read it in `when`", "`evict`")),
+    ("evict: true\nkeep: reported_tokens > 3", 3, 7, ("reported_tokens", "`keep`")),
+    ("evict: true\nuntil: reported_tokens > 3", 3, 8, ("`until`",)),
+    ("evict: true\nwhen: event > 3", 3, 7, ("compared with a string",)),
+    ("evict: true\nwhen: event == 3", 3, 16, ("compared with a string",)),
+    ("evict: true\nwhen: reported_tokens == 'x'", 3, 23, ("cannot compare num",)),
+])
+def test_bad_uses_of_the_trigger_are_one_line_errors_at_their_place(text, line, col, words):
     err = policy_error(text)
     assert (err.line, err.col) == (line, col), str(err)
     assert all(word in err.message for word in words), str(err)
