@@ -201,7 +201,7 @@ def test_a_trace_with_events_is_written_and_read_back_as_itf():
     import json
     from prunecheck.checker.engines.replay import replay
     from prunecheck.checker.language.document import policy_document
-    from prunecheck.checker.outputs.itf import trace_document
+    from prunecheck.checker.outputs.itf import actions_of, trace_document
     from support import assert_itf_py_reads_our_states
     policy = model_policy(EVENT_POLICY, DEPLOYMENTS[0])
     actions = (Append("message", 1), Append("message", 1), Append("message", 1), Compact(event="overflow"),
@@ -209,6 +209,7 @@ def test_a_trace_with_events_is_written_and_read_back_as_itf():
     transitions = replay(policy, actions, 5)
     document = json.loads(json.dumps(trace_document(policy, policy_document(policy), transitions, {})))
     assert_itf_py_reads_our_states(policy, transitions, document)
+    assert actions_of(document) == actions  # and prunecheck reads its own trace back, events and usage included
 
 
 @pytest.mark.parametrize("text, line, col, words", [
