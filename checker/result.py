@@ -233,6 +233,8 @@ class Domains:
     names: tuple = ()
     # evidence: on (spec/SPEC.md §6d): an edit's or a compaction's citations are none or one present span.
     cites: bool = False
+    # The (event, reported_tokens) pairs compactions are fired with (spec/SPEC.md §4g), for a policy that reads them.
+    triggers: tuple = ()
 
 
 @dataclass(frozen=True)

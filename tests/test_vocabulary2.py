@@ -224,3 +224,18 @@ def test_bad_uses_of_the_trigger_are_one_line_errors_at_their_place(text, line, 
     err = policy_error(text)
     assert (err.line, err.col) == (line, col), str(err)
     assert all(word in err.message for word in words), str(err)
+
+
+def test_the_explicit_engines_trigger_domain_is_named_and_read_back_from_a_cache():
+    from prunecheck.checker.engines.explicit import domains_for
+    from prunecheck.checker.outputs.reason_doc import ReasonFormatError, _domains, _clause_json
+    from prunecheck.checker.outputs.reasons import domains_text
+    from prunecheck.checker.result import Clause, Found, Method
+    domains = domains_for(model_policy(EVENT_POLICY, Deployment()))
+    assert ("'overflow', 101" in domains_text(domains) and domains.triggers
+            and domains_for(model_policy("evict: true", Deployment())).triggers == ())
+    written = _clause_json(Clause(Method.EXPLICIT, Found.BOUND, domains=domains))["domains"]
+    assert _domains(written) == domains
+    for forged in ([["a\nb", 1]], [["", -1]], [["", 1, 2]], "x"):
+        with pytest.raises(ReasonFormatError):
+            _domains({**written, "triggers": forged})

@@ -12,8 +12,8 @@ from typing import Iterable, Optional
 from prunecheck.spec.conditions import CONDITIONS, applicable, violations
 from prunecheck.spec.policy import (COMPARE_OPS, CONTENT_KINDS, ROLES, SIZED, Attr, Binary, EnumLit, InSet, Num, Policy,
                                     mentioned_names, read_attributes, stage_exprs, subexpressions, unmentioned_name,
-                                    calls_tools)
-from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step
+                                    calls_tools, read_triggers)
+from prunecheck.spec.runtime import Append, Audit, State, enabled_actions, step, trigger_choices
 
 from prunecheck.symbolic.interrupts import stop_if_interrupted
 
@@ -120,7 +120,7 @@ def domains_for(policy: Policy, tokens: Optional[Iterable[int]] = None,
     repeats = set(DEFAULT_REPEATS) | wanted_repeats if repeats is None else set(repeats)
     return Domains(tuple(sorted(tokens)), kind_representatives(policy), tuple(sorted(repeats)), derived,
                    tuple(sorted(targets)), role_representatives(policy), name_representatives(policy),
-                   policy.deployment.evidence == "on")
+                   policy.deployment.evidence == "on", trigger_choices(policy) if read_triggers(policy) else ())
 
 
 def name_representatives(policy: Policy) -> tuple:

@@ -49,7 +49,8 @@ def _clause_json(clause: Clause) -> dict:
         elif isinstance(value, Domains):
             value = {**{key: list(getattr(value, key)) for key in DOMAIN_KEYS},
                      **({"names": {attr: list(names) for attr, names in value.names}} if value.names else {}),
-                     **({"cites": True} if value.cites else {})}
+                     **({"cites": True} if value.cites else {}),
+                     **({"triggers": [list(t) for t in value.triggers]} if value.triggers else {})}
         if value is not None:
             out[name] = value
     return out
@@ -143,14 +144,16 @@ def _field(name: str, value):
 
 
 def _domains(value) -> Domains:
-    _expect(isinstance(value, dict) and set(value) - {"names", "cites"} == set(DOMAIN_KEYS), "bad domains")
+    _expect(isinstance(value, dict) and set(value) - {"names", "cites", "triggers"} == set(DOMAIN_KEYS), "bad domains")
     _expect(value.get("cites", True) is True, "bad citation domain")
     ints = {key: _list(value[key], _count, "domains") for key in ("tokens", "repeats", "clock_targets")}
     kinds = _list(value["kinds"], lambda k: k in CONTENT_KINDS, "domain kinds")
     derived = _list(value["derived"], lambda d: d in ("tokens", "repetitions"), "derived domains")
     roles = _list(value["roles"], lambda r: r in ROLES, "domain roles")
+    triggers = _list(value.get("triggers", []), lambda t: isinstance(t, list) and len(t) == 2 and isinstance(t[0], str)
+                     and not name_problem(t[0]) and _count(t[1]), "domain triggers")
     return Domains(ints["tokens"], kinds, ints["repeats"], derived, ints["clock_targets"], roles,
-                   _domain_names(value.get("names", {})), "cites" in value)
+                   _domain_names(value.get("names", {})), "cites" in value, tuple(tuple(t) for t in triggers))
 
 
 def _domain_names(value) -> tuple:

@@ -43,6 +43,8 @@ def domains_text(domains: Domains) -> str:
     roles += "".join(f"{attr}s {{{', '.join(map(repr, names))}}}, " for attr, names in domains.names)
     cites = "citations: none or one present span, " \
         if domains.cites else ""
+    cites += "compactions fired on (event, reported usage) {" + ", ".join(
+        f"({e!r}, {r})" for e, r in domains.triggers) + "}, " if domains.triggers else ""
     return (f"{text('tokens', domains.tokens)}, {text('repetitions', domains.repeats)}{targets}, "
             f"kinds {{{', '.join(domains.kinds)}}}, {roles}{cites}host budgets: one per distinct compaction{derived}")
 
