@@ -201,10 +201,9 @@ def _draw_num(draw, depth: int, m: "_Mode"):
         if d >= 3:  # an aggregate's condition is at most 2 deep
             lefts.append(st.builds(_aggregate, st.sampled_from(tuple(AGGREGATES)), st.sampled_from(_OWN_CONDITIONS)))
         return Binary(draw(st.sampled_from(WHOLE_OPS)), draw(st.one_of(lefts)), Num(Fraction(draw(st.integers(1, 4)))))
-    if shape == "aggregate":
-        if depth < 3:
-            return draw(st.one_of(numbers(), _num_attrs(m.budget)))
-        return _aggregate(draw(st.sampled_from(tuple(AGGREGATES))), draw(st.sampled_from(_OWN_CONDITIONS)))
+    if shape == "aggregate":  # its condition is at most 2 deep: `true` alone where only 1 is left
+        condition = draw(st.sampled_from(_OWN_CONDITIONS)) if depth >= 3 else "true"
+        return _aggregate(draw(st.sampled_from(tuple(AGGREGATES))), condition)
     return Cond(_draw_bool(draw, d, m), _draw_num(draw, d, m), _draw_num(draw, d, m))
 
 
@@ -356,8 +355,10 @@ def _stage(draw, max_depth: int, with_budget: bool, ranked: bool, python: bool) 
     for key in ("when", "until"):
         if draw(st.booleans()):
             out[key] = draw(window_conditions(with_budget))
-    if "when" in out and draw(st.integers(0, 3)) == 0:  # fired by the host, on about a quarter (spec/SPEC.md §4g)
-        fired = draw(st.sampled_from(("event == 'overflow'", "event != ''", "reported_tokens > 3")))
+    if "when" in out and draw(st.booleans()):  # fired by the host, or on a window aggregate, on about half (§4g, §1e)
+        options = ("event == 'overflow'", "event != ''", "reported_tokens > 3") + (
+            () if python else ("count(role == 'user') >= 2", "tokens_of(role == 'tool_result') > 3"))  # YAML only
+        fired = draw(st.sampled_from(options))
         out["when"] = Binary(draw(st.sampled_from(BOOL_OPS)), out["when"], _own_condition(fired))
     if not ranked:
         out["order"] = draw(st.sampled_from(ORDERS))

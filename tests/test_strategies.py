@@ -21,7 +21,7 @@ from prunecheck.spec.policy import (
     COMPARE_OPS,
     DEPLOYMENT_CHOICES,
     EFFECTS,
-    FUNCTIONS,
+    CALLABLE,
     KIND,
     NAMESPACE,
     NUM,
@@ -226,7 +226,7 @@ def test_strategies_cover_the_vocabulary():
         seen[f"effect={policy.effect}"] += 1
 
     collect()
-    wanted = set(ATTRS) | set(ARITH_OPS) | set(COMPARE_OPS) | set(BOOL_OPS) | set(FUNCTIONS)
+    wanted = set(ATTRS) | set(ARITH_OPS) | set(COMPARE_OPS) | set(BOOL_OPS) | set(CALLABLE)
     wanted |= {"not", "-", "not in", "InSet", "Cond", "Num", "BoolLit", "EnumLit", "rank", "budget set", "no budget"}
     wanted |= {f"{k}={v}" for k, values in DEPLOYMENT_CHOICES.items() for v in values}
     wanted |= {f"effect={e}" for e in EFFECTS}
