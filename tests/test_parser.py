@@ -27,6 +27,7 @@ from prunecheck.spec.policy import (
     KINDS,
     NAMESPACES,
     NUM,
+    TRIGGER_ATTRS,
     WINDOW_ATTRS,
     Attr,
     Binary,
@@ -345,7 +346,7 @@ def _as_python(text: str) -> str:
 
     def attr(m):
         name = m.group(1)
-        return ("window." if name in WINDOW_ATTRS else "span.") + name
+        return ("window." if name in WINDOW_ATTRS or name in TRIGGER_ATTRS else "span.") + name
 
     text = _ATTR_RE.sub(attr, text)
     return re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", text))

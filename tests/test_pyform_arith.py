@@ -370,9 +370,11 @@ def test_the_readme_adapter_builds_the_contract_views():
     counts = {"position": 1, "from_end": 2, "from_end_in_role": 0, "turn": 1, "tokens_after": 5}
     host_span = SimpleNamespace(tokens=3, age=4, idle=1, reads=2, pinned=False, edited=True, masked=True, kind="diff",
                                 namespace="window", role="tool_call", tool="browse", tag="", **counts)
-    span, window = scope["policy_views"](host_span, SimpleNamespace(window_tokens=9, budget=8, step=4, window_spans=4))
+    span, window = scope["policy_views"](host_span, SimpleNamespace(window_tokens=9, budget=8, step=4, window_spans=4,
+                                                                    event="overflow", reported_tokens=7))
     expected, _ = contract(tokens=3, age=4, idle=1, reads=2, edited=True, masked=True, kind="diff", role="tool_call",
                            tool="browse", window_tokens=9, budget=8, step=4, **counts)
     assert vars(span) == vars(expected)
     assert {k: type(v) for k, v in vars(span).items()} == {k: type(v) for k, v in vars(expected).items()}
     assert (window.window_tokens, window.budget, window.step, window.window_spans) == (9, 8, 4, 4)
+    assert (window.event, window.reported_tokens) == ("overflow", 7)  # the compaction's trigger (SPEC §4g)

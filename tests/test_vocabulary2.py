@@ -228,14 +228,17 @@ def test_bad_uses_of_the_trigger_are_one_line_errors_at_their_place(text, line, 
 
 def test_the_explicit_engines_trigger_domain_is_named_and_read_back_from_a_cache():
     from prunecheck.checker.engines.explicit import domains_for
-    from prunecheck.checker.outputs.reason_doc import ReasonFormatError, _domains, _clause_json
+    from prunecheck.checker.outputs.reason_doc import ReasonFormatError, reason_from_json, reason_json
     from prunecheck.checker.outputs.reasons import domains_text
-    from prunecheck.checker.result import Clause, Found, Method
+    from prunecheck.checker.result import Clause, Found, Method, Reason
     domains = domains_for(model_policy(EVENT_POLICY, Deployment()))
     assert ("'overflow', 101" in domains_text(domains) and domains.triggers
             and domains_for(model_policy("evict: true", Deployment())).triggers == ())
-    written = _clause_json(Clause(Method.EXPLICIT, Found.BOUND, domains=domains))["domains"]
-    assert _domains(written) == domains
+    reason = Reason((Clause(Method.EXPLICIT, Found.BOUND, depth=4, spans=4, states=9, domains=domains),))
+    written = reason_json(reason)
+    assert reason_from_json(written) == reason
     for forged in ([["a\nb", 1]], [["", -1]], [["", 1, 2]], "x"):
+        doc = {**written, "clauses": [{**written["clauses"][0],
+                                       "domains": {**written["clauses"][0]["domains"], "triggers": forged}}]}
         with pytest.raises(ReasonFormatError):
-            _domains({**written, "triggers": forged})
+            reason_from_json(doc)
