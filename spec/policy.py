@@ -345,15 +345,7 @@ def mentioned_names(policy: Policy) -> tuple:
     """Per name attribute the policy reads (NAME_ATTRS order), the names it compares it with, and for `tool` the
     deployment's record_tool (records carry it), sorted: ((attribute, (name, ...)), ...). The one place the models and
     the explicit engine take the names from (spec/SPEC.md §1c)."""
-    found: dict = {}
-    for expr in stage_exprs(policy):
-        for node in subexpressions(expr):
-            if isinstance(node, InSet) and isinstance(node.arg, Attr) and node.arg.name in NAME_ATTRS:
-                found.setdefault(node.arg.name, set()).update(v.value for v in node.values)
-            elif isinstance(node, Binary) and node.op in ("==", "!="):
-                for attr, lit in ((node.left, node.right), (node.right, node.left)):
-                    if isinstance(attr, Attr) and attr.name in NAME_ATTRS and isinstance(lit, EnumLit):
-                        found.setdefault(attr.name, set()).add(lit.value)
+    found = compared_names(stage_exprs(policy), NAME_ATTRS)
     if TOOL in found:
         found[TOOL].add(policy.deployment.record_tool)
     return tuple((name, tuple(sorted(found[name]))) for name in NAME_ATTRS if name in found)
@@ -362,15 +354,21 @@ def mentioned_names(policy: Policy) -> tuple:
 def mentioned_events(policy: Policy) -> tuple:
     """The event names the policy's `when` compares `event` with, sorted (spec/SPEC.md §4g): with one unmentioned
     name standing for every other (spec.names.unmentioned_name), the events a compaction can be told apart by."""
-    found = set()
-    for node in subexpressions(policy.when) if policy.when is not None else ():
-        if isinstance(node, InSet) and isinstance(node.arg, Attr) and node.arg.name == EVENT:
-            found.update(v.value for v in node.values)
-        elif isinstance(node, Binary) and node.op in ("==", "!="):
-            for attr, lit in ((node.left, node.right), (node.right, node.left)):
-                if isinstance(attr, Attr) and attr.name == EVENT and isinstance(lit, EnumLit):
-                    found.add(lit.value)
-    return tuple(sorted(found))
+    return tuple(sorted(compared_names((policy.when,) if policy.when is not None else (), (EVENT,)).get(EVENT, ())))
+
+
+def compared_names(exprs, attrs: tuple) -> dict:
+    """Per attribute of `attrs` compared with string literals in `exprs` (==, != or in), the set of those literals."""
+    found: dict = {}
+    for expr in exprs:
+        for node in subexpressions(expr):
+            if isinstance(node, InSet) and isinstance(node.arg, Attr) and node.arg.name in attrs:
+                found.setdefault(node.arg.name, set()).update(v.value for v in node.values)
+            elif isinstance(node, Binary) and node.op in ("==", "!="):
+                for attr, lit in ((node.left, node.right), (node.right, node.left)):
+                    if isinstance(attr, Attr) and attr.name in attrs and isinstance(lit, EnumLit):
+                        found.setdefault(attr.name, set()).add(lit.value)
+    return found
 
 
 def read_triggers(policy: Policy) -> tuple:
