@@ -213,7 +213,7 @@ def features(expr):
 def test_strategies_cover_the_vocabulary():
     seen = Counter()
 
-    @settings(max_examples=400, derandomize=True, database=None)
+    @settings(max_examples=1000, derandomize=True, database=None)
     @given(policies(deployment=deployments(extended=True)), deployments(extended=True))
     def collect(policy, deployment):
         for expr in stage_exprs(policy):  # evict, rank, keep, when, until
