@@ -470,24 +470,35 @@ def span_values(state: State, i: int, names: tuple = ()) -> dict:
             **{attr: name_code(table, getattr(span, attr)) for attr, table in names}}
 
 
-def project(ps, state: State, r: int) -> list:
-    """Constraints pinning the pair state ps to the runtime's state seen from the pair (r, r + 1)."""
-    out = [ps.clock == state.step, ps.window_tokens == state.window_tokens()]
+def _pinned(pins: dict, var, value) -> z3.BoolRef:
+    """var == value (a None value: the sort's default), made once per (var, value) while `pins` lives: the entry
+    holds var and value, so no other object can take their ids."""
+    key = (id(var), value.__class__, value if value.__class__ in (bool, int) else id(value))
+    entry = pins.get(key)
+    if entry is None:
+        entry = pins[key] = (var, value, var == (DEFAULTS[var.sort()] if value is None else value))
+    return entry[2]
+
+
+def project(ps, state: State, r: int, pins: dict = None) -> list:
+    """Constraints pinning the pair state ps to the runtime's state seen from the pair (r, r + 1). `pins` (a dict
+    kept between calls) shares the equalities between calls, which the runs of a model repeat."""
+    pins = {} if pins is None else pins
+    out = [_pinned(pins, ps.clock, state.step), _pinned(pins, ps.window_tokens, state.window_tokens())]
     if ps.window_spans is not None:  # a model with positions: its counters take the runtime's values
-        out.append(ps.window_spans == sum(1 for s in state.spans if addressable(s)))
-        window = aggregate_values(tuple(ps.window_aggregates), state)  # and the aggregates (SPEC §1e) theirs
-        out += [var == int(window[node]) for node, var in ps.window_aggregates.items()]
+        out.append(_pinned(pins, ps.window_spans, sum(1 for s in state.spans if addressable(s))))
+        window = aggregate_values(tuple(ps.window_aggregates), state)  # and the aggregates (SPEC §1e)
+        out += [_pinned(pins, var, int(window[node])) for node, var in ps.window_aggregates.items()]
         for g, i in zip(GHOSTS, (r, r + 1)):
             values = {**positions(state, state.span(i)),
                       **aggregate_values(tuple(k for k in ps.counters[g] if not isinstance(k, str)), state,
                                          state.span(i))} if i < len(state.spans) else {}
-            out += [var == int(values[name]) for name, var in ps.counters[g].items() if name in values]
+            out += [_pinned(pins, var, int(values[name])) for name, var in ps.counters[g].items() if name in values]
     for g, i in zip(GHOSTS, (r, r + 1)):
         for name, value in span_values(state, i, ps.names).items():
             if name not in ps.span[g]:  # a role, mask, summary flag or name, in a model whose policy has none
                 continue
-            var = ps.span[g][name]
-            out.append(var == (DEFAULTS[var.sort()] if value is None else value))
+            out.append(_pinned(pins, ps.span[g][name], value))
     return out
 
 
@@ -562,14 +573,30 @@ def conjunction(terms) -> z3.BoolRef:
     return z3.BoolRef(z3.Z3_mk_and(ctx.ref(), len(terms), args), ctx)
 
 
-def ask(constraints, rlimit=RLIMIT):
-    """fresh_check's answer (a new z3 context, rlimit-bounded), the constraints carried over as one conjunction: one
-    translation instead of one per constraint."""
-    ctx = z3.Context()
-    solver = z3.Solver(ctx=ctx)
-    solver.set("rlimit", rlimit)
-    solver.add(conjunction(constraints).translate(ctx))
-    return solver.check()
+class Questions:
+    """Questions asked in one fresh z3 context (not the process's, whose history can make a query slow), each of a new
+    solver bounded by rlimit, the constraints carried over as one conjunction: one translation instead of one per
+    constraint. `shared`, conjoined first to every question, is carried over once. Making a context costs more than
+    most questions: a run's questions share one."""
+
+    def __init__(self, shared=None):
+        self.ctx = z3.Context()
+        self.shared = None if shared is None else shared.translate(self.ctx)
+
+    def ask(self, constraints, rlimit=RLIMIT):
+        solver = z3.Solver(ctx=self.ctx)
+        solver.set("rlimit", rlimit)
+        if self.shared is not None:
+            solver.add(self.shared)
+        solver.add(conjunction(constraints).translate(self.ctx))
+        return solver.check()
+
+
+def ask(constraints, rlimit=RLIMIT, questions: Questions = None):
+    """fresh_check's answer: in a new z3 context, or in `questions`' (without its shared term)."""
+    if questions is None or questions.shared is not None:
+        questions = Questions()
+    return questions.ask(constraints, rlimit)
 
 
 @dataclasses.dataclass
@@ -584,15 +611,15 @@ class Obligation:
     def constraints(self) -> list:
         return self.base + list(self.violated.values())
 
-    def failure(self, rlimit=RLIMIT) -> str:
+    def failure(self, rlimit=RLIMIT, questions: Questions = None) -> str:
         """Why the obligation fails: the step does not project, or which conditions' terms are false ("" if it
-        holds)."""
-        if ask(self.constraints(), rlimit) == z3.sat:
+        holds). `questions`: the context to ask in (default: a new one per question)."""
+        if ask(self.constraints(), rlimit, questions) == z3.sat:
             return ""
-        answer = ask(self.base, rlimit)
+        answer = ask(self.base, rlimit, questions)
         if answer != z3.sat:
             return f"{self.what} does not project onto the pair model ({answer})"
-        missed = [c for c, term in self.violated.items() if ask(self.base + [term], rlimit) != z3.sat]
+        missed = [c for c, term in self.violated.items() if ask(self.base + [term], rlimit, questions) != z3.sat]
         return (f"{self.what}: the runtime violates {', '.join(missed or sorted(self.violated))} at this pair, the "
                 f"pair model's violation term is false there")
 
@@ -606,6 +633,7 @@ class PairEncoding:
         self.free_policy = free_policy
         self.states, self.steps = [self.model.state("s0")], []
         self.init = self.model.encode_init(self.states[0])
+        self.pins = {}  # the projections' equalities (project's `pins`), shared by every run of the model
 
     def step(self, k: int) -> tuple:
         """(its constraints, its action, each condition's violation term) of step k."""
@@ -641,12 +669,13 @@ class ProjectedRun:
             self.violated.append((transition_violations(t), state_violations(policy, t.after)))
         self.states = encoding.states[:len(self.runtime_states)]
         self.init = encoding.init
+        self.pins = encoding.pins
         # what every pair's batched query shares: the initial state and every step, as one term
         self.chain = conjunction(self.init + [c for base, _ in self.steps for c in base])
 
     def projected(self, r: int) -> list:
         """Per state of the run, the constraints pinning the model's state to it, seen from the pair (r, r + 1)."""
-        return [project(ps, state, r) for ps, state in zip(self.states, self.runtime_states)]
+        return [project(ps, state, r, self.pins) for ps, state in zip(self.states, self.runtime_states)]
 
     def obligations(self, r: int, projected=None) -> list:
         """Everything that must be satisfiable for the run to project onto the pair (r, r + 1): the initial state,
@@ -667,17 +696,20 @@ class ProjectedRun:
     def failures(self, batched: bool = True, rlimit=RLIMIT) -> list:
         """(r, why) for each pair the run does not project onto. Batched: one query per pair, the conjunction of its
         obligations (their variables are the states' and steps' own, a state shared by two steps pinned alike in
-        both), each obligation asked alone only where that conjunction fails; otherwise one query per obligation."""
+        both), each obligation asked alone only where that conjunction fails; otherwise one query per obligation.
+        The run's questions share a fresh z3 context (the batched ones another, with the steps carried over once)."""
         out = []
+        chained, single = Questions(self.chain) if batched else None, None
         for r in range(self.width):
             projected = self.projected(r)
             obligations = self.obligations(r, projected)
             if batched:
-                terms = [self.chain] + [c for state in projected for c in state]
+                terms = [c for state in projected for c in state]
                 terms += [t for o in obligations for t in o.violated.values()]
-                if ask(terms, rlimit) == z3.sat:
+                if chained.ask(terms, rlimit) == z3.sat:
                     continue
-            whys = [why for why in (o.failure(rlimit) for o in obligations) if why]
+            single = single or Questions()
+            whys = [why for why in (o.failure(rlimit, single) for o in obligations) if why]
             out += [(r, why) for why in whys[:1]]
             if batched and not whys:  # never expected: each obligation holds alone but not all together
                 out.append((r, "the obligations hold one by one but not together"))
