@@ -295,6 +295,8 @@ class Note(enum.Enum):
     """A remark after a reason."""
 
     NO_PROVE = "no proof attempted (--no-prove: bounded search only)"
+    STAGES = ("a list of compaction stages: searched by the explicit engine only, no proof attempted (the symbolic "
+              "models encode one stage)")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from prunecheck.spec.policy import IN_PLACE, Policy, left_tokens, shortens
 from prunecheck.spec.refusal import blocked, named_spans, sequential_taken
 from prunecheck.spec.stage import start_on_taken, taken_effect, walk, window_order
 from prunecheck.spec.state import (LedgerEntry, Span, State, Transition, addressable, candidates, effective_budget,
-                                   host_truncates, kept, partner, span_env, window_env, window_in_order, window_spans, with_span)
+                                   host_truncates, is_candidate, kept, partner, span_env, window_env, window_in_order, window_spans, with_span)
 
 def stage_order(policy: Policy, state: State, chosen) -> list:
     """The candidates in the order the stage walks them: by (rank, id), else oldest or newest first."""
@@ -109,8 +109,17 @@ def ledger_entry(policy: Policy, before: State, after: State, cites: tuple, take
 
 
 def slots_needed(policy: Policy) -> int:
-    """The span slots a compaction whose stage takes something writes: a summary, a ledger entry's rationale."""
-    return (policy.effect == "summarise") + (policy.deployment.evidence == "on")
+    """The span slots a compaction whose stages take something may write: a summary per summarising stage, a ledger
+    entry's rationale."""
+    return sum(st.effect == "summarise" for st in policy.stages) + (policy.deployment.evidence == "on")
+
+
+def slots_written(policy: Policy, state: State, action: Optional[Compact] = None) -> int:
+    """The span slots the compaction `action` from `state` writes, the refusal aside: a summary per summarising
+    stage that took something, and a ledger entry's rationale if any stage did (under `evidence: on`)."""
+    steps = stage_steps(policy, citing(state, action.cites if action is not None else ()), state.step + 1, action)
+    taken = [(st, t) for st, _start, t, _after, _tokens in steps if t]
+    return sum(st.effect == "summarise" for st, _t in taken) + (bool(taken) and policy.deployment.evidence == "on")
 
 
 def summary_span(policy: Policy, state: State, taken, now: int) -> Span:
@@ -121,9 +130,41 @@ def summary_span(policy: Policy, state: State, taken, now: int) -> Span:
                 role=policy.summary_role, place=place)
 
 
+def stage_steps(policy: Policy, state: State, now: int, action: Optional[Compact] = None) -> list:
+    """The stages of a compaction from `state`, in order (SPEC §4h): per stage (the stage as a one-stage policy, the
+    state it starts from, the ids it took, the state it leaves, that state's window tokens); each stage starts
+    from the state the one before it left, on the compaction's clock, in which a span an earlier stage wrote is new
+    (age and idle 0; `written_at` gives it its clock back)."""
+    out, born = [], len(state.spans)
+    for st in policy.stages:
+        start = _new_to_later_stages(state, born)
+        taken, after, tokens = staged_state(st, start, now, action)
+        out.append((st, start, taken, after, tokens))
+        state = after
+    return out
+
+
+def _new_to_later_stages(state: State, born: int) -> State:
+    """`state` with the spans from id `born` on (written by this compaction's earlier stages) created and last read
+    at its clock."""
+    if len(state.spans) <= born:
+        return state
+    fresh = tuple(replace(s, created=state.step, last_read=state.step) for s in state.spans[born:])
+    return replace(state, spans=state.spans[:born] + fresh)
+
+
+def written_at(state: State, born: int, now: int) -> State:
+    """`state` with the spans from id `born` on (written by the compaction that ends at `now`) created and last read
+    at `now`."""
+    if len(state.spans) <= born:
+        return state
+    return replace(state, spans=state.spans[:born] + tuple(replace(s, created=now, last_read=now)
+                                                           for s in state.spans[born:]))
+
+
 def staged_state(policy: Policy, state: State, now: int, action: Optional[Compact] = None) -> tuple:
-    """The stage of a compaction: the ids it took, the state its effect leaves (with the summary, if it wrote one)
-    and that state's window tokens."""
+    """One stage of a compaction (a one-stage policy): the ids it took, the state its effect leaves (with the
+    summary, if it wrote one) and that state's window tokens."""
     taken, tokens = stage_taken(policy, state, action)
     staged = take(policy, state, taken)
     if downgrades(policy) and policy.effect in IN_PLACE:
@@ -152,19 +193,38 @@ def truncated_ids(state: State, tokens: int, limit: Optional[int]) -> list:
 
 def refused_compaction(policy: Policy, state: State, action: Compact, now: int) -> Optional[Transition]:
     """A compaction that names a recovery span under refusal: atomic or sequential (SPEC §6e), outcome "blocked";
-    None when it proceeds. Atomic changes nothing but the clock; sequential takes what the demo's walk took before it
-    met the first named span, and truncates nothing. Either writes no ledger entry (the compaction did not complete);
-    its citations count while it runs, as a completed one's do (spec/SPEC.md §6d)."""
-    if not blocked(policy, state):
+    None when it proceeds. The stages run in order (§4h); a stage is refused when it names a recovery span in the
+    state it starts from. Atomic changes nothing but the clock; sequential keeps what the stages before it did and
+    what the refused stage's walk took before it met the first named span, and truncates nothing. Either writes no
+    ledger entry (the compaction did not complete); its citations count while it runs, as a completed one's do
+    (spec/SPEC.md §6d)."""
+    if policy.deployment.refusal == "silent":
         return None
-    if policy.deployment.refusal == "atomic":
-        return Transition(state, action, replace(state, step=now), "blocked")
     seen = citing(state, action.cites)
-    taken = sequential_taken(state, stage_taken(policy, seen, action)[0], named_spans(policy, state))
-    after = replace(take(policy, seen, taken), entries=state.entries)
-    if policy.effect == "summarise" and taken:
-        after = replace(after, spans=after.spans + (summary_span(policy, state, taken, now),))
-    return Transition(state, action, replace(after, step=now), "blocked", frozenset(taken))
+    current, taken_before = seen, []
+    for st in policy.stages:
+        current = _new_to_later_stages(current, len(state.spans))
+        start = state if current is seen else replace(current, entries=state.entries)  # without the pending entry
+        if blocked(st, start):
+            if policy.deployment.refusal == "atomic":
+                return Transition(state, action, replace(state, step=now), "blocked")
+            taken = sequential_taken(start, stage_taken(st, current, action)[0], named_spans(st, start))
+            after = replace(take(st, current, taken), entries=state.entries)
+            if st.effect == "summarise" and taken:
+                after = replace(after, spans=after.spans + (summary_span(st, start, taken, now),))
+            return Transition(state, action, replace(written_at(after, len(state.spans), now), step=now), "blocked",
+                              frozenset(taken_before + taken))
+        taken, current, _tokens = staged_state(st, current, now, action)
+        taken_before += taken
+    return None
+
+
+def refuses(policy: Policy, state: State, action: Optional[Compact] = None) -> bool:
+    """Whether the refusal blocks the compaction `action` from `state` (SPEC §6e): for one stage, whether it names a
+    recovery span in `state`, whatever the action."""
+    if not policy.later:
+        return blocked(policy, state)
+    return refused_compaction(policy, state, action or Compact(), state.step + 1) is not None
 
 
 def compact_transition(policy: Policy, state: State, action: Compact, now: int) -> Transition:
@@ -183,7 +243,9 @@ def prepared(policy: Policy, state: State, cites: tuple, now: int, action: Optio
     """What the host's truncation starts from: the stage's taken ids, the state it leaves with its summary and
     ledger entry written (both before truncation, which may take them), that state's window tokens, and the spans
     cited while the compaction runs (its own citations too)."""
-    evicted, staged, tokens = staged_state(policy, citing(state, cites), now, action)
+    steps = stage_steps(policy, citing(state, cites), now, action)
+    evicted = list(dict.fromkeys(i for _st, _start, taken, _after, _tokens in steps for i in taken))
+    staged, tokens = written_at(steps[-1][3], len(state.spans), now), steps[-1][4]
     cited = staged.cited_ids()
     written = ledger_entry(policy, state, replace(staged, entries=state.entries), cites, evicted, now)
     if len(written.spans) > len(staged.spans) and addressable(written.spans[-1]):
@@ -197,7 +259,8 @@ def host_budgets(policy: Policy, state: State, cites: tuple = (), action: Option
     or of compact(). Exact, not a sample: truncating exactly k spans is a budget interval, whose top is listed.
     None while the refusal blocks every compaction (SPEC §6e): a blocked compaction truncates nothing; none without
     `host_truncation: on` (SPEC §2): a host budget then changes nothing."""
-    if blocked(policy, state) or not host_truncates(policy):
+    fired = replace(action or Compact(), cites=tuple(cites))
+    if not host_truncates(policy) or refuses(policy, state, fired):
         return ()
     _taken, staged, rest, _cited = prepared(policy, state, cites, state.step + 1, action)
     remaining = [s.tokens for s in sorted(staged.spans, key=window_order) if addressable(s)]
@@ -212,3 +275,33 @@ def host_budgets(policy: Policy, state: State, cites: tuple = (), action: Option
             seen.add(outcome)
             out.append(host)
     return tuple(out)
+
+
+def taking_stage(policy: Policy, t: Transition, span_id: int) -> tuple:
+    """(the stage, as a one-stage policy, that last took `span_id` in the compaction t, the state that stage
+    started from): the policy itself and t's state before, for one stage or a span no stage took (SPEC §4h)."""
+    if not policy.later or not isinstance(t.action, Compact):
+        return policy, t.before
+    found = (policy.stages[0], t.before)
+    for st, start, taken, _after, _tokens in stage_steps(policy, citing(t.before, t.action.cites), t.after.step,
+                                                         t.action):
+        if span_id in taken:
+            found = (st, replace(start, entries=t.before.entries))
+    return found
+
+
+def selecting_stage(policy: Policy, state: State, span: Span) -> Policy:
+    """The first stage, as a one-stage policy, whose selection is true on `span` in `state` (the first stage when
+    none is)."""
+    return next((st for st in policy.stages if is_candidate(st, state, span)), policy.stages[0])
+
+
+def blocking_spans(policy: Policy, t: Transition) -> tuple:
+    """The recovery spans the refusal blocked the compaction t on (SPEC §6e): those the first refused stage names in
+    the state it started from."""
+    for st, start, _taken, _after, _tokens in stage_steps(policy, citing(t.before, t.action.cites), t.after.step,
+                                                          t.action):
+        names = named_spans(st, replace(start, entries=t.before.entries))
+        if names:
+            return names
+    return ()

@@ -230,7 +230,56 @@ class Acceptance:
 ORDERS = ("oldest", "newest")  # the compaction stage's candidate order without a rank; the default first
 PAIRS = ("apart", "together")  # the `pairs` key: whether a compaction takes a tool call and its result together
 QUIET_POLICY_DEFAULTS = {"keep": None, "when": None, "until": None, "order": "oldest", "effect": "evict",
-                         "placeholder_tokens": 1, "pairs": "apart", "summary_role": "user", "start_on": None}
+                         "placeholder_tokens": 1, "pairs": "apart", "summary_role": "user", "start_on": None,
+                         "later": ()}
+# A stage's own keys (SPEC §4h): the first stage is the policy's top-level keys, each later one a Stage.
+STAGE_KEYS = ("evict", "rank", "keep", "when", "until", "order", "effect", "placeholder_tokens", "pairs",
+              "summary_role", "start_on")
+
+
+def stage_problem(effect, placeholder_tokens, summary_role, order, pairs, start_on) -> str:
+    """What is wrong with a stage's settings ("" if nothing): the one check of Policy and Stage."""
+    if effect not in EFFECTS:
+        return f"effect must be one of {', '.join(EFFECTS)}"
+    if type(placeholder_tokens) is not int or placeholder_tokens < 1:
+        return "placeholder_tokens is an integer >= 1"
+    if effect not in SIZED and placeholder_tokens != 1:
+        return "placeholder_tokens is only for effect: mask, cut or summarise"
+    if summary_role not in SUMMARY_ROLES:
+        return f"summary_role must be one of {', '.join(SUMMARY_ROLES)}"
+    if effect != "summarise" and summary_role != "user":
+        return "summary_role is only for effect: summarise"
+    if order not in ORDERS:
+        return f"order must be one of {', '.join(ORDERS)}"
+    if pairs not in PAIRS:
+        return f"pairs must be one of {', '.join(PAIRS)}"
+    if start_on is not None and start_on not in ROLES:
+        return f"start_on must be one of {', '.join(ROLES)}"
+    return ""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A later stage of a compaction (SPEC §4h): the keys of the policy's own stage, run on the window the stage
+    before it left."""
+
+    evict: Expr
+    rank: Optional[Expr] = None
+    keep: Optional[Expr] = None
+    when: Optional[Expr] = None
+    until: Optional[Expr] = None
+    order: str = "oldest"
+    effect: str = "evict"
+    placeholder_tokens: int = 1
+    pairs: str = "apart"
+    summary_role: str = "user"
+    start_on: Optional[str] = None
+
+    def __post_init__(self):
+        problem = stage_problem(self.effect, self.placeholder_tokens, self.summary_role, self.order, self.pairs,
+                                self.start_on)
+        if problem:
+            raise ValueError(problem)
 
 
 @dataclass(frozen=True, repr=False)
@@ -262,25 +311,21 @@ class Policy:
     pairs: str = "apart"
     summary_role: str = "user"  # the role of the summary a summarising stage writes (SPEC 4d)
     start_on: Optional[str] = None  # a role: the stage also takes the leading spans it leaves up to one of that role
+    later: tuple = ()  # the compaction's later stages (Stage, ...), each run on the window the one before left (§4h)
 
     def __post_init__(self):
-        if self.effect not in EFFECTS:
-            raise ValueError(f"effect must be one of {', '.join(EFFECTS)}")
-        if type(self.placeholder_tokens) is not int or self.placeholder_tokens < 1:
-            raise ValueError("placeholder_tokens is an integer >= 1")
-        if self.effect not in SIZED and self.placeholder_tokens != 1:
-            raise ValueError("placeholder_tokens is only for effect: mask, cut or summarise")
-        if self.summary_role not in SUMMARY_ROLES:
-            raise ValueError(f"summary_role must be one of {', '.join(SUMMARY_ROLES)}")
-        if self.effect != "summarise" and self.summary_role != "user":
-            raise ValueError("summary_role is only for effect: summarise")
-        if self.order not in ORDERS:
-            raise ValueError(f"order must be one of {', '.join(ORDERS)}")
-        if self.pairs not in PAIRS:
-            raise ValueError(f"pairs must be one of {', '.join(PAIRS)}")
-        if self.start_on is not None and self.start_on not in ROLES:
-            raise ValueError(f"start_on must be one of {', '.join(ROLES)}")
+        problem = stage_problem(self.effect, self.placeholder_tokens, self.summary_role, self.order, self.pairs,
+                                self.start_on)
+        if problem:
+            raise ValueError(problem)
+        if not isinstance(self.later, tuple) or not all(isinstance(st, Stage) for st in self.later):
+            raise ValueError("later is a tuple of Stages")
         object.__setattr__(self, "aggregates", read_aggregates(self))  # read on every span's every evaluation
+        # Each stage as a policy of one stage (the deployment and budget are the whole policy's), in order.
+        object.__setattr__(self, "stages", (self,) if not self.later else (
+            replace(self, later=(), origin=stage_origin(self.origin, 0)),) + tuple(
+            replace(self, later=(), origin=stage_origin(self.origin, k), **{key: getattr(st, key) for key in STAGE_KEYS})
+            for k, st in enumerate(self.later, 1)))
 
     def __repr__(self) -> str:
         shown = [f for f in fields(self) if f.repr and not (
@@ -288,9 +333,31 @@ class Policy:
         return f"Policy({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
 
 
+def stage_origin(origin: Optional[Origin], k: int) -> Optional[Origin]:
+    """The origin of stage k (0: the first) of a list of stages: its own keys as a policy's, `compaction[k].KEY`
+    read as `KEY`, with the whole policy's keys (name, budget, deployment) kept."""
+    if origin is None:
+        return None
+    prefix, keys = f"compaction[{k}].", []
+    for key, loc in origin.keys:
+        if key.startswith("compaction["):
+            if k and key.startswith(prefix):
+                keys.append((key[len(prefix):], loc))
+        elif k == 0 or key not in STAGE_KEYS:
+            keys.append((key, loc))
+    return replace(origin, keys=tuple(keys))
+
+
 def stage_exprs(policy: Policy) -> tuple:
-    """Every expression of the policy, evict first: evict, rank, keep, when, until (those that are set)."""
-    return tuple(e for e in (policy.evict, policy.rank, policy.keep, policy.when, policy.until) if e is not None)
+    """Every expression of the policy, evict first: evict, rank, keep, when, until (those that are set), stage by
+    stage."""
+    return tuple(e for st in (policy, *policy.later) for e in (st.evict, st.rank, st.keep, st.when, st.until)
+                 if e is not None)
+
+
+def staged(policy: Policy) -> bool:
+    """Whether the compaction has more than one stage (SPEC §4h)."""
+    return bool(policy.later)
 
 
 def with_override(policy: Policy, override: Optional[DeploymentOverride]) -> Policy:
@@ -318,7 +385,8 @@ def read_aggregates(policy: Policy) -> tuple:
 
 def uses_pairs(policy: Policy) -> bool:
     """Whether the policy can tell tool-call pairs apart: it reads `role`, sets `pairs` or `start_on`."""
-    return policy.pairs != "apart" or policy.start_on is not None or reads_attribute(policy, "role")
+    return any(st.pairs != "apart" or st.start_on is not None for st in policy.stages) or \
+        reads_attribute(policy, "role")
 
 
 def calls_tools(policy: Policy) -> bool:
@@ -338,7 +406,7 @@ ROLE_READERS = ("role", "turn", "from_end_in_role")  # attributes whose values d
 def reads_roles(policy: Policy) -> bool:
     """Whether the policy can tell roles apart: it reads `role` or a position that counts by role, or sets
     `start_on`."""
-    return policy.start_on is not None or bool(read_attributes(policy) & set(ROLE_READERS))
+    return any(st.start_on is not None for st in policy.stages) or bool(read_attributes(policy) & set(ROLE_READERS))
 
 
 def mentioned_names(policy: Policy) -> tuple:
@@ -354,7 +422,8 @@ def mentioned_names(policy: Policy) -> tuple:
 def mentioned_events(policy: Policy) -> tuple:
     """The event names the policy's `when` compares `event` with, sorted (spec/SPEC.md §4g): with one unmentioned
     name standing for every other (spec.names.unmentioned_name), the events a compaction can be told apart by."""
-    return tuple(sorted(compared_names((policy.when,) if policy.when is not None else (), (EVENT,)).get(EVENT, ())))
+    whens = tuple(st.when for st in policy.stages if st.when is not None)
+    return tuple(sorted(compared_names(whens, (EVENT,)).get(EVENT, ())))
 
 
 def compared_names(exprs, attrs: tuple) -> dict:
@@ -402,12 +471,12 @@ def left_tokens(policy: Policy, tokens):
 
 def summarises(policy: Policy) -> bool:
     """Whether the policy's stage writes summaries: only then do spans have places other than their ids (SPEC 4d)."""
-    return policy.effect == "summarise"
+    return any(st.effect == "summarise" for st in policy.stages)
 
 
 def masks(policy: Policy) -> bool:
     """Whether spans of this policy's runs can be masked, or the policy reads `masked`: only then do models track it."""
-    return policy.effect in IN_PLACE or reads_attribute(policy, "masked")
+    return any(st.effect in IN_PLACE for st in policy.stages) or reads_attribute(policy, "masked")
 
 
 def has_effects(policy: Policy) -> bool:

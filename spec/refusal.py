@@ -42,8 +42,8 @@ def named(policy: Policy, state: State, span: Span) -> bool:
 
 
 def named_spans(policy: Policy, state: State) -> tuple:
-    """The ids of the recovery spans the policy names in `state`."""
-    return tuple(s.id for s in state.spans if named(policy, state, s))
+    """The ids of the recovery spans the policy names in `state`: that any of its stages names (SPEC §4h)."""
+    return tuple(s.id for s in state.spans if any(named(st, state, s) for st in policy.stages))
 
 
 def blocked(policy: Policy, state: State) -> bool:

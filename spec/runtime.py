@@ -16,7 +16,8 @@ from prunecheck.spec.state import (REVERSIBLE, UNKNOWN, Span, EditInfo, LedgerEn
                                    answers_call, is_call, is_pair, partner, kept, PROVISIONAL, claim_status, counter)
 from prunecheck.spec.compaction import (stage_order, triggered, pair_closure, stage_taken, removed, take,
                                         summary_span, staged_state, truncated_ids, compact_transition, host_budgets,
-                                        citing, slots_needed)
+                                        citing, slots_needed, slots_written, stage_steps, refuses,
+                                        taking_stage, selecting_stage)
 
 # The runtime is the one place callers import the window's vocabulary from; state and compaction hold its parts.
 __all__ = ["REVERSIBLE", "UNKNOWN", "Span", "EditInfo", "State", "effective_budget", "ActionRefused", "Transition",
@@ -25,6 +26,7 @@ __all__ = ["REVERSIBLE", "UNKNOWN", "Span", "EditInfo", "State", "effective_budg
            "kept", "stage_order", "triggered", "pair_closure", "stage_taken", "removed", "take", "summary_span",
            "staged_state", "truncated_ids", "compact_transition", "host_budgets", "enabled", "step", "undo",
            "enabled_actions", "PROVISIONAL", "claim_status", "LedgerEntry", "deferred", "citing", "slots_needed",
+           "slots_written", "stage_steps", "refuses", "taking_stage", "selecting_stage",
            "cite_choices", "counter"]
 
 
@@ -90,7 +92,7 @@ def _guard(policy: Policy, state: State, action: Action, max_spans: Optional[int
         _require(type(action.reported_tokens) is int and action.reported_tokens >= 0,
                  "reported tokens are an integer >= 0")
         if room is not None and room < slots_needed(policy):
-            _require(not stage_taken(policy, citing(state, action.cites), action)[0],
+            _require(room >= slots_written(policy, state, action),
                      "no span slot left for the summary or the ledger entry")
     elif not isinstance(action, Audit):
         raise ActionRefused(f"not an action: {action!r}")
@@ -262,7 +264,8 @@ def trigger_choices(policy: Policy) -> tuple:
     events = (*mentioned_events(policy), unmentioned_name(mentioned_events(policy))) if EVENT in read else ("",)
     reported = (0,)
     if "reported_tokens" in read:
-        constants = {int(n.value) for n in subexpressions(policy.when) if isinstance(n, Num)}
+        constants = {int(n.value) for st in policy.stages if st.when is not None for n in subexpressions(st.when)
+                     if isinstance(n, Num)}
         reported = tuple(sorted({0} | {v for c in constants for v in (c - 1, c, c + 1) if v >= 0}))
     return tuple((e, r) for e in sorted(events, key=lambda e: (e != "", e)) for r in reported)
 

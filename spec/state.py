@@ -253,13 +253,16 @@ def present(span: Span) -> bool:
 
 
 def is_candidate(policy: Policy, state: State, span: Span) -> bool:
-    """In the window, selected by `evict` and not protected by `keep`."""
+    """In the window, selected by `evict` and not protected by `keep`: by any of the compaction's stages (§4h)."""
     if not addressable(span):
         return False
     if deferred(policy, state, span):
         return False
-    env = span_env(policy, state, span)
-    return bool(evaluate(policy.evict, env)) and not (policy.keep is not None and evaluate(policy.keep, env))
+    for st in policy.stages:
+        env = span_env(st, state, span)
+        if evaluate(st.evict, env) and not (st.keep is not None and evaluate(st.keep, env)):
+            return True
+    return False
 
 
 def candidates(policy: Policy, state: State) -> tuple:

@@ -13,7 +13,7 @@ from prunecheck.symbolic.refusal import refusal_blocks, refused_step
 from prunecheck.symbolic.compaction import stage_trigger, stage_walk, summary_written, truncation
 from prunecheck.symbolic import evidence
 from prunecheck.symbolic.terms import (ENUM_CODES, ExprEncoder, Frac, KindSort, NamespaceSort, RoleSort,
-                                       left_tokens_term, shortens_term)
+                                       left_tokens_term, one_stage, shortens_term)
 from prunecheck.symbolic.span_terms import attribute_env, name_guards, trigger_guards, write_names
 from prunecheck.symbolic.template import Substitution, state_vars, step_template
 from prunecheck.symbolic.undo_terms import entry_fields, restored_edited, selected_target, unrolled_undo
@@ -134,7 +134,7 @@ class Model:
         names: the tool/tag tables (default mentioned_names(policy)); two models driven by one action share theirs.
         triggers: (the trigger attributes, the event names) a compaction carries (default the policy's; §4g), shared
         likewise."""
-        self.policy, self.n, self.tag = policy, n, tag
+        self.policy, self.n, self.tag = one_stage(policy), n, tag
         self.accelerate = accelerate
         self.token_domain = None if token_domain is None else tuple(token_domain)
         self.repeat_domain = None if repeat_domain is None or not accelerate else tuple(repeat_domain)

@@ -24,7 +24,7 @@ from prunecheck.symbolic.refusal import refusal_choices, refused_pair
 from prunecheck.spec.policy import (AGGREGATES, IN_PLACE, Attr, BoolLit, Num, Policy, masks, mentioned_names,
                                     mentioned_events, read_positions, read_triggers, reads_attribute, reads_roles,
                                     summarises)
-from prunecheck.symbolic.terms import ExprEncoder, Frac, left_tokens_term, shortens_term
+from prunecheck.symbolic.terms import ExprEncoder, Frac, left_tokens_term, one_stage, shortens_term
 from prunecheck.symbolic.evidence_terms import has_tombstones, write_tombstone
 from prunecheck.symbolic.undo_terms import entry_destroys, gated, pair_closed, pair_entry, pair_undoes
 from prunecheck.symbolic.pair_state import (  # noqa: F401 (re-exported: the pair model's public names)
@@ -50,7 +50,7 @@ class PairModel:
     model reads only the policy's free_view."""
 
     def __init__(self, policy: Policy, free_policy: bool = False):
-        policy = free_view(policy) if free_policy else policy
+        policy = free_view(one_stage(policy)) if free_policy else one_stage(policy)
         self.policy, self.dep, self.free_policy = policy, policy.deployment, free_policy
         self.positions = not free_policy and bool(read_positions(policy) or policy.aggregates)
         self.together = policy.pairs == "together"

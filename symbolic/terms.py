@@ -14,6 +14,18 @@ from prunecheck.spec.policy import (
 from prunecheck.spec.policy import name_code
 from prunecheck.spec.walker import MemoWalker
 
+def one_stage(policy: Policy, why: str = "the symbolic models encode one stage (a list of stages is checked by the "
+                                            "explicit engine)") -> Policy:
+    """The policy, if its compaction has one stage: the models encode one stage only, and a policy with a list of
+    stages (SPEC §4h) raises EncodingError, located at its `compaction` key, rather than be encoded as its first
+    stage."""
+    if policy.later:
+        at = policy.origin.locations().get("compaction") if policy.origin is not None else None
+        where = f"{policy.source}:{at.line}:{at.col}: " if at is not None else ""
+        raise EncodingError(f"{where}policy {policy.name!r} has {len(policy.stages)} compaction stages; {why}")
+    return policy
+
+
 KindSort, _kind_consts = z3.EnumSort("Kind", KINDS)
 NamespaceSort, _ns_consts = z3.EnumSort("Namespace", NAMESPACES)
 RoleSort, _role_consts = z3.EnumSort("Role", ROLES)

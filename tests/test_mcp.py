@@ -257,7 +257,8 @@ def test_every_vocabulary_example_is_a_policy_the_loader_accepts():
                 "deployment")
     examples = [(section, word, entry["example"]) for section in sections for word, entry in words[section].items()]
     for section, word, fragment in examples:
-        assert parse_policy_text(json.dumps({**base, **fragment}), "example.json"), (section, word)
+        over = {k: v for k, v in base.items() if not (k == "evict" and "compaction" in fragment)}  # stages hold it
+        assert parse_policy_text(json.dumps({**over, **fragment}), "example.json"), (section, word)
     assert {w for s, w, _ in examples if s == "keys"} == set(policy_schema()["properties"])
     # every operator and function of the language has its entry (CALLABLE: functions and aggregates)
     assert {w for s, w, _ in examples if s == "aggregates"} == set(AGGREGATES)

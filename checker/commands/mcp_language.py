@@ -9,7 +9,8 @@ from prunecheck.spec.policy import (AGGREGATES, TRIGGER_ATTRS, BOOL, DEPLOYMENT_
 from prunecheck.checker.language.loader import TOP_KEYS
 from prunecheck.checker.language.policy_schema import policy_schema
 
-# One fragment per top-level key, each a valid policy once merged over {"name": ..., "evict": ...}.
+# One fragment per top-level key, each a valid policy once merged over {"name": ..., "evict": ...} (`compaction`'s
+# over {"name": ...}: its stages hold the stage keys, evict among them).
 KEY_EXAMPLES = {
     "name": {"name": "keep-recent"},
     "description": {"description": "Evict old tool output."},
@@ -25,6 +26,9 @@ KEY_EXAMPLES = {
     "summary_role": {"effect": "summarise", "summary_role": "assistant"},
     "pairs": {"pairs": "together"},
     "start_on": {"start_on": "user"},
+    "compaction": {"compaction": [{"evict": "kind == 'tool_output' and age > 5", "effect": "mask"},
+                                  {"when": "window_tokens > 100000", "evict": "kind != 'summary'",
+                                   "effect": "summarise", "placeholder_tokens": 500}]},
     "deployment": {"deployment": {"records": "undo_region", "pins": "host"}},
     "expect": {"expect": {"C1": "holds"}},
     "accept": {"accept": [{"condition": "C2", "reason": "the host never imposes a budget"}]},

@@ -26,6 +26,7 @@ from prunecheck.checker.commands.repair_output import describe_changes, result_j
 from prunecheck.checker.commands.repair_text import (EXCLUSIONS, ENVIRONMENT_KEYS, EVIDENCE_KEYS, SAFE_DEPLOYMENT,
                                                      Change, form_of, repaired_policy, repaired_text, unified_diff)
 from prunecheck.symbolic.interrupts import stop_if_interrupted
+from prunecheck.symbolic.terms import one_stage
 from prunecheck.checker.result import Report, Trace, Verdict
 from prunecheck.checker.language.typecheck import check_policy
 
@@ -260,6 +261,7 @@ def repair(policy: Policy, text: str, source: str, allow_deployment: bool = True
     if (judge(parsed) if judge is not None else parsed) != policy:
         raise PolicySyntaxError("the policy differs from its text (a deployment override?): repair edits the text",
                                 source, 1, 1)
+    one_stage(policy, "repair proves its changes, and the symbolic models encode one stage")  # SPEC §4h
     options = replace(options, only=CONDITIONS, prove=True)
     if original is not None:
         _require_own_report(original, policy, options)

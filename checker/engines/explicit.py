@@ -49,7 +49,7 @@ def role_representatives(policy: Policy) -> tuple:
     tool_call and tool_result when the agent calls tools (`tool_calls: on`, T1 applies), role-blind policy or not: they
     make pairs. start_on (SPEC 4b) keeps them all too: every role but its own leads, and pairs still matter."""
     read = read_attributes(policy)
-    if "from_end_in_role" in read or policy.start_on is not None:
+    if "from_end_in_role" in read or any(st.start_on is not None for st in policy.stages):
         return ROLES
     named = representatives(policy, ROLES)  # always holds `user`, named or as the one for all the others
     named = named + ROLES[1:2] if "turn" in read and named == ("user",) else named
@@ -65,9 +65,10 @@ def neighbours(x: Fraction) -> set:
 
 def _contexts(policy: Policy):
     """(attribute names, constants) per comparison of evict, keep, when and until, and for rank as a whole."""
-    nodes = [n for e in stage_exprs(policy) if e is not policy.rank for n in subexpressions(e)
+    ranks = [st.rank for st in policy.stages if st.rank is not None]
+    nodes = [n for e in stage_exprs(policy) if not any(e is r for r in ranks) for n in subexpressions(e)
              if isinstance(n, InSet) or (isinstance(n, Binary) and n.op in COMPARE_OPS)]
-    for node in nodes + ([policy.rank] if policy.rank is not None else []):
+    for node in nodes + ranks:
         inside = list(subexpressions(node))
         yield ({n.name for n in inside if isinstance(n, Attr)},
                {n.value for n in inside if isinstance(n, Num)})
@@ -104,8 +105,9 @@ def constant_domains(policy: Policy) -> tuple:
     repeats |= {v for c in rates for w in waits if w > 1 for v in neighbours(c * (1 + w) / (1 - c))}
     if policy.budget is not None:
         tokens |= neighbours(Fraction(policy.budget))
-    if policy.effect in SIZED:  # a span smaller than, as large as, or larger than its placeholder (or a summary)
-        tokens |= neighbours(Fraction(policy.placeholder_tokens))
+    for st in policy.stages:  # a span smaller than, as large as, or larger than a placeholder (or a summary)
+        if st.effect in SIZED:
+            tokens |= neighbours(Fraction(st.placeholder_tokens))
     return tuple({v for v in values if v >= 1} for values in (tokens, repeats, targets))
 
 

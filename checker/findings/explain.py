@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Sequence
 
 from prunecheck.spec.conditions import DESCRIPTIONS, lost_content, rewritten_log_entries, split_pairs, stage_removed
 from prunecheck.spec.evaluate import evaluate
-from prunecheck.spec.compaction import trigger_env
+from prunecheck.spec.compaction import blocking_spans, selecting_stage, taking_stage, trigger_env
 from prunecheck.spec.policy import (NOWHERE, Attr, Binary, Cond, Expr, Loc, Policy, Unary, read_triggers,
                                     subexpressions, uses_pairs)
 from prunecheck.spec.runtime import (
@@ -190,10 +190,12 @@ def stage_points(policy: Policy, before: State, action=None) -> tuple:
 def _removal_points(policy, transitions, index, span_id, where, placement: str) -> tuple:
     t = transitions[index]
     if span_id in t.evicted:
-        masks = (Point(f"effect: {policy.effect}", where.get("effect", Loc(1, 1)), "replaces what the policy takes "
+        st, start = taking_stage(policy, t, span_id)  # of a list of stages (SPEC §4h), the one that took it
+        at = key_locations(st) if st is not policy else where
+        masks = (Point(f"effect: {st.effect}", at.get("effect", Loc(1, 1)), "replaces what the policy takes "
                        "(or cuts it short): a masked or cut record or rationale is no longer present"),) \
-            if policy.effect in ("mask", "cut") else ()
-        return tuple(predicate_points(policy, t.before, span_id)) + stage_points(policy, t.before, t.action) + masks + (
+            if st.effect in ("mask", "cut") else ()
+        return tuple(predicate_points(st, start, span_id)) + stage_points(st, start, t.action) + masks + (
             _setting(policy, placement, where, f"puts the {span_words(t.before, span_id).split()[0]} in the policy's reach"),)
     placed = _setting(policy, placement, where, "puts it among the spans truncation may remove")
     if host_decides(policy, t.action):
@@ -205,7 +207,7 @@ def _c1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     after = transitions[-1].after
     info = next(e for e in after.live_edits()
                 if after.span(e.record).alive and is_candidate(policy, after, after.span(e.record)))
-    points = predicate_points(policy, after, info.record) + (
+    points = predicate_points(selecting_stage(policy, after, after.span(info.record)), after, info.record) + (
         _setting(policy, "records", where, "keeps recovery records inside the policy's address space"),)
     return (f"record #{info.record} of edit {edit_number(after, info.record)} (of #{info.target}) is a compaction "
             "candidate: `evict` is true on it", points)
@@ -216,9 +218,10 @@ def _c2_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     gone = sorted(e.record for e in t.before.edits
                   if present(t.before.span(e.record)) and not present(t.after.span(e.record)))
     record = gone[0]
-    how = taken_words(policy) if record in t.evicted else _truncation_words(policy, t)
+    st = taking_stage(policy, t, record)[0]
+    how = taken_words(st) if record in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, len(transitions) - 1, record, where, "records")
-    verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if record in t.evicted else "removes"
+    verb = {"mask": "masks", "cut": "cuts"}.get(st.effect, "removes") if record in t.evicted else "removes"
     return f"the compaction {verb} record #{record} of edit {edit_number(t.before, record)} ({how})", points
 
 
@@ -247,9 +250,10 @@ def _c4_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
 def _p1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     t = transitions[-1]
     info = next(e for e in t.after.live_edits() + t.after.entries if not present(t.after.span(e.rationale)))
-    how = taken_words(policy) if info.rationale in t.evicted else _truncation_words(policy, t)
+    st = taking_stage(policy, t, info.rationale)[0]
+    how = taken_words(st) if info.rationale in t.evicted else _truncation_words(policy, t)
     points = _removal_points(policy, transitions, len(transitions) - 1, info.rationale, where, "rationale")
-    verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if info.rationale in t.evicted \
+    verb = {"mask": "masks", "cut": "cuts"}.get(st.effect, "removes") if info.rationale in t.evicted \
         else "removes"
     whose = (f"live edit {edit_number(t.after, info.record)}" if isinstance(info, EditInfo)
              else "a compaction's ledger entry")
@@ -261,9 +265,10 @@ def _t1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     k, removed = split_pairs(t)[0], stage_removed(t)
     taken, left = (k, k + 1) if k in removed else (k + 1, k)
     what = {k: "tool call", k + 1: "tool result"}
-    points = predicate_points(policy, t.before, taken) + (
-        Point(f"pairs: {policy.pairs}", where.get("pairs", NOWHERE), "the stage does not take a tool call and its "
-              "result together"),)
+    st, start = taking_stage(policy, t, taken)
+    points = predicate_points(st, start, taken) + (
+        Point(f"pairs: {st.pairs}", key_locations(st).get("pairs", NOWHERE), "the stage does not take a tool call "
+              "and its result together"),)
     verb = "moves" if t.after.span(taken).namespace == "log" else "removes"
     blind = "" if uses_pairs(policy) else (" (the policy cannot tell pairs apart: it reads no role and sets neither "
                                            "`pairs: together` nor `start_on`)")
@@ -275,9 +280,10 @@ def _m1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
     t = transitions[-1]
     span_id = lost_content(t.before, t.after)[0]
     taken = span_id in t.evicted
-    how = taken_words(policy) if taken else _truncation_words(policy, t)
-    verb = {"mask": "masks", "cut": "cuts"}.get(policy.effect, "removes") if taken else "removes"
-    points = (predicate_points(policy, t.before, span_id) + stage_points(policy, t.before, t.action) if taken
+    st, start = taking_stage(policy, t, span_id)
+    how = taken_words(st) if taken else _truncation_words(policy, t)
+    verb = {"mask": "masks", "cut": "cuts"}.get(st.effect, "removes") if taken else "removes"
+    points = (predicate_points(st, start, span_id) + stage_points(st, start, t.action) if taken
               else ()) + (
         _setting(policy, "evicted", where, "leaves no tombstone and no copy in the log of what a compaction destroys"),)
     return (f"the compaction {verb} #{span_id} ({span_words(t.before, span_id)}; {how}) and keeps no evidence of it: no "
@@ -305,9 +311,10 @@ def _u1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
 def _r1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     after = transitions[-1].after
     span = after.span(named_spans(policy, after)[0])
-    env = span_env(policy, after, span)
-    points = tuple(_atom_point(atom, env) for atom in deciding_atoms(policy.evict, env, True))
-    kinds = " or ".join(control_kinds(policy))
+    st = next(st for st in policy.stages if span.id in named_spans(st, after))
+    env = span_env(st, after, span)
+    points = tuple(_atom_point(atom, env) for atom in deciding_atoms(st.evict, env, True))
+    kinds = " or ".join(control_kinds(st))
     return (f"`evict` names {span.kind} #{span.id} (in the {span.namespace} namespace): it is true on it, and false "
             f"on the same span in the window as a {kinds}, so it selects the recovery span for what it is", points)
 
@@ -315,7 +322,7 @@ def _r1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str
 def _x1_cause(policy: Policy, transitions: Sequence[Transition], where: Dict[str, Loc]) -> tuple:
     t = transitions[-1]
     gone = ", ".join(f"#{i}" for i in sorted(t.evicted)) or "spans"
-    refused = named_spans(policy, t.before)
+    refused = blocking_spans(policy, t)
     return (f"the compaction is blocked on recovery span #{refused[0]}, but it has already taken {gone}: a blocked "
             "compaction is not atomic", (_setting(policy, "refusal", where, "walks the candidates and stops at the "
                                                    "first named recovery span, keeping what it took"),))

@@ -6,8 +6,9 @@ from dataclasses import replace
 
 from prunecheck.spec.actions import paired
 from prunecheck.spec.policy import CONTENT_KINDS, IN_PLACE, NAME_ATTRS, Policy, reads_roles, uses_pairs
-from prunecheck.spec.refusal import named_spans
-from prunecheck.spec.runtime import Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, triggered
+from prunecheck.spec.compaction import blocking_spans
+from prunecheck.spec.runtime import (Append, Audit, Compact, Edit, Pin, Read, State, Transition, Undo, Unpin, citing,
+                                    stage_steps, triggered)
 from prunecheck.spec.state import host_truncates
 from prunecheck.checker.language.printer import to_text
 
@@ -115,18 +116,16 @@ def step_label(policy: Policy, t: Transition) -> str:
     return repr(a)
 
 
-def _compaction_label(policy: Policy, t: Transition) -> str:
-    """What a compaction removed, moved, wrote and truncated."""
-    a, before, after = t.action, t.before, t.after
-    parts = [f"blocked (refusal: {policy.deployment.refusal}), the policy names "
-             + ", ".join(f"#{i}" for i in named_spans(policy, before))] if t.outcome == "blocked" else []
-    if policy.when is not None and not triggered(policy, before, a):
+def _taken_parts(policy: Policy, t: Transition, before: State, after: State, taken) -> list:
+    """What one stage did to the spans it took, from `before` to `after`, in words (nothing if it took nothing)."""
+    parts = []
+    if policy.when is not None and not triggered(policy, before, t.action):
         parts.append(f"the trigger `{to_text(policy.when)}` is false, the policy takes nothing")
     # A cited span under `justification: downgrade` is moved to the log whatever the effect (SPEC §6d).
-    moved = sorted(i for i in t.evicted if _downgraded(policy, before, after, i))
-    unchanged = sorted(i for i in t.evicted if after.span(i) == replace(before.span(i), reads=after.span(i).reads,
-                                                                          last_read=after.span(i).last_read))
-    kept_words = sorted(set(t.evicted) - set(moved) - set(unchanged))
+    moved = sorted(i for i in taken if _downgraded(policy, before, after, i))
+    unchanged = sorted(i for i in taken if after.span(i) == replace(before.span(i), reads=after.span(i).reads,
+                                                                      last_read=after.span(i).last_read))
+    kept_words = sorted(set(taken) - set(moved) - set(unchanged))
     if kept_words:
         parts.append(f"{taken_words(policy)}: " + ", ".join(f"#{i} ({span_words(before, i)})" for i in kept_words))
     if unchanged:  # a cut that shortens nothing removes nothing (SPEC §4c)
@@ -135,6 +134,24 @@ def _compaction_label(policy: Policy, t: Transition) -> str:
     if moved:
         parts.append("cited, so moved to the log (justification: downgrade): "
                      + ", ".join(f"#{i} ({span_words(before, i)})" for i in moved))
+    return parts
+
+
+def _compaction_label(policy: Policy, t: Transition) -> str:
+    """What a compaction removed, moved, wrote and truncated."""
+    a, before, after = t.action, t.before, t.after
+    parts = [f"blocked (refusal: {policy.deployment.refusal}), the policy names "
+             + ", ".join(f"#{i}" for i in blocking_spans(policy, t))] if t.outcome == "blocked" else []
+    if policy.later:  # a list of stages (SPEC §4h): what each stage took, from the state the one before left
+        steps = stage_steps(policy, citing(before, a.cites), after.step, a)
+        for k, (st, start, taken, staged, _tokens) in enumerate(steps, 1):
+            if t.outcome == "blocked" and not set(taken) <= set(t.evicted):  # the refusal stopped it here
+                partial = [i for i in taken if i in t.evicted]
+                parts += [f"stage {k}: {part}" for part in _taken_parts(st, t, start, after, partial)]
+                break
+            parts += [f"stage {k}: {part}" for part in _taken_parts(st, t, start, staged, taken)]
+    else:
+        parts += _taken_parts(policy, t, before, after, t.evicted)
     for written in after.spans[len(before.spans):]:  # a summary, a ledger entry's rationale (SPEC 4d, 6d)
         tokens = f"{written.tokens} token{'s' * (written.tokens != 1)}"
         if written.kind == "summary":

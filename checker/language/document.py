@@ -10,31 +10,42 @@ from prunecheck.checker.language.printer import to_text
 
 
 def policy_document(policy: Policy) -> dict:
-    """The parsed policy as a canonical mapping; parsing it back (as JSON) gives an equal Policy."""
+    """The parsed policy as a canonical mapping; parsing it back (as JSON) gives an equal Policy. A list of stages
+    (SPEC §4h) is `compaction`, each stage's keys in its entry."""
     doc = {"name": policy.name}
     if policy.description:
         doc["description"] = policy.description
-    doc["evict"] = to_text(policy.evict)
-    if policy.rank is not None:
-        doc["rank"] = to_text(policy.rank)
+    stage = {} if policy.later else stage_document(policy)
+    doc.update((key, stage.pop(key)) for key in ("evict", "rank") if key in stage)
     if policy.budget is not None:
         doc["budget"] = policy.budget
-    for key in ("keep", "when", "until"):
-        if getattr(policy, key) is not None:
-            doc[key] = to_text(getattr(policy, key))
-    if policy.order != "oldest":
-        doc["order"] = policy.order
-    if policy.effect != "evict":
-        doc["effect"] = policy.effect
-    if policy.placeholder_tokens != 1:
-        doc["placeholder_tokens"] = policy.placeholder_tokens
-    if policy.summary_role != "user":
-        doc["summary_role"] = policy.summary_role
-    if policy.pairs != "apart":
-        doc["pairs"] = policy.pairs
-    if policy.start_on is not None:
-        doc["start_on"] = policy.start_on
+    doc.update(stage)
+    if policy.later:
+        doc["compaction"] = [stage_document(st) for st in policy.stages]
     doc["deployment"] = policy.deployment.as_dict()
+    return doc
+
+
+def stage_document(stage) -> dict:
+    """One stage's keys (a Policy's own, or a Stage's) that differ from their defaults, expressions as text."""
+    doc = {"evict": to_text(stage.evict)}
+    if stage.rank is not None:
+        doc["rank"] = to_text(stage.rank)
+    for key in ("keep", "when", "until"):
+        if getattr(stage, key) is not None:
+            doc[key] = to_text(getattr(stage, key))
+    if stage.order != "oldest":
+        doc["order"] = stage.order
+    if stage.effect != "evict":
+        doc["effect"] = stage.effect
+    if stage.placeholder_tokens != 1:
+        doc["placeholder_tokens"] = stage.placeholder_tokens
+    if stage.summary_role != "user":
+        doc["summary_role"] = stage.summary_role
+    if stage.pairs != "apart":
+        doc["pairs"] = stage.pairs
+    if stage.start_on is not None:
+        doc["start_on"] = stage.start_on
     return doc
 
 

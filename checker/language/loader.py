@@ -9,7 +9,6 @@ in it (Policy.origin), so that reports locate findings in the text checked, neve
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import PurePath
 from typing import Dict, Optional, Tuple
 
@@ -17,115 +16,28 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from prunecheck.spec.conditions import CONDITIONS
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, DEPLOYMENT_KEYS, DEPLOYMENT_NAMES, EFFECTS, ORDERS, PAIRS, ROLES,
-                                   SIZED, SUMMARY_ROLES, Acceptance, BoolLit, Deployment, DeploymentOverride, Loc,
-                                   Origin, Policy, deployment_value_problem, stage_exprs, with_override)
+from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, DEPLOYMENT_KEYS, DEPLOYMENT_NAMES, Acceptance, Deployment,
+                                   DeploymentOverride, Loc, Origin, Policy, Stage, deployment_value_problem,
+                                   stage_exprs, with_override)
 
-from prunecheck.checker.language.expr_parser import Builder, parse_expr
-from prunecheck.checker.language.nodes import (YAML_TAG, compose, is_null, items, joined_surrogates, kind_of, reason,
-                                               scalar_locator, string)
+from prunecheck.checker.language.expr_parser import Builder
+from prunecheck.checker.language.nodes import compose, is_null, items, kind_of, reason, string
+from prunecheck.checker.language.stage_keys import (compaction_stages, stage_expressions, stage_settings,
+                                                    whole_number)
 from prunecheck.checker.language.pyform import check_python_arithmetic, parse_python_policy, python_expect
 from prunecheck.checker.language.source_text import (EXTENSIONS, SourceText, decode_policy_bytes, display_name,
                                                      form_of, read_policy_file)
-from prunecheck.checker.language.typecheck import MAX_DIGITS, ORDER_WITH_RANK, check_policy, suggestion
+from prunecheck.checker.language.typecheck import check_policy, suggestion
 from prunecheck.checker.options import override_of
 from prunecheck.checker.result import Expectation
 
 TOP_KEYS = ("name", "description", "evict", "rank", "budget", "keep", "when", "until", "order", "effect",
-            "placeholder_tokens", "summary_role", "pairs", "start_on", "deployment", "expect", "accept")
+            "placeholder_tokens", "summary_role", "pairs", "start_on", "compaction", "deployment", "expect", "accept")
 ACCEPT_KEYS = ("condition", "reason")
 VERDICTS = ("holds", "violated", "unknown")  # what an `expect:` entry may expect
-_INTEGER = re.compile(r"0|[1-9][0-9]*")
 
 
 # --------------------------------------------------------------------------- YAML / JSON policies
-
-
-def _expression(src: SourceText, node, what: str, builder: Builder):
-    if not isinstance(node, ScalarNode):
-        src.fail_at(f"`{what}` must be an expression (a string, number or boolean), got {kind_of(node)}", node)
-    if is_null(src, node):
-        src.fail_at(f"`{what}` has no expression", node)
-    plain_json_bool = src.form == "json" and node.style is None and node.value in ("true", "false")
-    if plain_json_bool or (src.form == "yaml" and node.tag == YAML_TAG + "bool"):
-        if node.value.lower() not in ("true", "false"):
-            src.fail_at(f"`{node.value}` is a YAML 1.1 boolean: write true or false", node)
-        loc = Loc(*src.pos(node.start_mark.index))
-        return builder.make(BoolLit, node.value.lower() == "true", loc=loc)
-    return parse_expr(joined_surrogates(src, node, node.value), src.file, scalar_locator(src, node), builder=builder)
-
-
-def _budget(src: SourceText, node, what: str = "budget") -> int:
-    if not isinstance(node, ScalarNode) or node.style is not None or not _INTEGER.fullmatch(node.value):
-        shown = node.value[:40] if isinstance(node, ScalarNode) else kind_of(node)
-        src.fail_at(f"{what} must be a whole number of tokens >= 1, got `{shown}`", node)
-    if len(node.value) > MAX_DIGITS:
-        src.fail_at(f"{what} is too large: at most {MAX_DIGITS} digits", node)
-    value = int(node.value)
-    if value < 1:
-        src.fail_at(f"{what} must be at least 1", node)
-    return value
-
-
-def _order(src: SourceText, fields: dict) -> str:
-    """The `order` key: oldest or newest, and only without a rank (a rank orders the candidates itself)."""
-    node = fields["order"]
-    value = string(src, node, "order")
-    if value not in ORDERS:
-        src.fail_at(f"order must be one of {', '.join(ORDERS)}, got `{value[:64]}`{suggestion(value, ORDERS)}", node)
-    if "rank" in fields:
-        src.fail_at(ORDER_WITH_RANK, node)
-    return value
-
-
-def _stage(src: SourceText, fields: dict, builder: Builder) -> dict:
-    """The compaction stage's keys that are given: keep, when, until (expressions) and order."""
-    out = {key: _expression(src, fields[key], key, builder) for key in ("keep", "when", "until") if key in fields}
-    if "order" in fields:
-        out["order"] = _order(src, fields)
-    return out
-
-
-def _summary_role(src: SourceText, fields: dict, effect: str) -> str:
-    """`summary_role` (only with summarise): the role of the summary a compaction writes."""
-    if "summary_role" not in fields:
-        return "user"
-    node = fields["summary_role"]
-    value = string(src, node, "summary_role")
-    if effect != "summarise":
-        src.fail_at("summary_role is only for `effect: summarise`", node)
-    if value not in SUMMARY_ROLES:
-        src.fail_at(f"summary_role must be one of {', '.join(SUMMARY_ROLES)}, got `{value[:64]}`"
-                    f"{suggestion(value, SUMMARY_ROLES)}", node)
-    return value
-
-
-def _effect(src: SourceText, fields: dict) -> Tuple[str, int]:
-    """`effect` (evict, mask, cut or summarise) and `placeholder_tokens` (not with evict)."""
-    effect = string(src, fields["effect"], "effect") if "effect" in fields else "evict"
-    if effect not in EFFECTS:
-        src.fail_at(f"effect must be one of {', '.join(EFFECTS)}, got `{effect[:64]}`{suggestion(effect, EFFECTS)}",
-                    fields["effect"])
-    if "placeholder_tokens" not in fields:
-        return effect, 1
-    if effect not in SIZED:
-        src.fail_at("placeholder_tokens is only for `effect: mask`, `cut` or `summarise`", fields["placeholder_tokens"])
-    return effect, _budget(src, fields["placeholder_tokens"], "placeholder_tokens")
-
-
-def _pairs(src: SourceText, node) -> str:
-    value = string(src, node, "pairs")
-    if value not in PAIRS:
-        src.fail_at(f"pairs must be one of {', '.join(PAIRS)}, got `{value[:64]}`{suggestion(value, PAIRS)}", node)
-    return value
-
-
-def _start_on(src: SourceText, node) -> str:
-    """The `start_on` key: a role (SPEC 4b)."""
-    value = string(src, node, "start_on")
-    if value not in ROLES:
-        src.fail_at(f"start_on must be one of {', '.join(ROLES)}, got `{value[:64]}`{suggestion(value, ROLES)}", node)
-    return value
 
 
 def _deployment(src: SourceText, node) -> Deployment:
@@ -242,28 +154,23 @@ def _yaml_policy(src: SourceText) -> Policy:
                 f"unknown key `{key[:64]}`{suggestion(key, TOP_KEYS)} (allowed keys: {', '.join(TOP_KEYS)})", knode
             )
         fields[key] = vnode
-    for required in ("name", "evict"):
+    for required in ("name",) + (() if "compaction" in fields else ("evict",)):
         if required not in fields:
             src.fail_at(f"missing required key `{required}`", root)
     name = string(src, fields["name"], "name")
     if not name.strip():
         src.fail_at("name must not be blank", fields["name"])
     description = string(src, fields["description"], "description") if "description" in fields else ""
-    budget = _budget(src, fields["budget"]) if "budget" in fields else None
-    effect, placeholder = _effect(src, fields)
-    pairs = _pairs(src, fields["pairs"]) if "pairs" in fields else "apart"
-    summary_role = _summary_role(src, fields, effect)
-    start_on = _start_on(src, fields["start_on"]) if "start_on" in fields else None
+    budget = whole_number(src, fields["budget"]) if "budget" in fields else None
+    stages = compaction_stages(src, fields["compaction"], fields) if "compaction" in fields else [fields]
+    settings = [stage_settings(src, stage) for stage in stages]
     deployment = _deployment(src, fields["deployment"]) if "deployment" in fields else Deployment()
     expects = _expect(src, fields["expect"]) if "expect" in fields else ()
     accepts = _accepts(src, fields["accept"]) if "accept" in fields else ()
     builder = Builder(src.file)  # one node budget for the whole policy
-    evict = _expression(src, fields["evict"], "evict", builder)
-    rank = _expression(src, fields["rank"], "rank", builder) if "rank" in fields else None
+    first, *later = [{**stage_expressions(src, stage, builder), **kept} for stage, kept in zip(stages, settings)]
     policy = Policy(
         name=name,
-        evict=evict,
-        rank=rank,
         budget=budget,
         deployment=deployment,
         description=description,
@@ -271,12 +178,8 @@ def _yaml_policy(src: SourceText) -> Policy:
         accepts=accepts,
         expects=expects,
         origin=_yaml_origin(src, root),
-        **_stage(src, fields, builder),
-        effect=effect,
-        placeholder_tokens=placeholder,
-        pairs=pairs,
-        summary_role=summary_role,
-        start_on=start_on,
+        later=tuple(Stage(**keys) for keys in later),
+        **first,
     )
     return policy
 
@@ -342,6 +245,12 @@ def _yaml_origin(src: SourceText, root: MappingNode) -> Origin:
     for key, value in root.value:
         at = value if key.value in ("budget", "pairs", "start_on") else key
         keys.append((key.value, Loc(*src.pos(at.start_mark.index))))
+        if key.value == "compaction" and isinstance(value, SequenceNode):  # stage 1's keys as the top's (SPEC §4h)
+            for k, entry in enumerate(value.value):
+                prefix = "" if k == 0 else f"compaction[{k}]."
+                keys += [(prefix + sub.value, Loc(*src.pos((subvalue if sub.value in ("pairs", "start_on")
+                                                            else sub).start_mark.index)))
+                         for sub, subvalue in entry.value]
         if key.value == "deployment" and isinstance(value, MappingNode):
             keys += [(f"deployment.{sub.value}", Loc(*src.pos(subvalue.start_mark.index)))
                      for sub, subvalue in value.value]

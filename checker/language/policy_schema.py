@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
 from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, DEPLOYMENT_NAMES, EFFECTS, MAX_NAME_CHARS, ORDERS, PAIRS, ROLES,
-                                    SIZED, SUMMARY_ROLES, Deployment)
+                                    SIZED, STAGE_KEYS, SUMMARY_ROLES, Deployment)
 
 from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS, VERDICTS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
@@ -46,6 +46,10 @@ def _accept() -> dict:
 
 
 def _properties() -> dict:
+    return {**_properties_without_stages(), "compaction": _compaction()}
+
+
+def _properties_without_stages() -> dict:
     return {
         "name": {"type": "string", "pattern": NOT_BLANK, "description": "the policy's name (not blank)"},
         "description": {"type": "string"},
@@ -86,6 +90,28 @@ def _properties() -> dict:
     }
 
 
+_STAGE_RULES = {
+    "not": {"required": ["order", "rank"]},
+    "dependentSchemas": {
+        "placeholder_tokens": {"required": ["effect"], "properties": {"effect": {"enum": list(SIZED)}}},
+        "summary_role": {"required": ["effect"], "properties": {"effect": {"const": "summarise"}}}},
+}
+
+
+def _compaction() -> dict:
+    """`compaction`: a list of stages (SPEC §4h), each with the stage keys, instead of the stage keys at the top."""
+    properties = _properties_of_stage()
+    stage = {"type": "object", "properties": {key: properties[key] for key in STAGE_KEYS}, "required": ["evict"],
+             **_STAGE_RULES, "additionalProperties": False}
+    return {"type": "array", "items": stage, "minItems": 1,
+            "description": "the compaction's stages, in order, each run on the window the stage before it left (the "
+                           "stage keys then stand in the stages, not at the top)"}
+
+
+def _properties_of_stage() -> dict:
+    return {key: value for key, value in _properties_without_stages().items() if key in STAGE_KEYS}
+
+
 def policy_schema() -> dict:
     """The schema of a YAML or JSON policy: the keys the loader accepts, the deployment's enums, `expect` and
     `accept`; expressions are strings (evict may be a boolean, rank a number)."""
@@ -98,11 +124,9 @@ def policy_schema() -> dict:
                        + "; ".join(f"{c} {DESCRIPTIONS[c]}" for c in CONDITIONS),
         "type": "object",
         "properties": {key: properties[key] for key in TOP_KEYS},  # a key the loader does not know is a KeyError
-        "required": ["name", "evict"],
-        "not": {"required": ["order", "rank"]},
-        "dependentSchemas": {
-            "placeholder_tokens": {"required": ["effect"], "properties": {"effect": {"enum": list(SIZED)}}},
-            "summary_role": {"required": ["effect"], "properties": {"effect": {"const": "summarise"}}}},
+        "required": ["name"],
+        "oneOf": [{"required": ["evict"], **_STAGE_RULES},
+                  {"required": ["compaction"], "not": {"anyOf": [{"required": [key]} for key in STAGE_KEYS]}}],
         "additionalProperties": False,
     }
 

@@ -19,6 +19,7 @@ from prunecheck.spec.policy import (
     Unary,
 )
 from prunecheck.spec.walker import Walker
+from prunecheck.spec.errors import EncodingError
 
 # Binding strength, loosest first (mirrors checker/language/expr_parser.py).
 P_COND, P_OR, P_AND, P_NOT, P_CMP, P_ADD, P_MUL, P_NEG, P_ATOM = range(1, 10)
@@ -275,24 +276,41 @@ def policy_yaml(policy) -> str:
     lines = [f"name: {_yaml_scalar(policy.name)}"]
     if policy.description:
         lines.append(f"description: {_yaml_scalar(policy.description)}")
-    lines.append(f"evict: {_yaml_scalar(to_text(policy.evict))}")
-    if policy.rank is not None:
-        lines.append(f"rank: {_yaml_scalar(to_text(policy.rank))}")
-    if policy.budget is not None:
-        lines.append(f"budget: {int(policy.budget)}")
-    lines += [f"{key}: {_yaml_scalar(to_text(expr))}" for key, expr in _stage_items(policy)]
-    if getattr(policy, "order", "oldest") != "oldest":
-        lines.append(f"order: {policy.order}")
-    lines += [f"{key}: {value}" for key, value in _effect_items(policy)]
-    if getattr(policy, "pairs", "apart") != "apart":
-        lines.append(f"pairs: {policy.pairs}")
-    if getattr(policy, "start_on", None) is not None:
-        lines.append(f"start_on: {policy.start_on}")
+    later = getattr(policy, "later", ())
+    if later:  # a list of stages (SPEC §4h): each stage's keys in its entry
+        if policy.budget is not None:
+            lines.append(f"budget: {int(policy.budget)}")
+        lines.append("compaction:")
+        for stage in (policy, *later):
+            lines += [("  - " if k == 0 else "    ") + line for k, line in enumerate(_stage_lines(stage))]
+    else:
+        stage = _stage_lines(policy)
+        lines += stage[:1 + (policy.rank is not None)]
+        if policy.budget is not None:
+            lines.append(f"budget: {int(policy.budget)}")
+        lines += stage[1 + (policy.rank is not None):]
     items = _deployment_items(policy)
     if items:
         lines.append("deployment:")
         lines += [f"  {key}: {_yaml_scalar(value)}" for key, value in items]
     return "\n".join(lines) + "\n"
+
+
+def _stage_lines(stage) -> list:
+    """One stage's keys (a policy's own, or a Stage's) as YAML lines: evict, rank, keep, when, until, order, effect,
+    placeholder_tokens, summary_role, pairs, start_on (those not at their defaults)."""
+    lines = [f"evict: {_yaml_scalar(to_text(stage.evict))}"]
+    if stage.rank is not None:
+        lines.append(f"rank: {_yaml_scalar(to_text(stage.rank))}")
+    lines += [f"{key}: {_yaml_scalar(to_text(expr))}" for key, expr in _stage_items(stage)]
+    if getattr(stage, "order", "oldest") != "oldest":
+        lines.append(f"order: {stage.order}")
+    lines += [f"{key}: {value}" for key, value in _effect_items(stage)]
+    if getattr(stage, "pairs", "apart") != "apart":
+        lines.append(f"pairs: {stage.pairs}")
+    if getattr(stage, "start_on", None) is not None:
+        lines.append(f"start_on: {stage.start_on}")
+    return lines
 
 
 def _stage_items(policy) -> list:
@@ -315,6 +333,9 @@ def _py_function(name: str, expr) -> str:
 def policy_python(policy) -> str:
     """A complete restricted-Python policy module for policy (docstring, NAME, BUDGET, DEPLOYMENT, ORDER, EFFECT,
     PLACEHOLDER_TOKENS, PAIRS, START_ON, evict, rank, keep, when, until)."""
+    if getattr(policy, "later", ()):
+        raise EncodingError(f"policy {policy.name!r} has a list of compaction stages, which the Python form cannot "
+                            "write (write it as YAML or JSON)")
     parts = []
     if policy.description:
         parts.append(repr(policy.description) + "\n")  # a string first statement is the module docstring

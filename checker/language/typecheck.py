@@ -325,8 +325,9 @@ def check_policy(policy: Policy, file: Optional[str] = None) -> Policy:
         raise PolicySyntaxError("policy name must be a non-empty string", file, 1, 1)
     if not isinstance(policy.deployment, Deployment):
         raise PolicySyntaxError("policy deployment must be a Deployment", file, 1, 1)
-    check_parts(policy.evict, policy.rank, budget=policy.budget, file=file)
-    check_stage(policy, file)
+    for st in policy.stages:  # each stage as a policy of one stage (SPEC §4h)
+        check_parts(st.evict, st.rank, budget=st.budget, file=file)
+        check_stage(st, file)
     return policy
 
 
