@@ -416,7 +416,25 @@ CHECKED_BLOCKS = {
     "the MCP client configuration, started": lambda b: b.lang == "json" and "mcpServers" in b.text,
     "the operator's configuration sample, read": lambda b: b.lang == "toml" and "[per-file-deployment]" in b.text,
     "the API workspace's configuration, used": lambda b: b.lang == "toml" and "beside policy.yaml" in b.text,
+    "the list of stages, parsed and checked": lambda b: b.lang == "yaml" and b.text.startswith("name: mask-then"),
 }
+
+
+def test_the_list_of_stages_is_two_stages_searched_and_never_proved():
+    """The README's `compaction:` example: two stages, the second reading the window the first left; checked, it is
+    searched by the explicit engine only, and nothing holds."""
+    from prunecheck.checker.check import check
+    from prunecheck.checker.language.loader import parse_policy_text
+    from prunecheck.checker.options import CheckOptions
+    from prunecheck.checker.result import Note, Verdict
+
+    policy = parse_policy_text(block_with("yaml", "name: mask-then").text, "readme-stages.yaml")
+    assert [s.effect for s in policy.stages] == ["mask", "summarise"]
+    report = check(policy, CheckOptions(depth=2, spans=4, only=("M1", "C1"), timeout=3600))
+    # the safe default keeps records out of reach: C1 is not violated, yet not proved either; M1 is violated (a
+    # summary destroys what it takes, at depth 2: one span of 100001 tokens, then a compaction)
+    assert {r.condition: r.verdict for r in report.results} == {"C1": Verdict.UNKNOWN, "M1": Verdict.VIOLATED}
+    assert all(r.reason.note is Note.STAGES for r in report.results)
 
 
 def test_the_configuration_sample_is_read_as_the_readme_says(tmp_path):
