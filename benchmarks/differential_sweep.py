@@ -30,8 +30,9 @@ from prunecheck.checker.language.loader import parse_policy_text
 from prunecheck.checker.language.printer import policy_yaml
 from prunecheck.checker.result import Verdict
 from prunecheck.spec.conditions import CONDITIONS, applicable
-from prunecheck.spec.policy import (COMPARE_OPS, ORDERS, PAIRS, ROLES, SUMMARY_ROLES, mentioned_names, read_positions,
-                                    reads_attribute, reads_roles, uses_pairs)
+from prunecheck.spec.policy import (COMPARE_OPS, ORDERS, PAIRS, ROLES, SUMMARY_ROLES, WHOLE_OPS, Binary, mentioned_names,
+                                    read_positions, read_triggers, reads_attribute, reads_roles, stage_exprs,
+                                    subexpressions, uses_pairs)
 from prunecheck.strategies import deployments, policies
 
 DEPTH, SPANS, STATES = 4, 4, 200_000
@@ -53,6 +54,11 @@ VOCABULARY = {
     "start_on": lambda p: p.start_on is not None,
     "T1 applies (pairs, role or start_on)": uses_pairs,
     "tool names or tags": lambda p: bool(mentioned_names(p)),
+    # issue 29 (spec/SPEC.md §1d, §1e, §4g)
+    "aggregates": lambda p: bool(p.aggregates),
+    "// or %": lambda p: any(isinstance(n, Binary) and n.op in WHOLE_OPS for e in stage_exprs(p)
+                             for n in subexpressions(e)),
+    "event or reported_tokens": lambda p: bool(read_triggers(p)),
 }
 
 

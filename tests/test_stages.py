@@ -242,3 +242,23 @@ def test_the_explanation_points_into_the_stage_that_took_the_span():
     assert code == 1, shown
     assert "stage 2: summarised by the policy" in shown
     assert f"{path}:7:12: `kind != 'summary'` is true" in shown, shown
+
+
+def test_a_certificate_forged_for_a_list_of_stages_is_refused(tmp_path):
+    # A proof of the first stage alone, presented as a proof of a policy that adds a second stage: certify rebuilds the
+    # model from the embedded policy, which no model encodes, and refuses it in one line (exit 2).
+    one = tmp_path / "one.yaml"
+    one.write_text("name: one\nevict: kind == 'tool_output'\neffect: mask\n")
+    assert main(["check", str(one), "--only", "C1", "--rlimit", "20000000", "--timeout", "3600", "--out",
+                 str(tmp_path / "certs")], io.StringIO(), io.StringIO()) == 0
+    (cert,) = (tmp_path / "certs").glob("*.cert.json")
+    doc = json.loads(cert.read_text())
+    stage = {key: doc["policy"].pop(key) for key in ("evict", "effect")}
+    forged = parse_policy_text(json.dumps({**doc["policy"], "compaction": [stage, {"evict": "kind == 'record'"}]}),
+                               "forged.json")
+    doc.update(policy=policy_document(forged), policy_hash=policy_hash(forged))
+    path = tmp_path / "forged.cert.json"
+    path.write_text(json.dumps(doc))
+    err = io.StringIO()
+    assert main(["certify", str(path)], io.StringIO(), err) == 2
+    assert "has 2 compaction stages" in err.getvalue() and err.getvalue().count("\n") == 1
