@@ -262,3 +262,26 @@ def test_a_certificate_forged_for_a_list_of_stages_is_refused(tmp_path):
     err = io.StringIO()
     assert main(["certify", str(path)], io.StringIO(), err) == 2
     assert "has 2 compaction stages" in err.getvalue() and err.getvalue().count("\n") == 1
+
+
+def test_the_exact_forms_written_as_stage_lists_parse():
+    # A framework file whose `# exact form` block says it is parsed holds a stage list the loader accepts, with the
+    # file's own name and deployment (the file itself keeps its one-stage form until the models encode lists).
+    root = Path(__file__).resolve().parents[1] / "examples" / "frameworks"
+    checked = 0
+    for path in sorted(root.glob("*.yaml")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        starts = [k for k, line in enumerate(lines) if line.startswith("# exact form (issue 29): parsed")]
+        if not starts:
+            continue
+        block = []
+        for line in lines[starts[0] + 1:]:
+            if line.startswith("#   "):
+                block.append(line[4:].split("  #")[0].rstrip())
+            elif block:
+                break
+        own = [line for line in lines if line.startswith(("name:", "deployment:", "  "))]
+        policy = parse_policy_text("\n".join(own[:1] + block + own[1:]) + "\n", path.name)
+        assert len(policy.stages) >= 2, path.name
+        checked += 1
+    assert checked >= 1
