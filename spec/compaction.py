@@ -124,8 +124,8 @@ def slots_written(policy: Policy, state: State, action: Optional[Compact] = None
 
 def summary_span(policy: Policy, state: State, taken, now: int) -> Span:
     """The summary a summarising stage writes for the spans `taken` (SPEC 4d): the next id, at the place of the oldest
-    of them."""
-    place = min(window_order(state.span(i)) for i in taken)[0]
+    of them, or (summary_at: end) at its own id's, after every span."""
+    place = min(window_order(state.span(i)) for i in taken)[0] if policy.summary_at == "replaced" else len(state.spans)
     return Span(len(state.spans), "summary", "window", policy.placeholder_tokens, now, now,
                 role=policy.summary_role, place=place)
 

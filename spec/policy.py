@@ -112,6 +112,9 @@ EFFECTS = ("evict", "mask", "cut", "summarise")
 IN_PLACE = ("mask", "cut")  # effects that leave a taken span in the window, its content replaced or cut short
 SIZED = IN_PLACE + ("summarise",)  # effects that read placeholder_tokens (a summary's tokens for summarise)
 SUMMARY_ROLES = ("user", "assistant", "system")  # a summary is a message, never half of a tool-call pair (SPEC 4d)
+# Where a summary stands (SPEC 4d): where the oldest span it replaced stood, or at the end of the window (after every
+# span the stage left, as an appended span).
+SUMMARY_AT = ("replaced", "end")
 
 
 @dataclass(frozen=True, repr=False)
@@ -231,13 +234,13 @@ ORDERS = ("oldest", "newest")  # the compaction stage's candidate order without 
 PAIRS = ("apart", "together")  # the `pairs` key: whether a compaction takes a tool call and its result together
 QUIET_POLICY_DEFAULTS = {"keep": None, "when": None, "until": None, "order": "oldest", "effect": "evict",
                          "placeholder_tokens": 1, "pairs": "apart", "summary_role": "user", "start_on": None,
-                         "later": ()}
+                         "later": (), "summary_at": "replaced"}
 # A stage's own keys (SPEC §4h): the first stage is the policy's top-level keys, each later one a Stage.
 STAGE_KEYS = ("evict", "rank", "keep", "when", "until", "order", "effect", "placeholder_tokens", "pairs",
-              "summary_role", "start_on")
+              "summary_role", "start_on", "summary_at")
 
 
-def stage_problem(effect, placeholder_tokens, summary_role, order, pairs, start_on) -> str:
+def stage_problem(effect, placeholder_tokens, summary_role, order, pairs, start_on, summary_at="replaced") -> str:
     """What is wrong with a stage's settings ("" if nothing): the one check of Policy and Stage."""
     if effect not in EFFECTS:
         return f"effect must be one of {', '.join(EFFECTS)}"
@@ -255,6 +258,10 @@ def stage_problem(effect, placeholder_tokens, summary_role, order, pairs, start_
         return f"pairs must be one of {', '.join(PAIRS)}"
     if start_on is not None and start_on not in ROLES:
         return f"start_on must be one of {', '.join(ROLES)}"
+    if summary_at not in SUMMARY_AT:
+        return f"summary_at must be one of {', '.join(SUMMARY_AT)}"
+    if effect != "summarise" and summary_at != "replaced":
+        return "summary_at is only for effect: summarise"
     return ""
 
 
@@ -274,10 +281,11 @@ class Stage:
     pairs: str = "apart"
     summary_role: str = "user"
     start_on: Optional[str] = None
+    summary_at: str = "replaced"
 
     def __post_init__(self):
         problem = stage_problem(self.effect, self.placeholder_tokens, self.summary_role, self.order, self.pairs,
-                                self.start_on)
+                                self.start_on, self.summary_at)
         if problem:
             raise ValueError(problem)
 
@@ -312,10 +320,11 @@ class Policy:
     summary_role: str = "user"  # the role of the summary a summarising stage writes (SPEC 4d)
     start_on: Optional[str] = None  # a role: the stage also takes the leading spans it leaves up to one of that role
     later: tuple = ()  # the compaction's later stages (Stage, ...), each run on the window the one before left (§4h)
+    summary_at: str = "replaced"  # where a summary stands: where the oldest span it replaced stood, or at the end (4d)
 
     def __post_init__(self):
         problem = stage_problem(self.effect, self.placeholder_tokens, self.summary_role, self.order, self.pairs,
-                                self.start_on)
+                                self.start_on, self.summary_at)
         if problem:
             raise ValueError(problem)
         if not isinstance(self.later, tuple) or not all(isinstance(st, Stage) for st in self.later):

@@ -44,10 +44,13 @@ def stage_walk(model, s, cand: list, ahead, budget, a) -> list:
 
 def summary_written(model, s, evicted: list) -> tuple:
     """The summary a summarising stage writes (SPEC 4d): per slot, whether it is written there (the first free slot,
-    as an append, when anything was taken), and its place, the least place among the taken slots."""
+    as an append, when anything was taken), and its place, the least place among the taken slots (None under
+    `summary_at: end`: the slot's own, as an append's)."""
     if not model.placing:
         return [z3.BoolVal(False)] * model.n, None
     wrote = z3.Or(evicted)
+    if model.policy.summary_at == "end":  # after every span: its place is its own slot's, as an append's
+        return [z3.And(wrote, s.first_free(i)) for i in range(model.n)], None
     least, any_before = place_term(s, 0), evicted[0]
     for j in range(1, model.n):
         least = z3.If(z3.And(evicted[j], z3.Or(z3.Not(any_before), s.place[j] < least)), s.place[j], least)

@@ -461,7 +461,7 @@ class Model:
         if self.masking:
             becomes("masked", (born, False), (masked_now, True), (restored_here, False))
         if self.placing:
-            becomes("place", *summary(summary_place), (born, z3.IntVal(i)))
+            becomes("place", *(summary(summary_place) if summary_place is not None else ()), (born, z3.IntVal(i)))
         write_names(becomes, self.names, dep.record_tool, a, appended, z3.Or(record_here, rationale_here), summary)
         write_tombstone(becomes, t.fields, cut_short, born, z3.Or(gone, masked_now))
 

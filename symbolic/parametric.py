@@ -389,7 +389,8 @@ class PairModel:
         if self.masking:
             becomes("masked", (born, False), (masked_now, True), (restored, False))
         if self.summaries:
-            becomes("summary", *summary(True), (born, False))
+            # the flag is "a summary whose place is not its id" (SPEC 4d): one written at the end stands at its id
+            becomes("summary", *summary(self.policy.summary_at == "replaced"), (born, False))
         write_names(becomes, self.names, self.dep.record_tool, a, appended, entry_here, summary)
         write_tombstone(becomes, f, tuple(z3.And(c, a.truncate[g]) for c in written), born, z3.Or(gone, masked_now))
 

@@ -51,7 +51,7 @@ def template_key(model) -> tuple:
             policy.budget is not None, model.accelerate, model.repeat_domain, model.clock_targets,
             stage_key(policy), policy.effect, policy.placeholder_tokens, model.masking, policy.pairs,
             policy.keep if policy.pairs == "together" or policy.start_on is not None else None, policy.summary_role,
-            policy.start_on) + ((model.names,) if model.names else ()) + refusal_key(policy) + (
+            policy.start_on, policy.summary_at) + ((model.names,) if model.names else ()) + refusal_key(policy) + (
         (model.triggers, model.events) if model.triggers else ())
 
 

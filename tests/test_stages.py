@@ -285,3 +285,11 @@ def test_the_exact_forms_written_as_stage_lists_parse():
         assert len(policy.stages) >= 2, path.name
         checked += 1
     assert checked >= 1
+
+
+def test_diff_never_calls_two_lists_of_stages_equivalent_by_their_first_stages():
+    from prunecheck.checker.commands.policydiff import equivalence
+    one = policy("compaction:\n  - evict: kind == 'tool_output'\n  - evict: kind == 'record'")
+    other = policy("compaction:\n  - evict: kind == 'tool_output'\n  - evict: kind == 'message'")
+    assert not equivalence(one, other).proved and "later stages differ" in equivalence(one, other).reason
+    assert equivalence(one, policy("compaction:\n  - evict: \"kind == 'tool_output'\"\n  - evict: kind == 'record'")).proved

@@ -21,7 +21,7 @@ from prunecheck.spec.conditions import violations
 from prunecheck.spec.errors import PolicySyntaxError
 from prunecheck.spec.policy import Deployment
 from prunecheck.spec.runtime import (
-    ActionRefused, Append, Compact, Edit, State, Undo, enabled, positions, span_env, step,
+    ActionRefused, Append, Compact, Edit, State, Undo, enabled, positions, span_env, step, window_in_order,
 )
 from prunecheck.symbolic.model import Model
 from prunecheck.symbolic.window_terms import before, place_term
@@ -263,3 +263,60 @@ def test_only_a_summarising_policy_gets_place_terms():
     s, t = plain.generic_state("g"), summarising.generic_state("g")
     assert "place" not in s.fields and before(s, 0, 1) is True and place_term(s, 2).as_long() == 2
     assert "place" in t.fields and not isinstance(before(t, 0, 1), bool) and place_term(t, 2) is t.place[2]
+
+
+# `summary_at: end` (SPEC 4d): the summary stands after every span the compaction left, as CrewAI puts it after the
+# system messages it keeps.
+AT_END = "name: t\nevict: role != 'system'\neffect: summarise\nsummary_at: end\nplaceholder_tokens: 2\n"
+INTERLEAVED = (Append("message", 1, "system"), Append("message", 3), Append("message", 1, "system"),
+               Append("message", 2, "assistant"))
+
+
+def test_a_summary_at_the_end_stands_after_every_span_left():
+    for text, order in ((AT_END, [0, 2, 4]), (AT_END.replace("summary_at: end\n", ""), [0, 4, 2])):
+        state, transitions = _run(_policy(text), INTERLEAVED + (Compact(),))
+        assert [s.id for s in window_in_order(state)] == order
+    state, transitions = _run(_policy(AT_END), INTERLEAVED + (Compact(),))
+    assert state.span(4).place == 4 and "written at the end of the window" in step_label(_policy(AT_END), transitions[-1])
+
+
+@pytest.mark.parametrize("text, deployment, actions", [
+    (AT_END, {}, INTERLEAVED + (Compact(), Append("message", 1), Compact(2))),
+    (AT_END.replace("role != 'system'", "from_end >= 1 and kind != 'summary'") + "pairs: together\n", {"records": "window"},
+     (Append("message", 1, "tool_call"), Append("message", 2, "tool_result"), Append("message", 1), Compact(),
+      Edit(2, "transform"), Compact(), Undo(4))),
+])
+def test_the_model_agrees_with_the_runtime_on_summaries_at_the_end(text, deployment, actions):
+    agree(_policy(text, **deployment), actions, with_lemmas=True, n=7)
+
+
+def test_the_engines_agree_on_a_summary_at_the_end():
+    engines_agree(_policy(AT_END.replace("role != 'system'", "role != 'system' and position >= 1"),
+                          records="window"), depth=4, spans=4)
+
+
+@pytest.mark.parametrize("printer, name", [(policy_yaml, "p.yaml"), (policy_python, "p.py"),
+                                           (lambda p: json.dumps(policy_document(p)), "p.json")])
+def test_summary_at_round_trips_through_every_printer_and_is_quiet_at_its_default(printer, name):
+    policy = _policy(AT_END)
+    assert parse_policy_text(printer(policy), name) == policy and policy.summary_at == "end"
+    plain = _policy(AT_END.replace("summary_at: end\n", ""))
+    assert "summary_at" not in repr(plain) and "summary_at" not in printer(plain).lower()
+    assert not equivalence(plain, policy).proved and "summary at replaced vs end" in equivalence(plain, policy).reason
+
+
+@pytest.mark.parametrize("text, words", [
+    ("evict: true\nsummary_at: end", "summary_at is only for `effect: summarise`"),
+    ("evict: true\neffect: summarise\nsummary_at: last", "summary_at must be one of replaced, end"),
+])
+def test_bad_summary_at_is_a_one_line_policy_error(text, words):
+    assert words in str(policy_error(text))
+
+
+def test_bad_python_summary_at_is_a_one_line_policy_error():
+    for source, words in (('SUMMARY_AT = "end"\ndef evict(span, window):\n    return True\n', 'only for EFFECT'),
+                          ('EFFECT = "summarise"\nSUMMARY_AT = "top"\ndef evict(span, window):\n    return True\n',
+                           "SUMMARY_AT must be one of")):
+        with pytest.raises(PolicySyntaxError) as caught:
+            parse_policy_text(source, "p.py")
+        assert words in str(caught.value) and "\n" not in str(caught.value)

@@ -24,6 +24,7 @@ KEY_EXAMPLES = {
     "effect": {"effect": "mask"},
     "placeholder_tokens": {"effect": "cut", "placeholder_tokens": 200},
     "summary_role": {"effect": "summarise", "summary_role": "assistant"},
+    "summary_at": {"effect": "summarise", "summary_at": "end"},
     "pairs": {"pairs": "together"},
     "start_on": {"start_on": "user"},
     "compaction": {"compaction": [{"evict": "kind == 'tool_output' and age > 5", "effect": "mask"},

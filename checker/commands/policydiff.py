@@ -119,11 +119,16 @@ def equivalence(old: Policy, new: Policy, timeout: float = DIFF_DEFAULTS.timeout
     keys = differing_deployment_keys(old, new)
     if keys:
         return Equivalence(False, f"deployments differ in {', '.join(keys)}")
-    if (old.effect, old.placeholder_tokens, old.summary_role) != (new.effect, new.placeholder_tokens, new.summary_role):
+    if old.later != new.later:  # equal later stages run on equal windows when the first stages are equivalent
+        return Equivalence(False, "the compactions' later stages differ (SPEC §4h)")
+    effects = ("effect", "placeholder_tokens", "summary_role", "summary_at")
+    if tuple(getattr(old, k) for k in effects) != tuple(getattr(new, k) for k in effects):
         return Equivalence(False, f"effects differ ({old.effect} vs {new.effect}, placeholder tokens "
                                   f"{old.placeholder_tokens} vs {new.placeholder_tokens}"
                                   + (f", summary role {old.summary_role} vs {new.summary_role}"
-                                     if old.summary_role != new.summary_role else "") + ")")
+                                     if old.summary_role != new.summary_role else "")
+                                  + (f", summary at {old.summary_at} vs {new.summary_at}"
+                                     if old.summary_at != new.summary_at else "") + ")")
     if old.budget != new.budget:
         return Equivalence(False, f"budgets differ ({old.budget or 'none'} vs {new.budget or 'none'})")
     if old.pairs != new.pairs:

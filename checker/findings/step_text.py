@@ -155,7 +155,8 @@ def _compaction_label(policy: Policy, t: Transition) -> str:
     for written in after.spans[len(before.spans):]:  # a summary, a ledger entry's rationale (SPEC 4d, 6d)
         tokens = f"{written.tokens} token{'s' * (written.tokens != 1)}"
         if written.kind == "summary":
-            parts.append(f"summary #{written.id} ({written.role}, {tokens}) written in their place")
+            where = "at the end of the window" if written.place == written.id else "in their place"  # SPEC 4d
+            parts.append(f"summary #{written.id} ({written.role}, {tokens}) written {where}")
         else:
             parts.append(f"ledger entry: rationale #{written.id} in the {written.namespace} namespace"
                          + "".join(f", cites #{c}" for c in getattr(a, "cites", ())))

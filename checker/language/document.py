@@ -42,6 +42,8 @@ def stage_document(stage) -> dict:
         doc["placeholder_tokens"] = stage.placeholder_tokens
     if stage.summary_role != "user":
         doc["summary_role"] = stage.summary_role
+    if stage.summary_at != "replaced":
+        doc["summary_at"] = stage.summary_at
     if stage.pairs != "apart":
         doc["pairs"] = stage.pairs
     if stage.start_on is not None:

@@ -32,7 +32,8 @@ from prunecheck.checker.options import override_of
 from prunecheck.checker.result import Expectation
 
 TOP_KEYS = ("name", "description", "evict", "rank", "budget", "keep", "when", "until", "order", "effect",
-            "placeholder_tokens", "summary_role", "pairs", "start_on", "compaction", "deployment", "expect", "accept")
+            "placeholder_tokens", "summary_role", "summary_at", "pairs", "start_on", "compaction", "deployment",
+            "expect", "accept")
 ACCEPT_KEYS = ("condition", "reason")
 VERDICTS = ("holds", "violated", "unknown")  # what an `expect:` entry may expect
 
@@ -220,6 +221,7 @@ def _python_policy(src: SourceText) -> Tuple[Policy, tuple]:
         placeholder_tokens=parts.placeholder_tokens,
         pairs=parts.pairs,
         summary_role=parts.summary_role,
+        summary_at=parts.summary_at,
         start_on=parts.start_on,
     )
     return policy, parts.floats

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prunecheck.spec.conditions import CONDITIONS, DESCRIPTIONS
 from prunecheck.spec.policy import (DEPLOYMENT_CHOICES, DEPLOYMENT_NAMES, EFFECTS, MAX_NAME_CHARS, ORDERS, PAIRS, ROLES,
-                                    SIZED, STAGE_KEYS, SUMMARY_ROLES, Deployment)
+                                    SIZED, STAGE_KEYS, SUMMARY_AT, SUMMARY_ROLES, Deployment)
 
 from prunecheck.checker.language.loader import ACCEPT_KEYS, TOP_KEYS, VERDICTS
 from prunecheck.checker.language.typecheck import MAX_DIGITS
@@ -73,6 +73,9 @@ def _properties_without_stages() -> dict:
                                   "their place"},
         "summary_role": {"enum": list(SUMMARY_ROLES), "default": "user",
                          "description": "the role of the summary a compaction writes (only with effect: summarise)"},
+        "summary_at": {"enum": list(SUMMARY_AT), "default": SUMMARY_AT[0],
+                       "description": "where the summary stands: where the oldest span it replaced stood (replaced), "
+                                      "or after every span the compaction left (end); only with effect: summarise"},
         "placeholder_tokens": {"type": "integer", "minimum": 1, "maximum": 10 ** MAX_DIGITS - 1, "default": 1,
                                "description": "the tokens a masked span keeps, the most a cut span keeps, or a summary's "
                                               "tokens (only with effect: mask, cut or summarise)"},
@@ -94,7 +97,8 @@ _STAGE_RULES = {
     "not": {"required": ["order", "rank"]},
     "dependentSchemas": {
         "placeholder_tokens": {"required": ["effect"], "properties": {"effect": {"enum": list(SIZED)}}},
-        "summary_role": {"required": ["effect"], "properties": {"effect": {"const": "summarise"}}}},
+        "summary_role": {"required": ["effect"], "properties": {"effect": {"const": "summarise"}}},
+        "summary_at": {"required": ["effect"], "properties": {"effect": {"const": "summarise"}}}},
 }
 
 

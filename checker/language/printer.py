@@ -262,12 +262,13 @@ def _deployment_items(policy):
 
 
 def _effect_items(policy) -> list:
-    """(key, value) for `effect`, `placeholder_tokens` and `summary_role`, each only when not at its default."""
+    """(key, value) for `effect`, `placeholder_tokens`, `summary_role` and `summary_at`, each only when not at its
+    default."""
     effect, placeholder = getattr(policy, "effect", "evict"), getattr(policy, "placeholder_tokens", 1)
-    role = getattr(policy, "summary_role", "user")
+    role, at = getattr(policy, "summary_role", "user"), getattr(policy, "summary_at", "replaced")
     return ([("effect", effect)] if effect != "evict" else []) + \
         ([("placeholder_tokens", placeholder)] if placeholder != 1 else []) + \
-        ([("summary_role", role)] if role != "user" else [])
+        ([("summary_role", role)] if role != "user" else []) + ([("summary_at", at)] if at != "replaced" else [])
 
 
 def policy_yaml(policy) -> str:

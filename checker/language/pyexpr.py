@@ -30,8 +30,8 @@ from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, 
 from prunecheck.checker.language.builder import Builder, is_literal, too_deep_message
 from prunecheck.checker.language.pyscan import PythonSource
 
-MODULE_CONSTANTS = ("NAME", "BUDGET", "EFFECT", "PLACEHOLDER_TOKENS", "SUMMARY_ROLE", "PAIRS", "DEPLOYMENT", "EXPECT",
-                    "ACCEPT", "ORDER", "START_ON")
+MODULE_CONSTANTS = ("NAME", "BUDGET", "EFFECT", "PLACEHOLDER_TOKENS", "SUMMARY_ROLE", "SUMMARY_AT", "PAIRS", "DEPLOYMENT",
+                    "EXPECT", "ACCEPT", "ORDER", "START_ON")
 
 _ONLY_READS = "a policy may only read span.<attribute> and window.<attribute>"
 _ONLY_CALLS = "only min, max and abs may be called"

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from prunecheck.spec.errors import PolicySyntaxError
-from prunecheck.spec.policy import EFFECTS, ORDERS, PAIRS, ROLES, SIZED, SUMMARY_ROLES, Cond, Loc
+from prunecheck.spec.policy import EFFECTS, ORDERS, PAIRS, ROLES, SIZED, SUMMARY_AT, SUMMARY_ROLES, Cond, Loc
 
 # The module constants whose value is one string of a fixed set, and that set.
-CHOICES = {"EFFECT": EFFECTS, "SUMMARY_ROLE": SUMMARY_ROLES, "PAIRS": PAIRS, "START_ON": ROLES, "ORDER": ORDERS}
+CHOICES = {"EFFECT": EFFECTS, "SUMMARY_ROLE": SUMMARY_ROLES, "SUMMARY_AT": SUMMARY_AT, "PAIRS": PAIRS, "START_ON": ROLES,
+           "ORDER": ORDERS}
 
 from prunecheck.checker.language.bounds import MAX_DEPTH, MAX_DIGITS, MAX_NAME, suggestion
 from prunecheck.checker.language.builder import too_deep_message
@@ -47,6 +48,7 @@ class PyPolicyParts:
     effect: str = "evict"
     placeholder_tokens: int = 1
     summary_role: str = "user"
+    summary_at: str = "replaced"
     pairs: str = "apart"
     start_on: Optional[str] = None  # START_ON's role; None when absent
     # (key, value, key Loc, value Loc) per DEPLOYMENT entry; None when DEPLOYMENT is absent
@@ -103,8 +105,9 @@ class _Converter(ExpressionReader):
         if "PLACEHOLDER_TOKENS" in seen and parts.effect not in SIZED:
             raise PolicySyntaxError('PLACEHOLDER_TOKENS is only for EFFECT = "mask", "cut" or "summarise"', self.file,
                                     seen["PLACEHOLDER_TOKENS"], 1)
-        if "SUMMARY_ROLE" in seen and parts.effect != "summarise":
-            raise PolicySyntaxError('SUMMARY_ROLE is only for EFFECT = "summarise"', self.file, seen["SUMMARY_ROLE"], 1)
+        for key in ("SUMMARY_ROLE", "SUMMARY_AT"):
+            if key in seen and parts.effect != "summarise":
+                raise PolicySyntaxError(f'{key} is only for EFFECT = "summarise"', self.file, seen[key], 1)
         parts.floats = tuple(self.floats)
         return parts
 
@@ -115,9 +118,8 @@ class _Converter(ExpressionReader):
 
     def constant(self, stmt: ast.Assign, parts: PyPolicyParts, seen) -> None:
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
-            self.refuse(stmt, "assignment other than NAME, BUDGET, EFFECT, PLACEHOLDER_TOKENS, SUMMARY_ROLE, PAIRS, START_ON, "
-                        "ORDER, DEPLOYMENT, EXPECT or "
-                        "ACCEPT = <literal>")
+            self.refuse(stmt, "assignment other than NAME, BUDGET, EFFECT, PLACEHOLDER_TOKENS, SUMMARY_ROLE, SUMMARY_AT, "
+                        "PAIRS, START_ON, ORDER, DEPLOYMENT, EXPECT or ACCEPT = <literal>")
         name = stmt.targets[0].id
         if name not in MODULE_CONSTANTS:
             self.fail(

@@ -7,7 +7,7 @@ from typing import Tuple
 
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from prunecheck.spec.policy import EFFECTS, ORDERS, PAIRS, ROLES, SIZED, STAGE_KEYS, SUMMARY_ROLES, BoolLit, Loc
+from prunecheck.spec.policy import EFFECTS, ORDERS, PAIRS, ROLES, SIZED, STAGE_KEYS, SUMMARY_AT, SUMMARY_ROLES, BoolLit, Loc
 
 from prunecheck.checker.language.expr_parser import Builder, parse_expr
 from prunecheck.checker.language.nodes import YAML_TAG, is_null, items, joined_surrogates, kind_of, scalar_locator, string
@@ -62,17 +62,17 @@ def _stage(src: SourceText, fields: dict, builder: Builder) -> dict:
     return out
 
 
-def _summary_role(src: SourceText, fields: dict, effect: str) -> str:
-    """`summary_role` (only with summarise): the role of the summary a compaction writes."""
-    if "summary_role" not in fields:
-        return "user"
-    node = fields["summary_role"]
-    value = string(src, node, "summary_role")
+def _summary_key(src: SourceText, fields: dict, effect: str, key: str, choices: tuple) -> str:
+    """`summary_role` or `summary_at` (only with summarise): the role of the summary a compaction writes, or where
+    it stands (SPEC 4d); the first choice when absent."""
+    if key not in fields:
+        return choices[0]
+    node = fields[key]
+    value = string(src, node, key)
     if effect != "summarise":
-        src.fail_at("summary_role is only for `effect: summarise`", node)
-    if value not in SUMMARY_ROLES:
-        src.fail_at(f"summary_role must be one of {', '.join(SUMMARY_ROLES)}, got `{value[:64]}`"
-                    f"{suggestion(value, SUMMARY_ROLES)}", node)
+        src.fail_at(f"{key} is only for `effect: summarise`", node)
+    if value not in choices:
+        src.fail_at(f"{key} must be one of {', '.join(choices)}, got `{value[:64]}`{suggestion(value, choices)}", node)
     return value
 
 
@@ -105,15 +105,17 @@ def _start_on(src: SourceText, node) -> str:
 
 
 def stage_settings(src: SourceText, fields: dict) -> dict:
-    """One stage's settings (effect, placeholder_tokens, summary_role, pairs, start_on), checked, as Policy's (and
+    """One stage's settings (effect, placeholder_tokens, summary_role, pairs, start_on, summary_at), checked, as
+    Policy's (and
     Stage's) keyword arguments."""
     effect, placeholder = _effect(src, fields)
     out = {"effect": effect, "placeholder_tokens": placeholder}
     if "pairs" in fields:
         out["pairs"] = _pairs(src, fields["pairs"])
-    out["summary_role"] = _summary_role(src, fields, effect)
+    out["summary_role"] = _summary_key(src, fields, effect, "summary_role", SUMMARY_ROLES)
     if "start_on" in fields:
         out["start_on"] = _start_on(src, fields["start_on"])
+    out["summary_at"] = _summary_key(src, fields, effect, "summary_at", SUMMARY_AT)
     return out
 
 
