@@ -31,6 +31,7 @@ from prunecheck.spec.policy import (
     ROLE,
     ROLES,
     SPAN_ATTRS,
+    SUMMARY_AT,
     SUMMARY_ROLES,
     WINDOW_ATTRS,
     Attr,
@@ -389,9 +390,11 @@ def _policies(draw, max_depth: int, deployment, python: bool, stage: bool = True
     effect, placeholder = draw(st.one_of(st.just(("evict", 1)), st.tuples(st.sampled_from(("mask", "cut", "summarise")),
                                                                            st.integers(1, 3))))
     summary_role = draw(st.sampled_from(SUMMARY_ROLES)) if effect == "summarise" else "user"
+    summary_at = draw(st.sampled_from(SUMMARY_AT)) if effect == "summarise" else "replaced"
     pairs = draw(st.sampled_from(PAIRS))
     text = policy_yaml(Policy(name=name, evict=evict, rank=rank, budget=budget, deployment=chosen, effect=effect,
-                              placeholder_tokens=placeholder, pairs=pairs, summary_role=summary_role, **keys))
+                              placeholder_tokens=placeholder, pairs=pairs, summary_role=summary_role,
+                              summary_at=summary_at, **keys))
     return parse_policy_text(text, f"{name}.yaml")
 
 

@@ -14,6 +14,7 @@ from prunecheck.checker.language.pyform import check_python_arithmetic, parse_py
 from prunecheck.checker.language.typecheck import check_policy, count_nodes, type_of
 from prunecheck.spec.policy import (
     ARITH_OPS,
+    SUMMARY_AT,
     stage_exprs,
     ATTRS,
     BOOL,
@@ -224,12 +225,13 @@ def test_strategies_cover_the_vocabulary():
         seen.update(f"{k}={v}" for k, v in deployment.all_keys().items())
         seen.update(f"{k}={v}" for k, v in policy.deployment.all_keys().items())
         seen[f"effect={policy.effect}"] += 1
+        seen[f"summary_at={policy.summary_at}"] += 1
 
     collect()
     wanted = set(ATTRS) | set(ARITH_OPS) | set(COMPARE_OPS) | set(BOOL_OPS) | set(CALLABLE)
     wanted |= {"not", "-", "not in", "InSet", "Cond", "Num", "BoolLit", "EnumLit", "rank", "budget set", "no budget"}
     wanted |= {f"{k}={v}" for k, values in DEPLOYMENT_CHOICES.items() for v in values}
-    wanted |= {f"effect={e}" for e in EFFECTS}
+    wanted |= {f"effect={e}" for e in EFFECTS} | {f"summary_at={at}" for at in SUMMARY_AT}
     assert not wanted - set(seen), f"never generated: {sorted(wanted - set(seen))}"
 
 
