@@ -117,7 +117,10 @@ def slots_needed(policy: Policy) -> int:
 def slots_written(policy: Policy, state: State, action: Optional[Compact] = None) -> int:
     """The span slots the compaction `action` from `state` writes, the refusal aside: a summary per summarising
     stage that took something, and a ledger entry's rationale if any stage did (under `evidence: on`)."""
-    steps = stage_steps(policy, citing(state, action.cites if action is not None else ()), state.step + 1, action)
+    seen = citing(state, action.cites if action is not None else ())
+    if not policy.later:  # one stage: its walk alone says whether it takes anything
+        return slots_needed(policy) if stage_taken(policy, seen, action)[0] else 0
+    steps = stage_steps(policy, seen, state.step + 1, action)
     taken = [(st, t) for st, _start, t, _after, _tokens in steps if t]
     return sum(st.effect == "summarise" for st, _t in taken) + (bool(taken) and policy.deployment.evidence == "on")
 
