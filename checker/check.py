@@ -15,7 +15,7 @@ from prunecheck.spec.policy import Policy, staged
 
 from prunecheck.checker.engines.bmc import check_bounded
 from prunecheck.checker.engines.unknowns import counted_spans
-from prunecheck.symbolic.runs import run_lengths, runs_apply
+from prunecheck.symbolic.runs import run_lengths, runs_apply, turning
 from prunecheck.checker.engines.explicit import domains_for, explore
 from prunecheck.checker.engines.peak import PeakWatch, explicit_peak, symbolic_peak
 from prunecheck.checker.language.document import policy_document, policy_hash
@@ -23,7 +23,7 @@ from prunecheck.checker.versions import versions
 from prunecheck.checker.engines.certificate import clear_memos
 from prunecheck.checker.engines.prove import clear_shared, prove_all
 from prunecheck.checker.engines.spacer import prove_with_spacer
-from prunecheck.checker.options import DEFAULTS, CheckOptions, Engine
+from prunecheck.checker.options import DEFAULTS, MAX_SPANS, CheckOptions, Engine
 from prunecheck.checker.progress import current
 from prunecheck.checker.result import (Bounds, Clause, EngineRun, Found, Method, Note, Outcome, Reason, Report, Result,
                                        Stats, Stop, Verdict)
@@ -49,11 +49,12 @@ def _domain(values):
 
 def clear_caches() -> None:
     """Forget what this process shares between checks: step templates (with their lemmas), proofs with the policy
-    abstracted, cvc5's answers, regenerated models and confirmed certificates. Reports do not change; only the time
-    of the next checks does."""
+    abstracted, cvc5's answers, regenerated models, confirmed certificates and the counts comparisons turn at. Reports
+    do not change; only the time of the next checks does."""
     clear_templates()
     clear_shared()
     clear_memos()
+    turning.cache_clear()
 
 
 def check(policy: Policy, options: CheckOptions = DEFAULTS, proofs: Optional[dict] = None) -> Report:
@@ -155,7 +156,7 @@ def _with_runs(policy: Policy, conditions: list, options: CheckOptions, depth: i
     try:
         searched = check_bounded(policy, depth, slots, conditions, options.timeout,
                                  token_domain=options.tokens, lemmas=False, rlimit=options.rlimit,
-                                 runs=run_lengths(policy))
+                                 runs=run_lengths(policy, MAX_SPANS))
     except ReplayMismatch:  # a run the policy does not treat as a whole after all: nothing is claimed
         return {}
     return {r.condition: r for r in searched}

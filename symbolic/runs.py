@@ -9,12 +9,16 @@ is replayed on the runtime before it is reported, and it never contributes to `h
 
 from __future__ import annotations
 
+import functools
+
 import z3
 
-from prunecheck.spec.policy import (AGGREGATES, Attr, Binary, Num, Policy, is_aggregate, read_attributes, stage_exprs,
-                                    subexpressions)
+from prunecheck.spec.errors import EncodingError
+from prunecheck.spec.policy import (AGGREGATES, ATTRS, BOOL, NUM, Attr, Binary, Num, Policy, children, is_aggregate,
+                                    outer_subexpressions, read_attributes, stage_exprs, subexpressions)
 from prunecheck.symbolic.model import NS, R, Model, SymAction, SymState
-from prunecheck.symbolic.terms import ExprEncoder, Frac
+from prunecheck.symbolic.solver import Status, new_solver, query
+from prunecheck.symbolic.terms import ENUM_CODES, ExprEncoder, Frac
 from prunecheck.symbolic.window_terms import among, before
 
 TIME_ATTRS = ("age", "idle", "recency", "frequency", "reads")  # members of a run differ in these: no runs then
@@ -59,10 +63,157 @@ def count_constants(policy: Policy, names=COUNTS + (COUNTING,)) -> tuple:
                          if isinstance(x, Num)}))
 
 
-def run_lengths(policy: Policy) -> tuple:
-    """The lengths a run may have: around each count the policy compares (c-2 .. c+1), so that a few runs and single
-    spans can meet each threshold exactly or just past it."""
-    return tuple(sorted({k for c in count_constants(policy) for k in range(c - 2, c + 2) if k >= 2}))
+MOST_COUNT = 256  # how many window spans a threshold hidden in arithmetic is looked for within (checker's MAX_SPANS)
+TURN_RLIMIT = 2_000_000  # z3's resource count for one query of `turning` (tiny linear queries need far less)
+TURN_TIMEOUT_MS = 10_000  # a hang guard only: the rlimit binds first
+
+
+def count_thresholds(policy: Policy, names=COUNTS + (COUNTING,), most: int = MOST_COUNT) -> tuple:
+    """The counts of window spans at which the policy's comparisons of a count (of one of `names`) turn, ascending:
+    each constant a count is compared with (count_constants), and for every other comparison reading such a count
+    (arithmetic around it, `//`, `%`, a count or position on the other side) the spans besides the compared one it
+    needs, one fewer than `turning` gives (at most `most`)."""
+    derived = set()
+    for expr in stage_exprs(policy):
+        for chain in conjunctions(expr):
+            for index, node in enumerate(chain):
+                if _hidden_count(node, names):
+                    spans = turning(chain, index, most)
+                    if spans is not None:
+                        derived.add(spans - 1)
+    return tuple(sorted(set(count_constants(policy, names)) | derived))
+
+
+def run_lengths(policy: Policy, most: int = MOST_COUNT) -> tuple:
+    """The lengths a run may have: around each count the policy's comparisons turn at (c-2 .. c+1, count_thresholds),
+    so that a few runs and single spans can meet each threshold exactly or just past it."""
+    return tuple(sorted({k for c in count_thresholds(policy, most=most) for k in range(c - 2, c + 2) if k >= 2}))
+
+
+def _hidden_count(node, names) -> bool:
+    """node compares something reading a count of `names`, but not a bare count with a constant (count_constants)."""
+    if not (isinstance(node, Binary) and node.op in ("<", "<=", ">", ">=", "==", "!=")):
+        return False
+    if not any(is_count(x, names) for x in outer_subexpressions(node)):
+        return False
+    sides = (node.left, node.right)
+    return not (any(is_count(x) for x in sides) and any(isinstance(x, Num) for x in sides))
+
+
+def conjunctions(expr):
+    """Each chain of `and` in expr, as the tuple of its conjuncts (a node under no `and` is a chain of one), outermost
+    first; not inside an aggregate, whose condition reads no count."""
+    chain = _conjuncts(expr)
+    yield chain
+    for node in chain:
+        if not is_aggregate(node):
+            for child in children(node):
+                yield from conjunctions(child)
+
+
+def _conjuncts(expr) -> tuple:
+    if isinstance(expr, Binary) and expr.op == "and":
+        return _conjuncts(expr.left) + _conjuncts(expr.right)
+    return (expr,)
+
+
+@functools.lru_cache(maxsize=512)
+def turning(chain: tuple, index: int, most: int):
+    """The fewest window spans at which conjunct `index` of `chain` can decide it: windows of that many spans or
+    fewer where the other conjuncts hold, one with the conjunct true and one with it false; `most` if only larger
+    windows have both, None if none has (or z3 could not say). Exact over what every window satisfies of its counts
+    (count_facts); a conjunct z3 cannot encode here (one reading a tool name) counts as true. It only decides which
+    search is asked for, never a verdict."""
+    facts, env, spans = count_facts(chain)
+    encoder = ExprEncoder(env)
+    try:
+        node = encoder.encode(chain[index])
+    except EncodingError:
+        return None
+    others = []
+    for i, other in enumerate(chain):
+        if i != index:
+            try:
+                others.append(encoder.encode(other))
+            except EncodingError:
+                pass
+    solver = new_solver(TURN_TIMEOUT_MS, TURN_RLIMIT)
+    solver.add(*facts, *others)
+    fewest = [_fewest(solver, spans, value, most) for value in (node, z3.Not(node))]
+    return None if None in fewest else max(fewest)
+
+
+def _fewest(solver, spans, claim, most: int):
+    """The fewest window spans at which `claim` can hold with the solver's facts, by bisection (no window below `low`
+    has it, one of `found` spans does): `most` if only larger windows have it, None if none has (or z3 could not
+    say)."""
+    solver.push()
+    solver.add(claim)
+    try:
+        found, low = _window(solver, spans, most), 1
+        if found is None:
+            return most if _window(solver, spans, None) is not None else None
+        while low < found:
+            middle = (low + found - 1) // 2
+            smaller = _window(solver, spans, middle)
+            if smaller is None:
+                low = middle + 1
+            else:
+                found = smaller
+        return found
+    finally:
+        solver.pop()
+
+
+def _window(solver, spans, bound):
+    """The spans of a window of at most `bound` spans (None: any) the solver's facts allow (None: none, or
+    unknown)."""
+    solver.push()
+    if bound is not None:
+        solver.add(spans <= bound)
+    try:
+        if query(solver).status is not Status.SAT:
+            return None
+        return solver.model().eval(spans, model_completion=True).as_long()
+    finally:
+        solver.pop()
+
+
+def count_facts(exprs) -> tuple:
+    """(facts, env, spans): free values for every attribute and aggregate `exprs` read, constrained only by what every
+    window of `spans` >= 1 spans satisfies around one span of it (SPEC §1b, §1e): a position and its distance from
+    the end add up to the spans besides it; a count within a role or of user turns is at most that distance; an
+    aggregate of the window is what lies before the span, after it, and the span's own share (at most 1 span)."""
+    spans, position, from_end = z3.Int("turning!window_spans"), z3.Int("turning!position"), z3.Int("turning!from_end")
+    facts = [spans >= 1, position >= 0, from_end >= 0, position + from_end + 1 == spans]
+    env = {"window_spans": Frac(spans), "position": Frac(position), "from_end": Frac(from_end)}
+    for name, (kind, interval) in ATTRS.items():
+        if name in env:
+            continue
+        if kind == NUM:
+            value = z3.Int(f"turning!{name}")
+            den = z3.Int(f"turning!{name}/") if name in ("recency", "frequency") else None  # rationals
+            facts += [] if den is None else [den >= 1]
+            if interval is not None and interval.lo is not None:
+                facts.append(value >= int(interval.lo) * (1 if den is None else den))
+            env[name] = Frac(value, den)
+        elif kind == BOOL:
+            env[name] = z3.Bool(f"turning!{name}")
+        elif kind in ENUM_CODES:
+            env[name] = z3.Const(f"turning!{name}", next(iter(ENUM_CODES[kind].values())).sort())
+    facts += [env["from_end_in_role"].num <= from_end, env["turn"].num <= from_end,
+              env["tokens_after"].num >= from_end]
+    shares = {}
+    for node in dict.fromkeys(n for e in exprs for n in outer_subexpressions(e) if is_aggregate(n)):
+        side, measure = AGGREGATES[node.fn]
+        key = (node.args, measure)
+        if key not in shares:
+            older, newer, own = (z3.Int(f"turning!{measure}{len(shares)}{part}") for part in ("<", ">", "="))
+            shares[key] = {"older": older, "newer": newer, "window": older + newer + own}
+            facts += [older >= 0, newer >= 0, own >= 0]
+            facts += [older <= position, newer <= from_end, own <= 1] if measure == "spans" else []
+        env[node] = Frac(shares[key][side])
+    return facts, env, spans
 
 
 class RunState(SymState):
@@ -131,8 +282,10 @@ class RunModel(Model):
         """Per slot: the vocabulary of its run's first (or last) member."""
         envs = super().slot_envs(s, budget)
         holds = self.aggregate_conditions(s) if self.policy.aggregates else {}
+        window = member_aggregates(s, None, member, self.policy.aggregates, holds)  # runs' members, not slots
         for i, env in enumerate(envs):
             env.update(member_positions(s, i, member))
+            env.update(window)
             env.update(member_aggregates(s, i, member, self.policy.aggregates, holds))
         return envs
 

@@ -15,17 +15,17 @@ from prunecheck.checker.language.document import policy_document
 from prunecheck.checker.language.loader import load_policy
 from prunecheck.checker.outputs.itf import actions_of, trace_document
 from prunecheck.checker.findings.explain import step_label
-from prunecheck.checker.options import CheckOptions
+from prunecheck.checker.options import MAX_SPANS, CheckOptions
 from prunecheck.checker.outputs.reasons import reason_text
 from prunecheck.checker.outputs.render import variants_text
 from prunecheck.checker.result import Method, Verdict
 from prunecheck.spec.actions import action_text, expand, steps_of
-from prunecheck.spec.policy import Deployment
+from prunecheck.spec.policy import Deployment, DeploymentOverride
 from prunecheck.spec.runtime import ActionRefused, Append, Compact, Edit, State, addressable, positions, step
 from prunecheck.symbolic.model import ACT
 from prunecheck.spec.state import aggregates
-from prunecheck.symbolic.runs import (RunModel, count_constants, member_aggregates, member_positions, run_lengths,
-                                      runs_apply)
+from prunecheck.symbolic.runs import (MOST_COUNT, RunModel, count_constants, count_thresholds, member_aggregates,
+                                      member_positions, run_lengths, runs_apply)
 from prunecheck.symbolic.terms import ENUM_CODES
 
 from conftest import BOUNDS, HOUR, RLIMIT, ROOT
@@ -261,12 +261,17 @@ def test_the_aggregates_of_a_runs_members_are_the_runtimes():
     assert {n.fn: zmodel.eval(t.num).as_long() for n, t in window.items()} == {
         n.fn: int(v) for n, v in aggregates(policy, runtime).items()}
     checked = 0
+    envs = {member: model.slot_envs(final, policy.budget, member) for member in ("first", "last")}
     for i, ids in enumerate(slots):
         for member, span_id in [m for m in zip(("first", "last"), ids) if addressable(runtime.span(m[1]))]:
             want = aggregates(policy, runtime, runtime.span(span_id))
             for node, term in member_aggregates(final, i, member, policy.aggregates, holds).items():
                 assert zmodel.eval(term.num, model_completion=True).as_long() == want[node], (i, member, node.fn)
                 checked += 1
+            # What the stage reads of the member: the window's aggregates too count every member of a run, not slots.
+            for node in policy.aggregates:
+                got = zmodel.eval(envs[member][i][node].num, model_completion=True).as_long()
+                assert got == want[node], (i, member, node.fn)
     assert checked >= 4 * len(slots)
 
 
@@ -276,3 +281,39 @@ def test_keep_the_last_twenty_user_turns_is_violated_at_real_size():
     (c1,) = check(policy, CheckOptions(depth=4, spans=6, only=("C1",), **BOUNDS)).results
     assert c1.verdict is Verdict.VIOLATED and c1.engine is Method.RUNS
     confirm(policy, c1.trace.actions, "C1", None)
+
+
+# Roo Code's sliding window (examples/frameworks/roocode_sliding_window.yaml): the visible messages 1 .. n are hidden,
+# n = (visible - 1) // 2 rounded down to an even number, so nothing is taken before 5 visible messages.
+ROO = ("evict: kind != 'summary' and count_older(kind != 'summary') >= 1 "
+       "and count_older(kind != 'summary') <= (count(kind != 'summary') - 1) // 2 // 2 * 2")
+
+
+def test_a_threshold_hidden_in_arithmetic_asks_for_the_spans_it_turns_at():
+    # Roo's even half turns at 5 counted spans (4 besides the one compared), not at the constant 1 beside it: more
+    # than the 6 slots (a subset's members may be results, each after its call: 2·4 + 3), so the runs are asked for.
+    roo = model_policy(ROO, WINDOW)
+    assert count_constants(roo) == (1,) and count_thresholds(roo) == (1, 4)
+    assert counted_spans(roo) == 11 and run_lengths(roo) == (2, 3, 4, 5)
+    # One threshold, written with a constant or hidden in arithmetic, asks for the same spans.
+    for plain, hidden in (("evict: from_end >= 20", "evict: position < window_spans - 20"),
+                          ("evict: true\nwhen: window_spans > 99", "evict: true\nwhen: window_spans // 10 > 9"),
+                          ("evict: from_end >= 9", "evict: from_end % 10 == 9"),
+                          ("evict: from_end >= 8", "evict: 2 * from_end >= 15"),
+                          ("evict: count_newer(role == 'user') >= 3",
+                           "evict: count_newer(role == 'user') >= count_older(role == 'user') + 3")):
+        assert counted_spans(model_policy(plain, WINDOW)) == counted_spans(model_policy(hidden, WINDOW)), hidden
+    # A comparison that never turns asks for nothing; one that turns beyond the most slots asks for the most.
+    assert counted_spans(model_policy("evict: position < window_spans", WINDOW)) == 0
+    far = model_policy("evict: from_end >= count(role == 'user') + 300", WINDOW)
+    assert MOST_COUNT == MAX_SPANS and count_thresholds(far) == (MAX_SPANS - 1,) and counted_spans(far) > MAX_SPANS
+
+
+def test_roos_sliding_window_is_violated_under_the_safe_default_at_the_default_bounds():
+    # The removal that leaves no tombstone (M1) and cuts what a rationale cites (J1) needs 5 visible messages, the
+    # marker and the rationale: found with runs (5 visible messages in 3 slots), replayed on the runtime.
+    safe = DeploymentOverride.of({"records": "undo_region", "rationale": "decision_log", "evicted": "destroyed"})
+    policy = load_policy(ROOT / "examples" / "frameworks" / "roocode_sliding_window.yaml", safe)
+    for r in check(policy, CheckOptions(only=("M1", "J1"), **BOUNDS)).results:
+        assert r.verdict is Verdict.VIOLATED and r.engine is Method.RUNS, r.condition
+        confirm(policy, r.trace.actions, r.condition, None)

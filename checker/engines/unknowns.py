@@ -8,7 +8,7 @@ from typing import Sequence
 import z3
 
 from prunecheck.spec.policy import Attr, Policy, stage_exprs, subexpressions
-from prunecheck.symbolic.runs import COUNTING, count_constants
+from prunecheck.symbolic.runs import COUNTING, count_thresholds
 
 from prunecheck.checker.options import DEFAULTS, MAX_DEPTH, MAX_SPANS
 from prunecheck.checker.result import Advice, Need, Part, Reason, SolverSaid, SolverStop, Stop
@@ -56,12 +56,15 @@ def _compared(policy: Policy) -> tuple:
 
 def counted_spans(policy: Policy) -> int:
     """The most window spans a comparison of the policy's counts can ask for (0 if it counts none): c + 3 for the
-    largest constant c compared with a count (c spans besides the one compared, plus a record, its rationale and
-    its edit's target), spec/SPEC.md §1b; 2c + 3 for a count of spans of one role (`from_end_in_role`) or of a
-    subset (an aggregate that counts, §1e), which may be tool results, each after its call (§7d)."""
-    constants = count_constants(policy)
-    in_role = count_constants(policy, ("from_end_in_role", COUNTING))  # a subset's members may be results, each
-    # after its call
+    largest count c a comparison turns at (c spans besides the one compared, plus a record, its rationale and its
+    edit's target), spec/SPEC.md §1b; 2c + 3 for a count of spans of one role (`from_end_in_role`) or of a subset
+    (an aggregate that counts, §1e), which may be tool results, each after its call (§7d). c is a constant a count
+    is compared with, or, for a threshold hidden in arithmetic or in another count, one fewer than the fewest window
+    spans at which the comparison can decide the conjunction it is in (symbolic/runs.py count_thresholds), looked
+    for up to MAX_SPANS."""
+    constants = count_thresholds(policy, most=MAX_SPANS)
+    in_role = count_thresholds(policy, ("from_end_in_role", COUNTING), MAX_SPANS)  # a subset's members may be
+    # results, each after its call
     return max([c + 3 for c in constants[-1:]] + [2 * c + 3 for c in in_role[-1:]], default=0)
 
 
