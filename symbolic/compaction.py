@@ -90,7 +90,8 @@ def truncation(model, s, a, evicted: list, summary: tuple, budget) -> list:
         rest = rest + z3.If(z3.Or(evicted), tokens, 0)
         remaining = [z3.Or(remaining[i], written[i]) for i in range(n)]
         left = [z3.If(written[i], tokens, left[i]) for i in range(n)]
-        places = [z3.If(written[i], place, s.place[i]) for i in range(n)]
+        # a summary at the end (place None, SPEC 4d) stands at its own slot's place, as an append
+        places = [z3.If(written[i], z3.IntVal(i) if place is None else place, s.place[i]) for i in range(n)]
     rest, remaining, left, places = evidence.ledger_in_window(model, s, a, evicted, (rest, remaining, left, places))
     truncated = []
     for i in range(n):

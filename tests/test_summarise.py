@@ -290,6 +290,18 @@ def test_the_model_agrees_with_the_runtime_on_summaries_at_the_end(text, deploym
     agree(_policy(text, **deployment), actions, with_lemmas=True, n=7)
 
 
+def test_the_host_truncates_a_summary_at_the_end_in_window_order():
+    # The differential sweep's policy that the unrolled model could not build (its truncation read no place for a
+    # summary at the end): the host's budget truncates oldest first, the summary last, in both engines.
+    text = AT_END.replace("role != 'system'", "tag == 'edit'") + "pairs: together\nbudget: 12\n"
+    policy = _policy(text, evicted="logged", host_truncation="on", records="window")
+    actions = (Append("message", 3, tag="edit"), Append("message", 2), Append("message", 1, tag="edit"), Compact(3))
+    agree(policy, actions, with_lemmas=False, n=6)
+    state, transitions = _run(policy, actions)
+    assert transitions[-1].truncated and [s.id for s in window_in_order(state)][-1:] == [3]
+    engines_agree(policy, depth=3, spans=4)
+
+
 def test_the_engines_agree_on_a_summary_at_the_end():
     engines_agree(_policy(AT_END.replace("role != 'system'", "role != 'system' and position >= 1"),
                           records="window"), depth=4, spans=4)
