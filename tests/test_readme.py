@@ -430,7 +430,8 @@ def test_the_list_of_stages_is_two_stages_searched_and_never_proved():
 
     policy = parse_policy_text(block_with("yaml", "name: mask-then").text, "readme-stages.yaml")
     assert [s.effect for s in policy.stages] == ["mask", "summarise"]
-    report = check(policy, CheckOptions(depth=2, spans=4, only=("M1", "C1"), timeout=3600))
+    # depth-bounded (the explicit engine) and rlimit-bounded; the hour is a hang guard only
+    report = check(policy, CheckOptions(depth=2, spans=4, only=("M1", "C1"), **BOUNDS))
     # the safe default keeps records out of reach: C1 is not violated, yet not proved either; M1 is violated (a
     # summary destroys what it takes, at depth 2: one span of 100001 tokens, then a compaction)
     assert {r.condition: r.verdict for r in report.results} == {"C1": Verdict.UNKNOWN, "M1": Verdict.VIOLATED}

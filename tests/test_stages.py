@@ -27,6 +27,7 @@ from prunecheck.spec.runtime import (Append, Compact, Edit, State, enabled, enab
 from prunecheck.symbolic.model import Model
 from prunecheck.symbolic.parametric import PairModel
 
+from conftest import CLI_BOUNDS
 from support import policy_error
 
 SAFE_OFF = "deployment:\n  records: window\n  evidence: 'off'\n  host_truncation: 'off'\n"
@@ -237,7 +238,7 @@ def test_the_explanation_points_into_the_stage_that_took_the_span():
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / path
         file.write_text(text)
-        code = main(["check", str(file), "--only", "M1", "--depth", "4", "--timeout", "3600"], out, io.StringIO())
+        code = main(["check", str(file), "--only", "M1", "--depth", "4", *CLI_BOUNDS], out, io.StringIO())
     shown = out.getvalue()
     assert code == 1, shown
     assert "stage 2: summarised by the policy" in shown
